@@ -1,0 +1,169 @@
+"""`convert()`: source -> table -> plan -> engine -> dataset, and the result it returns.
+
+This module only orchestrates; each step lives in its own module (table, plan, records,
+engines, dataset). Every check on the input and options happens before any image is read
+or any file is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+import pandas as pd
+
+from tfrecorder import dataset, fs
+from tfrecorder.engines.local import write_local
+from tfrecorder.plan import (
+    DEFAULT_UNASSIGNED_SPLIT,
+    check_options,
+    make_plan,
+    shuffled_order,
+    sizes_shards_by_bytes,
+)
+from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.table import Table, load_table
+from tfrecorder.tfrecord import new_run_id
+
+logger = logging.getLogger(__name__)
+
+ON_ERROR = ("reject", "raise")
+_SIZE_SAMPLE = 32  # rows read up front to estimate record size when sizing shards
+_FALLBACK_RECORD_BYTES = 100_000
+
+
+@dataclass(frozen=True)
+class ConversionResult:
+    """What a conversion wrote.
+
+    Also answers TFRecorder's `result["tfrecord_dir"]`, and any attribute by name.
+    """
+
+    output_dir: str
+    counts: dict[str, int]  # records written per split
+    num_rejected: int
+    shards: list[str] = field(repr=False)
+    manifest_path: str = field(repr=False)
+    rejected_path: str = field(repr=False)
+    elapsed_seconds: float = 0.0
+
+    @property
+    def num_records(self) -> int:
+        return sum(self.counts.values())
+
+    def __getitem__(self, key: str):
+        if key == "tfrecord_dir":
+            return self.output_dir
+        if key in {f for f in asdict(self)} | {"num_records"}:
+            return getattr(self, key)
+        raise KeyError(key)
+
+
+def convert(
+    source: pd.DataFrame | str | os.PathLike,
+    output_dir: str | os.PathLike,
+    *,
+    header: bool | None = None,
+    image_format: str = "auto",
+    image_size: tuple[int, int] | None = None,
+    max_image_side: int | None = None,
+    jpeg_quality: int = 90,
+    validate: bool = True,
+    num_shards: int | Mapping[str, int] | None = None,
+    shard_size_mb: float = 128,
+    compression: str | None = None,
+    seed: int = 0,
+    unassigned_split: Sequence[float] = DEFAULT_UNASSIGNED_SPLIT,
+    on_error: str = "reject",
+    num_workers: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> ConversionResult:
+    """Converts a table of images into a sharded TFRecord dataset in `output_dir`.
+
+    Args:
+        source: a DataFrame, a CSV file (AutoML Vision rows `[split,]image_uri[,label]`,
+            with or without a header) or an image folder (`label/file` or
+            `split/label/file`).
+        output_dir: a local folder or a `gs://` (or other Beam file system) URI.
+        header: whether a CSV's first line names its columns; None detects it.
+        image_format: "auto" keeps JPEG and PNG bytes as they are and converts other
+            formats losslessly to PNG; "jpeg" or "png" store every image so; "raw" stores
+            base64 pixels like TFRecorder.
+        image_size: resize every image to (height, width).
+        max_image_side: shrink images whose longer side is larger (aspect ratio kept).
+        jpeg_quality: quality of re-encoded JPEGs (resized or `image_format="jpeg"`).
+        validate: fully decode every image so corrupt ones are rejected; False trusts
+            the files and only reads their headers.
+        num_shards: shards per split (an int, or e.g. {"train": 16}); by default shards
+            are sized to about `shard_size_mb`.
+        shard_size_mb: the target size of a shard when `num_shards` is not given.
+        compression: None or "gzip".
+        seed: seeds the shuffle that mixes classes across shards; recorded.
+        unassigned_split: train/validation/test fractions for UNASSIGNED rows (and all
+            rows when there is no split column), assigned by a stable hash of the URI.
+        on_error: "reject" writes rows whose image cannot be read to rejected.csv;
+            "raise" stops at the first one.
+        num_workers: worker processes (default: all cores; 1 runs in this process).
+        overwrite: replace a dataset already in `output_dir`.
+        progress: show a progress bar.
+    """
+    started = time.perf_counter()
+    output_dir = os.fspath(output_dir)
+    image_options = ImageOptions(image_format, image_size, max_image_side, jpeg_quality,
+                                 validate)
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+    if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
+        raise ValueError(f"num_workers must be a positive int, not {num_workers!r}")
+    if not shard_size_mb > 0:
+        raise ValueError(f"shard_size_mb must be positive, not {shard_size_mb!r}")
+
+    check_options(unassigned_split, num_shards, compression)
+    table = load_table(source, header=header)
+    existing = dataset.check_output_dir(output_dir, overwrite)
+
+    record_bytes = (_estimate_record_bytes(table, image_options, seed)
+                    if sizes_shards_by_bytes(num_shards) else 0.0)
+    plan = make_plan(table, image_options=image_options, seed=seed, compression=compression,
+                     unassigned_split=unassigned_split, num_shards=num_shards,
+                     record_bytes=record_bytes, shard_bytes=int(shard_size_mb * 2**20))
+    dataset.clear_output_dir(output_dir, existing)
+    run_id = new_run_id()
+    written = write_local(plan, table, output_dir, run_id=run_id, num_workers=num_workers,
+                          on_error=on_error, progress=progress)
+    rejected_path = dataset.write_rejected(output_dir, table, written.rejections)
+    options = {**asdict(image_options), "compression": compression,
+               "unassigned_split": list(unassigned_split), "num_shards": num_shards,
+               "shard_size_mb": shard_size_mb}
+    manifest = dataset.build_manifest(plan, table, written.shards, written.rejections,
+                                      options)
+    manifest_path = dataset.write_manifest(output_dir, manifest, run_id)
+    if written.rejections:
+        logger.warning("%d of %d rows were rejected; see %s", len(written.rejections),
+                       plan.num_rows, rejected_path)
+    return ConversionResult(
+        output_dir=output_dir,
+        counts={name: split["num_records"] for name, split in manifest["splits"].items()},
+        num_rejected=len(written.rejections),
+        shards=[fs.join(output_dir, w.shard.filename) for w in written.shards],
+        manifest_path=manifest_path,
+        rejected_path=rejected_path,
+        elapsed_seconds=time.perf_counter() - started,
+    )
+
+
+def _estimate_record_bytes(table: Table, options: ImageOptions, seed: int) -> float:
+    """Mean record size over a fixed sample of rows, reading headers only."""
+    options = replace(options, validate=False)
+    sample = shuffled_order(len(table.rows), seed)[:_SIZE_SAMPLE]
+    rows = table.rows.iloc[sample]
+    results = (
+        encode_row(Row(int(p), uri, image_uri, 0, "TRAIN"), options)
+        for p, uri, image_uri in zip(sample, rows["uri"], rows["image_uri"])
+    )
+    sizes = [len(r) for r in results if not isinstance(r, Rejection)]
+    return sum(sizes) / len(sizes) if sizes else _FALLBACK_RECORD_BYTES

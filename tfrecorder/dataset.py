@@ -1,0 +1,146 @@
+"""The dataset on disk: which files it has, the manifest, and the rejected-rows report.
+
+A dataset folder holds shards (`train-00000-of-00004.tfrecord`), `rejected.csv` and the
+manifest `dataset.json`, written last: a folder without a manifest is not a dataset, so an
+interrupted run can never look complete. Readers (load, inspect, verify) trust the
+manifest, never file names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tfrecorder import fs
+from tfrecorder._version import __version__
+from tfrecorder.errors import DatasetExistsError
+from tfrecorder.plan import Plan, Shard
+from tfrecorder.records import FEATURES, Rejection
+from tfrecorder.table import SPLITS, Table
+from tfrecorder.tfrecord import TEMP_MARKER, temp_path
+
+MANIFEST = "dataset.json"
+REJECTED = "rejected.csv"
+FORMAT_VERSION = 1
+
+# Every file a run may leave in the output folder, including temporary ones.
+_DATASET_FILE = re.compile(
+    r"^(?:(?:train|validation|test)-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?|"
+    + re.escape(MANIFEST) + "|" + re.escape(REJECTED) + r")(?:"
+    + re.escape(TEMP_MARKER) + r"\w+)?$"
+)
+
+
+@dataclass(frozen=True)
+class WrittenShard:
+    shard: Shard
+    num_records: int
+    num_bytes: int
+
+
+def dataset_files(output_dir: str) -> list[str]:
+    """Names of the files in `output_dir` that a tfrecorder run writes."""
+    return [name for name in fs.list_dir(output_dir) if _DATASET_FILE.match(name)]
+
+
+def check_output_dir(output_dir: str, overwrite: bool) -> list[str]:
+    """Refuses a folder that holds a dataset (or a crashed run's leftovers) unless
+    `overwrite`; returns those files, for `clear_output_dir`."""
+    existing = dataset_files(output_dir)
+    if existing and not overwrite:
+        what = ("a dataset" if MANIFEST in existing
+                else "files of an incomplete dataset (an interrupted run)")
+        raise DatasetExistsError(
+            f"{output_dir!r} already holds {what}: {len(existing)} file(s) such as "
+            f"{existing[0]!r}. Pass overwrite=True to replace it, or choose another "
+            "output_dir."
+        )
+    return existing
+
+
+def clear_output_dir(output_dir: str, existing: list[str]) -> None:
+    """Deletes a previous dataset's files (only those) and creates the folder."""
+    # The manifest goes first, so a crash while clearing leaves no dataset, not a broken one.
+    existing = sorted(existing, key=lambda name: name != MANIFEST)
+    fs.delete([fs.join(output_dir, name) for name in existing])
+    fs.makedirs(output_dir)
+
+
+def write_rejected(output_dir: str, table: Table, rejections: Sequence[Rejection]) -> str:
+    """Writes the rejected rows as given, plus a `reason` column; returns the path."""
+    rejections = sorted(rejections)
+    rows = table.source.iloc[[r.position for r in rejections]].copy()
+    reason = "reason" if "reason" not in rows.columns else "rejection_reason"
+    rows[reason] = [r.reason for r in rejections]
+    rows.index.name = rows.index.name or "row"
+    path = fs.join(output_dir, REJECTED)
+    fs.write_bytes(path, rows.to_csv().encode())
+    return path
+
+
+def build_manifest(
+    plan: Plan,
+    table: Table,
+    written: Sequence[WrittenShard],
+    rejections: Sequence[Rejection],
+    options: dict,
+) -> dict:
+    """The manifest: the one description of the dataset that readers rely on."""
+    features = {name: {"dtype": dtype, "shape": []} for name, dtype in FEATURES.items()}
+    if not table.has_labels:
+        del features["label"]
+    rejected_by_split = {split: 0 for split in SPLITS}
+    for rejection in rejections:
+        rejected_by_split[plan.splits[rejection.position]] += 1
+    splits = {}
+    for split in SPLITS:
+        shards = [w for w in written if w.shard.split == split]
+        if not shards:
+            continue
+        splits[split.lower()] = {
+            "num_records": sum(w.num_records for w in shards),
+            "num_rejected": rejected_by_split[split],
+            "num_bytes": sum(w.num_bytes for w in shards),
+            "shards": [
+                {"file": w.shard.filename, "num_records": w.num_records,
+                 "num_bytes": w.num_bytes}
+                for w in shards
+            ],
+        }
+    manifest = {
+        "format": "tfrecorder",
+        "format_version": FORMAT_VERSION,
+        "created_by": f"tfrecorder {__version__}",
+        "compression": plan.compression,
+        "features": features,
+        "splits": splits,
+        "num_source_rows": plan.num_rows,
+        "rejected": {"file": REJECTED, "num_rows": len(rejections)},
+        "options": {"seed": plan.seed, **options},
+    }
+    if table.has_labels:
+        manifest["labels"] = {
+            "type": "integer" if plan.label_vocabulary is None else "text",
+            "vocabulary": list(plan.label_vocabulary) if plan.label_vocabulary else None,
+        }
+    return manifest
+
+
+def write_manifest(output_dir: str, manifest: dict, run_id: str) -> str:
+    """Writes the manifest by rename, so it is either absent or complete."""
+    path = fs.join(output_dir, MANIFEST)
+    temp = temp_path(path, run_id)
+    fs.write_bytes(temp, json.dumps(manifest, indent=2).encode() + b"\n")
+    fs.rename(temp, path)
+    return path
+
+
+def read_manifest(dataset_dir: str) -> dict:
+    path = fs.join(dataset_dir, MANIFEST)
+    if not fs.exists(path):
+        raise FileNotFoundError(
+            f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
+        )
+    return json.loads(fs.read_bytes(path))

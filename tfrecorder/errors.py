@@ -1,0 +1,25 @@
+"""The few exceptions tfrecorder raises on purpose.
+
+Each names what is wrong (column, value, rows) and ends with how to fix it, so the
+message alone is enough to act on.
+"""
+
+
+class TFRecorderError(Exception):
+    """Base class of every error raised on purpose by tfrecorder."""
+
+
+class SchemaError(TFRecorderError, ValueError):
+    """The input table is not usable: a column is missing or holds bad values."""
+
+
+class ImageError(TFRecorderError, ValueError):
+    """An image could not be read or decoded and `on_error="raise"` was asked for."""
+
+
+class DatasetExistsError(TFRecorderError, FileExistsError):
+    """The output folder already holds a dataset and `overwrite` was not set."""
+
+
+class ConversionAborted(TFRecorderError, RuntimeError):
+    """The conversion stopped before finishing; no dataset was left behind."""

@@ -1,0 +1,192 @@
+"""The plan: every decision about the dataset, made once in the driver, as pure data.
+
+Label ids, the split of every row, the shuffled order and the shard of every row are
+decided here and nowhere else. Both engines execute the same `Plan`, which is why their
+outputs are byte-identical, and why tests can check all of it without writing a file.
+
+Decisions are stable across runs, machines and library versions: UNASSIGNED rows get a
+split from a hash of their URI (so an image never changes split between runs), and the
+shuffle uses NumPy's frozen legacy `RandomState` stream with a recorded seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tfrecorder.records import ImageOptions, Row
+from tfrecorder.table import SPLITS, UNASSIGNED, Table
+from tfrecorder.tfrecord import COMPRESSIONS
+
+DEFAULT_SHARD_BYTES = 128 * 2**20  # TensorFlow's guidance: shards of 100-200 MB
+DEFAULT_UNASSIGNED_SPLIT = (0.8, 0.1, 0.1)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One output file: which table rows go into it, in order."""
+
+    split: str  # TRAIN, VALIDATION or TEST
+    index: int
+    num_shards: int
+    positions: tuple[int, ...]  # positions (0-based, as in .iloc) of the table's rows
+    compression: str | None = None
+
+    @property
+    def filename(self) -> str:
+        suffix = ".tfrecord.gz" if self.compression == "gzip" else ".tfrecord"
+        return f"{self.split.lower()}-{self.index:05d}-of-{self.num_shards:05d}{suffix}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to write, decided before any image is read."""
+
+    seed: int
+    image_options: ImageOptions
+    compression: str | None
+    label_vocabulary: tuple[str, ...] | None  # None: labels were integers already
+    label_ids: tuple[int, ...] | None  # by table position; None: no labels
+    splits: tuple[str, ...]  # by table position, after assigning UNASSIGNED rows
+    shards: tuple[Shard, ...]  # in writing order: train, validation, test
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.splits)
+
+    def shards_of(self, split: str) -> tuple[Shard, ...]:
+        return tuple(s for s in self.shards if s.split == split)
+
+
+def label_vocabulary(labels: Sequence) -> tuple[str, ...] | None:
+    """The sorted set of text labels (a label's id is its index); None for int labels."""
+    if not len(labels) or isinstance(labels[0], (int, np.integer)):
+        return None
+    return tuple(sorted(set(labels)))
+
+
+def split_by_hash(uri: str, fractions: Sequence[float]) -> str:
+    """A split for an UNASSIGNED row, stable for its URI across runs and machines."""
+    digest = hashlib.blake2b(uri.encode(), digest_size=8).digest()
+    point = int.from_bytes(digest, "big") / 2**64
+    cumulative = 0.0
+    for split, fraction in zip(SPLITS, fractions):
+        cumulative += fraction
+        if point < cumulative:
+            return split
+    return SPLITS[-1]
+
+
+def shuffled_order(num_rows: int, seed: int) -> np.ndarray:
+    """A permutation of range(num_rows); the legacy RandomState stream never changes."""
+    return np.random.RandomState(seed).permutation(num_rows)
+
+
+def shard_boundaries(num_rows: int, num_shards: int) -> list[int]:
+    """End offsets of `num_shards` contiguous shards whose sizes differ by at most one."""
+    return [round(num_rows * (i + 1) / num_shards) for i in range(num_shards)]
+
+
+def shards_for_size(num_rows: int, record_bytes: float, shard_bytes: int) -> int:
+    """How many shards keep each near `shard_bytes`; at least one, never more than rows."""
+    if num_rows == 0:
+        return 0
+    return max(1, min(num_rows, math.ceil(num_rows * record_bytes / shard_bytes)))
+
+
+def make_plan(
+    table: Table,
+    *,
+    image_options: ImageOptions,
+    seed: int = 0,
+    unassigned_split: Sequence[float] = DEFAULT_UNASSIGNED_SPLIT,
+    num_shards: int | Mapping[str, int] | None = None,
+    record_bytes: float = 0.0,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    compression: str | None = None,
+) -> Plan:
+    """Decides labels, splits, order and shards for `table`.
+
+    Args:
+        num_shards: shards per split, as one int for every split or a mapping such as
+            {"train": 8, "validation": 1}; None sizes shards by `shard_bytes`, using
+            `record_bytes` (the estimated size of one record).
+    """
+    fractions = check_options(unassigned_split, num_shards, compression)
+    rows = table.rows
+    splits = tuple(
+        split_by_hash(uri, fractions) if split == UNASSIGNED else split
+        for uri, split in zip(rows["image_uri"], rows["split"])
+    )
+    vocabulary = label_ids = None
+    if table.has_labels:
+        labels = rows["label"].tolist()
+        vocabulary = label_vocabulary(labels)
+        if vocabulary is not None:
+            ids = {label: i for i, label in enumerate(vocabulary)}
+            labels = [ids[label] for label in labels]
+        label_ids = tuple(labels)
+
+    order = shuffled_order(len(splits), seed)
+    shards = []
+    for split in SPLITS:
+        positions = [int(p) for p in order if splits[p] == split]
+        count = _shard_count(split, len(positions), num_shards, record_bytes, shard_bytes)
+        start = 0
+        for index, end in enumerate(shard_boundaries(len(positions), count)):
+            shards.append(Shard(split, index, count, tuple(positions[start:end]), compression))
+            start = end
+    return Plan(seed, image_options, compression, vocabulary, label_ids, splits, tuple(shards))
+
+
+def planned_rows(plan: Plan, table: Table) -> Iterator[Row]:
+    """Every row of every shard, in writing order, as workers receive them."""
+    uris, image_uris = table.rows["uri"].to_numpy(), table.rows["image_uri"].to_numpy()
+    for shard in plan.shards:
+        for position in shard.positions:
+            label = plan.label_ids[position] if plan.label_ids is not None else None
+            yield Row(position, uris[position], image_uris[position], label, shard.split)
+
+
+def check_options(
+    unassigned_split: Sequence[float],
+    num_shards: int | Mapping[str, int] | None,
+    compression: str | None,
+) -> tuple[float, float, float]:
+    """Raises ValueError for bad planning options; returns the split fractions."""
+    fractions = tuple(float(f) for f in unassigned_split)
+    if len(fractions) != 3 or min(fractions) < 0 or not math.isclose(sum(fractions), 1.0):
+        raise ValueError(
+            f"unassigned_split must be three fractions (train, validation, test) that sum "
+            f"to 1, not {fractions!r}"
+        )
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")
+    counts = num_shards.items() if isinstance(num_shards, Mapping) else [("", num_shards)]
+    for split, count in counts:
+        if split and split not in {s.lower() for s in SPLITS}:
+            raise ValueError(f"num_shards names an unknown split {split!r}")
+        if count is not None and (not isinstance(count, int) or count < 1):
+            raise ValueError(f"num_shards must be a positive int, not {count!r}")
+    return fractions
+
+
+def sizes_shards_by_bytes(num_shards: int | Mapping[str, int] | None) -> bool:
+    """Whether some split's shard count depends on the size of its records."""
+    if isinstance(num_shards, Mapping):
+        return any(s.lower() not in num_shards for s in SPLITS)
+    return num_shards is None
+
+
+def _shard_count(split, num_rows, num_shards, record_bytes, shard_bytes) -> int:
+    if num_rows == 0:
+        return 0
+    if isinstance(num_shards, Mapping):
+        num_shards = num_shards.get(split.lower())
+    if num_shards is None:
+        return shards_for_size(num_rows, record_bytes, shard_bytes)
+    return num_shards

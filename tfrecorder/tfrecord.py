@@ -1,0 +1,100 @@
+"""TFRecord files: record framing and the one shard writer both engines use.
+
+A TFRecord file is a sequence of `length, crc(length), data, crc(data)` frames with
+masked CRC32C checksums. Framing here (with the C CRC32C of `google-crc32c`) keeps
+TensorFlow out of the writer processes.
+
+`ShardWriter` writes a shard under a temporary name and renames it into place only when
+it is complete, so a crash never leaves a file that looks like a finished shard.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import uuid
+
+import google_crc32c
+
+from tfrecorder import fs
+
+COMPRESSIONS = (None, "gzip")
+TEMP_MARKER = ".tmp-"
+
+
+def _masked_crc(data: bytes) -> bytes:
+    crc = google_crc32c.value(data)
+    return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+
+
+def frame(record: bytes) -> bytes:
+    """One record as it is stored in a TFRecord file."""
+    length = struct.pack("<Q", len(record))
+    return length + _masked_crc(length) + record + _masked_crc(record)
+
+
+def temp_path(path: str, run_id: str) -> str:
+    return f"{path}{TEMP_MARKER}{run_id}"
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class _CountingFile:
+    """Counts the bytes that reach the file (after compression): remote writers lack tell()."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.num_bytes = 0
+
+    def write(self, data: bytes) -> int:
+        self.raw.write(data)
+        self.num_bytes += len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class ShardWriter:
+    """Writes one shard; commits it by rename on a clean exit, deletes it otherwise.
+
+    Args:
+        path: the shard's final path or URI.
+        run_id: names the temporary file, so concurrent or crashed runs never collide.
+        compression: None or "gzip" (read back with `compression_type="GZIP"`).
+    """
+
+    def __init__(self, path: str, run_id: str, compression: str | None = None):
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")
+        self.path = path
+        self.temp_path = temp_path(path, run_id)
+        self.num_records = 0
+        self.num_bytes = 0
+        self._raw = fs.open_write(self.temp_path)
+        self._counted = _CountingFile(self._raw)
+        # mtime=0 and no file name keep gzip output byte-identical between runs.
+        self._file = (
+            gzip.GzipFile(fileobj=self._counted, mode="wb", filename="", mtime=0)
+            if compression == "gzip"
+            else self._counted
+        )
+
+    def write(self, record: bytes) -> None:
+        self._file.write(frame(record))
+        self.num_records += 1
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._file is not self._counted:
+            self._file.close()
+        self.num_bytes = self._counted.num_bytes
+        self._raw.close()
+        if exc_type is None:
+            fs.rename(self.temp_path, self.path)
+        else:
+            fs.delete([self.temp_path])
