@@ -12,6 +12,7 @@ TRAINING), VALIDATION, TEST and UNASSIGNED; a blank split means UNASSIGNED.
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -21,6 +22,8 @@ import pandas as pd
 
 from tfrecorder import fs
 from tfrecorder.errors import SchemaError
+
+logger = logging.getLogger(__name__)
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
 UNASSIGNED = "UNASSIGNED"
@@ -160,7 +163,7 @@ def _labels(column: pd.Series) -> list:
         if fractional:
             raise SchemaError(
                 f"column 'label' has non-integer numbers at {_rows(fractional)} "
-                f"(e.g. {column[fractional[0]]!r}). Labels are class ids or class names."
+                f"(e.g. {float(column[fractional[0]])}). Labels are class ids or class names."
             )
         return [int(v) for v in column]
     # Text (CSV files are read as text): integer strings count as numbers.
@@ -173,8 +176,8 @@ def _labels(column: pd.Series) -> list:
         numbers = [i for i, n in zip(column.index, is_number) if n]
         texts = [i for i, n in zip(column.index, is_number) if not n]
         raise SchemaError(
-            f"column 'label' mixes numbers ({_rows(numbers)}, e.g. "
-            f"{column[numbers[0]]!r}) and text ({_rows(texts)}, e.g. {column[texts[0]]!r}). "
+            f"column 'label' mixes numbers ({_rows(numbers)}, e.g. {column[numbers[0]]}) "
+            f"and text ({_rows(texts)}, e.g. {column[texts[0]]!r}). "
             "Use class names everywhere or integer class ids everywhere."
         )
     return [v.strip() for v in column]
@@ -227,14 +230,16 @@ def _is_folder(path: str) -> bool:
 
 
 _FOLDER_SPLITS = {"train", "training", "validation", "test", "unassigned"}
+_IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp")
 
 
 def _folder_table(root: str) -> pd.DataFrame:
     """Rows for a folder laid out as `label/file` or `split/label/file`.
 
     A first level made only of split names means `split/label/...`; otherwise the first
-    level is the label. Files may sit deeper below the label folder; hidden files and
-    folders (a leading '.') are skipped.
+    level is the label. Files may sit deeper below the label folder. Hidden files (a
+    leading '.') are skipped, and so, with a warning, are non-image files outside the
+    label folders (a README); images there are an error.
     """
     root = root.rstrip("/") if fs.is_remote(root) else os.path.abspath(root)
     entries = []
@@ -244,15 +249,23 @@ def _folder_table(root: str) -> pd.DataFrame:
             entries.append((uri, parts))
     if not entries:
         raise SchemaError(f"the folder {root!r} holds no files.")
-    by_split = all(parts[0].lower() in _FOLDER_SPLITS for _, parts in entries)
+    by_split = all(parts[0].lower() in _FOLDER_SPLITS for _, parts in entries
+                   if len(parts) > 1)
     depth = 3 if by_split else 2
     stray = [uri for uri, parts in entries if len(parts) < depth]
-    if stray:
+    stray_images = [uri for uri in stray if uri.lower().endswith(_IMAGE_EXTENSIONS)]
+    if stray_images:
         layout = "split/label/file" if by_split else "label/file"
         raise SchemaError(
-            f"the folder {root!r} is read as {layout}, but {len(stray)} file(s) sit "
-            f"outside a label folder, e.g. {stray[:3]}. Move or remove them."
+            f"the folder {root!r} is read as {layout}, but {len(stray_images)} image(s) "
+            f"sit outside a label folder, e.g. {stray_images[:3]}. Move them into one."
         )
+    if stray:
+        logger.warning("Skipping %d file(s) outside the label folders of %s: %s",
+                       len(stray), root, stray[:5])
+        entries = [(uri, parts) for uri, parts in entries if len(parts) >= depth]
+    if not entries:
+        raise SchemaError(f"the folder {root!r} holds no images in label folders.")
     frame = pd.DataFrame(
         {"image_uri": [uri for uri, _ in entries],
          "label": [parts[depth - 2] for _, parts in entries]}

@@ -1,0 +1,26 @@
+import os
+import sys
+
+import pandas as pd
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(__file__))
+
+from helpers import write_image  # noqa: E402
+
+LABELS = ["cat", "dog", "bird"]
+
+
+@pytest.fixture
+def image_table(tmp_path) -> pd.DataFrame:
+    """24 JPEG/PNG images of several sizes and modes, in an AutoML-style table."""
+    rows = []
+    for i in range(24):
+        mode = ["RGB", "L", "RGB", "RGBA"][i % 4]
+        fmt = "PNG" if mode == "RGBA" or i % 5 == 0 else "JPEG"
+        path = tmp_path / "images" / f"img_{i:02d}.{fmt.lower()}"
+        write_image(path, size=(30 + i, 20 + 2 * i), mode=mode, fmt=fmt, seed=i)
+        split = ["TRAIN", "TRAIN", "VALIDATION", "TEST", "UNASSIGNED", "train"][i % 6]
+        rows.append((split, str(path), LABELS[i % 3]))
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])

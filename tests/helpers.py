@@ -1,0 +1,99 @@
+"""Test helpers: build images with Pillow, read datasets back with TensorFlow."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+_SHAPES = {"L": (), "LA": (2,), "RGB": (3,), "RGBA": (4,)}
+
+
+def make_image(size=(40, 30), mode="RGB", seed=0) -> Image.Image:
+    """A smooth random image (width, height) in `mode`: photo-like, so JPEG behaves."""
+    rng = np.random.default_rng(seed)
+    width, height = size
+    base = mode if mode in _SHAPES else "RGB"
+    small = rng.integers(0, 256, (max(2, height // 8), max(2, width // 8)) + _SHAPES[base],
+                         dtype=np.uint8)
+    image = Image.fromarray(small, base).resize((width, height), Image.Resampling.BILINEAR)
+    return image if base == mode else image.convert(mode)
+
+
+def image_bytes(image: Image.Image, fmt: str, **save_args) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **save_args)
+    return buffer.getvalue()
+
+
+def write_image(path, size=(40, 30), mode="RGB", fmt="JPEG", seed=0) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(image_bytes(make_image(size, mode, seed), fmt))
+    return str(path)
+
+
+def pixels(source) -> np.ndarray:
+    """What TensorFlow should decode from a source file: [H, W, C] uint8."""
+    image = Image.open(source)
+    if image.mode == "P":
+        image = image.convert("RGBA" if "transparency" in image.info else "RGB")
+    elif image.mode in ("1", "I;16", "I"):
+        image = image.convert("L")
+    elif image.mode == "CMYK":
+        image = image.convert("RGB")
+    array = np.asarray(image)
+    return array[..., None] if array.ndim == 2 else array
+
+
+def read_manifest(output_dir) -> dict:
+    with open(os.path.join(output_dir, "dataset.json")) as f:
+        return json.load(f)
+
+
+def read_split(output_dir, split: str) -> list[dict]:
+    """Every record of `split`, parsed with the manifest's feature spec and decoded."""
+    import tensorflow as tf
+
+    manifest = read_manifest(output_dir)
+    spec = {
+        name: tf.io.FixedLenFeature([], {"string": tf.string, "int64": tf.int64}[f["dtype"]])
+        for name, f in manifest["features"].items()
+    }
+    compression = "GZIP" if manifest["compression"] == "gzip" else ""
+    records = []
+    for shard in manifest["splits"].get(split, {}).get("shards", []):
+        path = os.path.join(output_dir, shard["file"])
+        in_shard = 0
+        for serialized in tf.data.TFRecordDataset(path, compression_type=compression):
+            example = {k: v.numpy() for k, v in
+                       tf.io.parse_single_example(serialized, spec).items()}
+            example["pixels"] = decode(example)
+            records.append(example)
+            in_shard += 1
+        assert in_shard == shard["num_records"], (shard, in_shard)
+    return records
+
+
+def decode(example: dict) -> np.ndarray:
+    import tensorflow as tf
+
+    if example["image_format"] == b"raw":
+        flat = tf.io.decode_raw(tf.io.decode_base64(example["image"]), tf.uint8)
+        shape = [example["image_height"], example["image_width"], example["image_channels"]]
+        return tf.reshape(flat, shape).numpy()
+    if example["image_format"] == b"jpeg":  # the accurate IDCT decodes exactly as Pillow
+        return tf.io.decode_jpeg(example["image"], dct_method="INTEGER_ACCURATE").numpy()
+    return tf.io.decode_image(example["image"], expand_animations=False).numpy()
+
+
+def shard_bytes(output_dir) -> dict[str, bytes]:
+    manifest = read_manifest(output_dir)
+    return {
+        shard["file"]: Path(output_dir, shard["file"]).read_bytes()
+        for split in manifest["splits"].values() for shard in split["shards"]
+    }

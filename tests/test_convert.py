@@ -1,0 +1,261 @@
+"""End to end: tables in, datasets read back with TensorFlow and compared with the sources."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import LABELS
+from helpers import image_bytes, make_image, pixels, read_manifest, read_split, shard_bytes
+
+import tfrecorder
+from tfrecorder import DatasetExistsError, ImageError
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
+
+
+def read_all(output_dir) -> list[dict]:
+    return [r for split in ("train", "validation", "test") for r in read_split(output_dir, split)]
+
+
+def assert_matches_sources(output_dir, table: pd.DataFrame, vocabulary=None):
+    """Every row is in the dataset once, with its source's pixels and its label."""
+    records = read_all(output_dir)
+    manifest = read_manifest(output_dir)
+    assert len(records) == len(table) == sum(
+        s["num_records"] for s in manifest["splits"].values())
+    by_uri = {r["image_uri"].decode(): r for r in records}
+    assert len(by_uri) == len(table)
+    for _, row in table.iterrows():
+        record = by_uri[row["image_uri"]]
+        np.testing.assert_array_equal(record["pixels"], pixels(row["image_uri"]))
+        label = row["label"] if vocabulary is None else vocabulary.index(row["label"])
+        assert record["label"] == label
+    return records
+
+
+def test_dataframe_accessor_writes_a_dataset_equal_to_its_sources(image_table, tmp_path):
+    out = str(tmp_path / "out")
+    result = image_table.tensorflow.to_tfrecord(output_dir=out, progress=False)
+    manifest = read_manifest(out)
+    assert manifest["labels"] == {"type": "text", "vocabulary": sorted(LABELS)}
+    records = assert_matches_sources(out, image_table, vocabulary=sorted(LABELS))
+    given = dict(zip(image_table["image_uri"], image_table["split"].str.upper()))
+    for record in records:  # given splits are kept; UNASSIGNED rows got one of the three
+        split = record["split"].decode()
+        assert split == given[record["image_uri"].decode()] or (
+            given[record["image_uri"].decode()] == "UNASSIGNED")
+    assert result["tfrecord_dir"] == result.output_dir == out
+    assert result.counts == {k: v["num_records"] for k, v in manifest["splits"].items()}
+    assert result.num_records == 24 and result.num_rejected == 0
+    assert sorted(os.listdir(out)) == sorted(
+        ["dataset.json", "rejected.csv"] + [os.path.basename(p) for p in result.shards])
+    assert result.elapsed_seconds > 0
+
+
+def test_to_tfr_is_an_alias(image_table, tmp_path):
+    result = image_table.tensorflow.to_tfr(str(tmp_path / "out"), progress=False)
+    assert result.num_records == 24
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_output_is_byte_identical_for_any_number_of_workers(image_table, tmp_path,
+                                                            compression):
+    outputs = []
+    for workers in (1, 2, 3):
+        out = str(tmp_path / f"out{workers}")
+        tfrecorder.convert(image_table, out, num_workers=workers, num_shards=2,
+                           compression=compression, progress=False)
+        outputs.append(shard_bytes(out))
+    assert len(outputs[0]) == 6
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_shards_mix_rows_and_respect_num_shards(image_table, tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(image_table, out, num_shards={"train": 3}, progress=False)
+    manifest = read_manifest(out)
+    train = manifest["splits"]["train"]
+    assert [s["file"] for s in train["shards"]] == [
+        f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
+    assert sum(s["num_records"] for s in train["shards"]) == train["num_records"]
+    assert len(manifest["splits"]["test"]["shards"]) == 1
+    assert_matches_sources(out, image_table, vocabulary=sorted(LABELS))
+
+
+def test_shard_size_target_splits_large_splits(image_table, tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(image_table, out, shard_size_mb=0.005, progress=False)  # ~5 kB shards
+    train = read_manifest(out)["splits"]["train"]
+    assert len(train["shards"]) > 1
+    assert_matches_sources(out, image_table, vocabulary=sorted(LABELS))
+
+
+def test_raw_and_resized_datasets_read_back(image_table, tmp_path):
+    raw = str(tmp_path / "raw")
+    tfrecorder.convert(image_table, raw, image_format="raw", progress=False)
+    assert_matches_sources(raw, image_table, vocabulary=sorted(LABELS))
+    small = str(tmp_path / "small")
+    tfrecorder.convert(image_table, small, image_size=(16, 24), progress=False)
+    assert {r["pixels"].shape[:2] for r in read_all(small)} == {(16, 24)}
+
+
+def test_bad_images_go_to_rejected_csv_with_their_reasons(image_table, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "zero.jpg").write_bytes(b"")
+    (bad / "text.jpg").write_text("hello")
+    jpeg = image_bytes(make_image((300, 300)), "JPEG")
+    (bad / "truncated.jpg").write_bytes(jpeg[: len(jpeg) // 3])
+    (bad / "bad_header.jpg").write_bytes(jpeg[:200] + b"\x00" * 50 + jpeg[250:300])
+    png = bytearray(image_bytes(make_image((64, 64)), "PNG"))
+    png[len(png) // 2] ^= 0xFF
+    (bad / "corrupt.png").write_bytes(bytes(png))
+    bad_rows = pd.DataFrame({
+        "split": "TRAIN", "label": "cat",
+        "image_uri": [str(bad / n) for n in
+                      ("zero.jpg", "text.jpg", "truncated.jpg", "bad_header.jpg", "corrupt.png",
+                       "missing.jpg")],
+    })
+    table = pd.concat([image_table, bad_rows], ignore_index=True)
+    out = str(tmp_path / "out")
+    result = tfrecorder.convert(table, out, progress=False)
+
+    assert result.num_rejected == 6 and result.num_records == 24
+    assert_matches_sources(out, image_table, vocabulary=sorted(LABELS))
+    with open(os.path.join(out, "rejected.csv")) as f:
+        rejected = list(csv.DictReader(f))
+    assert [r["row"] for r in rejected] == ["24", "25", "26", "27", "28", "29"]
+    assert [r["image_uri"] for r in rejected] == bad_rows["image_uri"].tolist()
+    assert set(rejected[0]) == {"row", "split", "image_uri", "label", "reason"}
+    reasons = [r["reason"] for r in rejected]
+    assert reasons[0] == "empty file (0 bytes)"
+    assert reasons[1].startswith("not an image")
+    assert reasons[2].startswith("corrupt or truncated image")
+    assert reasons[3].startswith("not an image")
+    assert reasons[4].startswith("corrupt or truncated image")
+    assert reasons[5].startswith("cannot read file: FileNotFoundError")
+    manifest = read_manifest(out)
+    assert manifest["rejected"] == {"file": "rejected.csv", "num_rows": 6}
+    assert manifest["splits"]["train"]["num_rejected"] == 6
+
+
+def test_on_error_raise_stops_and_leaves_nothing(image_table, tmp_path):
+    table = pd.concat([image_table, pd.DataFrame(
+        {"split": ["TEST"], "image_uri": [str(tmp_path / "gone.jpg")], "label": ["cat"]})],
+        ignore_index=True)
+    out = tmp_path / "out"
+    with pytest.raises(ImageError, match=r"row 24 .*gone.jpg.*FileNotFoundError"):
+        tfrecorder.convert(table, str(out), on_error="raise", num_workers=2, progress=False)
+    assert os.listdir(out) == []
+
+
+def test_an_existing_dataset_is_kept_unless_overwrite(image_table, tmp_path):
+    out = tmp_path / "out"
+    tfrecorder.convert(image_table, str(out), num_shards=3, progress=False)
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(DatasetExistsError, match="already holds a dataset.*overwrite=True"):
+        tfrecorder.convert(image_table, str(out), progress=False)
+    tfrecorder.convert(image_table.iloc[:6], str(out), overwrite=True, progress=False)
+    assert read_manifest(out)["num_source_rows"] == 6
+    assert sorted(os.listdir(out)) == sorted(
+        ["dataset.json", "notes.txt", "rejected.csv", "train-00000-of-00001.tfrecord",
+         "validation-00000-of-00001.tfrecord", "test-00000-of-00001.tfrecord"])
+
+
+def test_leftovers_of_an_interrupted_run_are_not_taken_for_a_dataset(image_table, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "train-00000-of-00001.tfrecord.tmp-abc").write_bytes(b"partial")
+    with pytest.raises(DatasetExistsError, match="incomplete dataset"):
+        tfrecorder.convert(image_table, str(out), progress=False)
+
+
+def test_input_errors_come_before_any_file_is_touched(image_table, tmp_path):
+    out = tmp_path / "out"
+    bad = image_table.assign(split=["TRAIN"] * 23 + ["DEV"])
+    with pytest.raises(tfrecorder.SchemaError, match="'DEV' at row 23"):
+        tfrecorder.convert(bad, str(out), progress=False)
+    with pytest.raises(ValueError, match="num_shards"):
+        tfrecorder.convert(image_table, str(out), num_shards=-1)
+    with pytest.raises(ValueError, match="on_error"):
+        tfrecorder.convert(image_table, str(out), on_error="ignore")
+    assert not out.exists()
+
+
+def test_csv_and_folder_sources_of_the_bundled_samples(tmp_path):
+    from_csv = str(tmp_path / "csv")
+    result = tfrecorder.convert(os.path.join(EXAMPLES, "images.csv"), from_csv, progress=False)
+    assert result.num_records == 16 and result.num_rejected == 0
+    from_folder = str(tmp_path / "folder")
+    tfrecorder.convert(os.path.join(EXAMPLES, "images"), from_folder, progress=False)
+    for out in (from_csv, from_folder):
+        manifest = read_manifest(out)
+        assert manifest["labels"]["vocabulary"] == ["cat", "coffee", "rocket", "texture"]
+        for record in read_all(out):
+            source = record["image_uri"].decode()
+            path = source if os.path.isabs(source) else os.path.join(EXAMPLES, source)
+            np.testing.assert_array_equal(record["pixels"], pixels(path))
+            assert manifest["labels"]["vocabulary"][record["label"]] == \
+                os.path.basename(os.path.dirname(path))
+
+
+def test_progress_false_prints_nothing(image_table, tmp_path, capfd):
+    tfrecorder.convert(image_table, str(tmp_path / "out"), num_workers=2, progress=False)
+    assert capfd.readouterr().err == ""
+
+
+# --- interrupted runs, in a real subprocess --------------------------------------------
+
+SLOW_RUN = """
+import sys, pandas as pd, tfrecorder
+df = pd.DataFrame({"image_uri": [sys.argv[1]] * 3000, "label": ["a", "b"] * 1500})
+tfrecorder.convert(df, sys.argv[2], num_workers=2, progress=False)
+"""
+
+
+@pytest.fixture
+def slow_run(tmp_path):
+    """A conversion that takes a minute: 3000 decodes of one large PNG."""
+    image = tmp_path / "big.png"
+    image.write_bytes(image_bytes(make_image((1600, 1600), seed=1), "PNG"))
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(image), str(out)],
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (out.exists() and any(".tmp-" in n for n in os.listdir(out))):
+        assert time.time() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.05)
+    time.sleep(0.5)  # well into writing
+    yield process, out
+    process.kill()
+
+
+def assert_no_dataset_left(out):
+    assert os.listdir(out) == [], os.listdir(out)
+
+
+def test_ctrl_c_leaves_no_manifest_and_no_temporary_files(slow_run):
+    process, out = slow_run
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode != 0
+    assert "KeyboardInterrupt" in stderr and "No dataset was written" in stderr
+    assert_no_dataset_left(out)
+
+
+def test_a_killed_worker_aborts_cleanly(slow_run):
+    process, out = slow_run
+    with open(f"/proc/{process.pid}/task/{process.pid}/children") as f:
+        workers = [int(pid) for pid in f.read().split()]
+    assert len(workers) == 2
+    os.kill(workers[0], signal.SIGKILL)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode != 0
+    assert "ConversionAborted: a worker process died" in stderr
+    assert_no_dataset_left(out)

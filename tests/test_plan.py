@@ -1,0 +1,118 @@
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from tfrecorder.plan import (
+    make_plan,
+    planned_rows,
+    shard_boundaries,
+    shards_for_size,
+    shuffled_order,
+    split_by_hash,
+)
+from tfrecorder.records import ImageOptions
+from tfrecorder.table import load_table
+
+
+def plan_for(n=100, splits=None, labels=None, **options):
+    df = pd.DataFrame({"image_uri": [f"/img/{i}.jpg" for i in range(n)]})
+    if splits is not None:
+        df["split"] = splits
+    if labels is not None:
+        df["label"] = labels
+    table = load_table(df)
+    return table, make_plan(table, image_options=ImageOptions(), **options)
+
+
+def test_text_labels_get_ids_from_a_sorted_vocabulary():
+    _, plan = plan_for(4, labels=["dog", "cat", "emu", "cat"])
+    assert plan.label_vocabulary == ("cat", "dog", "emu")
+    assert plan.label_ids == (1, 0, 2, 0)
+
+
+def test_integer_labels_are_kept_as_ids():
+    _, plan = plan_for(3, labels=[7, 3, 7])
+    assert plan.label_vocabulary is None and plan.label_ids == (7, 3, 7)
+
+
+def test_given_splits_are_kept_and_unassigned_rows_hashed_80_10_10():
+    _, plan = plan_for(3, splits=["TEST", "TEST", "VALIDATION"])
+    assert plan.splits == ("TEST", "TEST", "VALIDATION")
+    _, plan = plan_for(20000)
+    counts = Counter(plan.splits)
+    assert abs(counts["TRAIN"] / 20000 - 0.8) < 0.02
+    assert abs(counts["VALIDATION"] / 20000 - 0.1) < 0.02
+
+
+def test_hashed_split_depends_only_on_the_uri():
+    assert split_by_hash("gs://b/x.jpg", (0.8, 0.1, 0.1)) == \
+        split_by_hash("gs://b/x.jpg", (0.8, 0.1, 0.1))
+    assert {split_by_hash(f"/{i}", (0, 0, 1)) for i in range(50)} == {"TEST"}
+    _, a = plan_for(500, seed=1)
+    _, b = plan_for(500, seed=2)
+    assert a.splits == b.splits  # the seed shuffles, it never moves images between splits
+
+
+def test_shuffle_is_deterministic_and_seeded():
+    assert list(shuffled_order(10, 0)) == list(shuffled_order(10, 0))
+    assert list(shuffled_order(10, 0)) != list(shuffled_order(10, 1))
+    assert sorted(shuffled_order(10, 0)) == list(range(10))
+    # NumPy's legacy stream is frozen: this exact order must never change.
+    assert list(shuffled_order(6, 0)) == [5, 2, 1, 3, 0, 4]
+
+
+def test_shards_cover_every_row_once_in_balanced_contiguous_pieces():
+    _, plan = plan_for(103, num_shards=4)
+    for split in ("TRAIN", "VALIDATION", "TEST"):
+        sizes = [len(s.positions) for s in plan.shards_of(split)]
+        assert max(sizes) - min(sizes) <= 1
+        assert all(plan.splits[p] == split for s in plan.shards_of(split) for p in s.positions)
+    positions = [p for s in plan.shards for p in s.positions]
+    assert sorted(positions) == list(range(103))
+    assert positions != sorted(positions)  # shuffled, so classes mix within shards
+    assert plan.shards[0].filename == "train-00000-of-00004.tfrecord"
+
+
+def test_shard_boundaries_and_sizes():
+    assert shard_boundaries(10, 3) == [3, 7, 10]
+    assert shards_for_size(1000, 1000, 100_000) == 10
+    assert shards_for_size(5, 10**9, 100) == 5  # never more shards than rows
+    assert shards_for_size(0, 1000, 10) == 0
+
+
+def test_num_shards_per_split_and_size_for_the_rest():
+    _, plan = plan_for(200, splits=["TRAIN", "TEST"] * 100, num_shards={"train": 3},
+                       record_bytes=1000, shard_bytes=25_000)
+    assert [s.num_shards for s in plan.shards_of("TRAIN")] == [3, 3, 3]
+    assert len(plan.shards_of("TEST")) == 4  # 100 rows x 1000 B / 25 kB
+    assert plan.shards_of("VALIDATION") == ()
+
+
+def test_gzip_shards_are_named_so():
+    _, plan = plan_for(5, compression="gzip")
+    assert plan.shards[0].filename.endswith(".tfrecord.gz")
+
+
+def test_planned_rows_follow_shard_order_and_carry_label_ids():
+    table, plan = plan_for(20, labels=["b", "a"] * 10, num_shards=2)
+    rows = list(planned_rows(plan, table))
+    assert [r.position for r in rows] == [p for s in plan.shards for p in s.positions]
+    assert all(r.label == plan.label_ids[r.position] for r in rows)
+    assert all(r.split == plan.splits[r.position] for r in rows)
+
+
+def test_same_input_same_plan():
+    assert plan_for(50, num_shards=2)[1] == plan_for(50, num_shards=2)[1]
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"unassigned_split": (0.5, 0.5, 0.5)}, "sum to 1"),
+    ({"unassigned_split": (1.0, 0.0)}, "three fractions"),
+    ({"num_shards": 0}, "positive int"),
+    ({"num_shards": {"dev": 2}}, "unknown split 'dev'"),
+    ({"compression": "zstd"}, "compression"),
+])
+def test_bad_plan_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        plan_for(5, **options)

@@ -1,0 +1,175 @@
+import base64
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from helpers import decode, image_bytes, make_image, pixels, write_image
+from PIL import Image
+
+from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+
+
+def encode(path, **options):
+    result = encode_row(Row(0, str(path), str(path), 1, "TRAIN"), ImageOptions(**options))
+    if isinstance(result, Rejection):
+        return result
+    example = tf.train.Example.FromString(result).features.feature
+    fields = {k: (v.bytes_list.value or v.int64_list.value)[0] for k, v in example.items()}
+    fields["pixels"] = decode(fields)
+    return fields
+
+
+def save(tmp_path, image, fmt, name="img", **save_args):
+    path = tmp_path / f"{name}.{fmt.lower()}"
+    path.write_bytes(image_bytes(image, fmt, **save_args))
+    return path
+
+
+# (format, mode, extra save arguments): what TensorFlow must decode as Pillow does.
+CASES = [
+    ("JPEG", "L", {}), ("JPEG", "RGB", {}), ("JPEG", "CMYK", {}),
+    ("PNG", "1", {}), ("PNG", "L", {}), ("PNG", "LA", {}), ("PNG", "RGB", {}),
+    ("PNG", "RGBA", {}), ("PNG", "P", {}), ("PNG", "P", {"transparency": 0}),
+    ("GIF", "P", {}), ("BMP", "RGB", {}), ("BMP", "L", {}), ("BMP", "1", {}),
+    ("TIFF", "RGB", {}), ("TIFF", "RGBA", {}), ("WEBP", "RGB", {"lossless": True}),
+]
+
+
+@pytest.mark.parametrize("fmt,mode,save_args", CASES)
+def test_every_record_decodes_with_tensorflow_to_the_source_pixels(tmp_path, fmt, mode,
+                                                                    save_args):
+    path = save(tmp_path, make_image((37, 23), mode), fmt, **save_args)
+    record = encode(path)
+    expected = pixels(path)
+    assert record["pixels"].shape == expected.shape
+    assert (record["image_height"], record["image_width"], record["image_channels"]) == (
+        expected.shape)
+    if fmt == "JPEG" and mode == "CMYK":  # TensorFlow and Pillow convert CMYK differently
+        assert np.abs(record["pixels"].astype(int) - expected).mean() < 8
+    else:
+        np.testing.assert_array_equal(record["pixels"], expected)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_jpeg_and_png_are_stored_byte_for_byte(tmp_path, fmt):
+    path = save(tmp_path, make_image(), fmt)
+    record = encode(path)
+    assert record["image"] == path.read_bytes()
+    assert record["image_format"] == fmt.lower().encode()
+    assert record["image_name"] == path.name.encode()
+    assert record["label"] == 1 and record["split"] == b"TRAIN"
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "BMP", "TIFF", "WEBP"])
+def test_other_formats_become_png(tmp_path, fmt):
+    record = encode(save(tmp_path, make_image(), fmt, lossless=True))
+    assert record["image_format"] == b"png"
+    assert Image.open(__import__("io").BytesIO(record["image"])).format == "PNG"
+
+
+def test_image_size_resizes_and_reencodes_as_jpeg(tmp_path):
+    record = encode(save(tmp_path, make_image((400, 300)), "PNG"), image_size=(64, 48))
+    assert record["pixels"].shape == (64, 48, 3)
+    assert record["image_format"] == b"jpeg"
+
+
+def test_resized_images_with_transparency_stay_png(tmp_path):
+    record = encode(save(tmp_path, make_image((400, 300), "RGBA"), "PNG"), image_size=(32, 32))
+    assert record["pixels"].shape == (32, 32, 4) and record["image_format"] == b"png"
+
+
+def test_max_image_side_keeps_aspect_and_leaves_small_images_alone(tmp_path):
+    big = save(tmp_path, make_image((800, 400)), "JPEG", "big")
+    small = save(tmp_path, make_image((100, 50)), "JPEG", "small")
+    assert encode(big, max_image_side=200)["pixels"].shape == (100, 200, 3)
+    kept = encode(small, max_image_side=200)
+    assert kept["image"] == small.read_bytes()
+
+
+def test_resized_pixels_are_close_to_a_pillow_resize(tmp_path):
+    image = make_image((64, 48)).resize((640, 480), Image.Resampling.BICUBIC)  # photo-smooth
+    record = encode(save(tmp_path, image, "PNG"), image_size=(120, 160), jpeg_quality=95)
+    expected = np.asarray(image.resize((160, 120), Image.Resampling.BICUBIC))
+    assert np.abs(record["pixels"].astype(int) - expected).mean() < 3
+
+
+@pytest.mark.parametrize("mode,channels", [("L", 1), ("RGB", 3), ("RGBA", 4), ("P", 3)])
+def test_raw_format_is_tfrecorder_base64_pixels(tmp_path, mode, channels):
+    path = save(tmp_path, make_image((20, 10), mode), "PNG")
+    record = encode(path, image_format="raw")
+    assert record["image_format"] == b"raw"
+    raw = base64.b64decode(record["image"], altchars=b"-_")
+    expected = pixels(path)
+    assert expected.shape[-1] == channels
+    np.testing.assert_array_equal(
+        np.frombuffer(raw, np.uint8).reshape(expected.shape), expected)
+
+
+def test_forced_jpeg_drops_alpha(tmp_path):
+    record = encode(save(tmp_path, make_image(mode="RGBA"), "PNG"), image_format="jpeg")
+    assert record["image_format"] == b"jpeg" and record["pixels"].shape[-1] == 3
+
+
+def truncated_jpeg(tmp_path):
+    data = (tmp_path / "full.jpg").read_bytes() if (tmp_path / "full.jpg").exists() else \
+        image_bytes(make_image((200, 200)), "JPEG")
+    path = tmp_path / "truncated.jpg"
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize("make,reason", [
+    (lambda d: d / "missing.jpg", "cannot read file: FileNotFoundError"),
+    (lambda d: (d / "empty.jpg").write_bytes(b"") and None or d / "empty.jpg",
+     "empty file (0 bytes)"),
+    (lambda d: (d / "notes.jpg").write_text("not an image") and None or d / "notes.jpg",
+     "not an image"),
+    (truncated_jpeg, "corrupt or truncated image"),
+])
+def test_unreadable_images_are_rejected_with_a_reason(tmp_path, make, reason):
+    result = encode(make(tmp_path))
+    assert isinstance(result, Rejection)
+    assert result.reason.startswith(reason), result.reason
+
+
+def test_corrupt_png_data_is_rejected(tmp_path):
+    data = bytearray(image_bytes(make_image((64, 64)), "PNG"))
+    data[len(data) // 2] ^= 0xFF  # breaks the zlib stream and its CRC
+    path = tmp_path / "corrupt.png"
+    path.write_bytes(bytes(data))
+    assert isinstance(encode(path), Rejection)
+
+
+def test_validate_false_reads_only_headers(tmp_path):
+    path = truncated_jpeg(tmp_path)
+    assert isinstance(encode(path), Rejection)
+    trusted = encode_row(Row(0, str(path), str(path), 1, "TRAIN"), ImageOptions(validate=False))
+    assert tf.train.Example.FromString(trusted).features.feature["image"].bytes_list.value == [
+        path.read_bytes()]
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"image_format": "gif"}, "image_format"),
+    ({"image_size": (10,)}, "image_size"),
+    ({"image_size": (10, 10), "max_image_side": 5}, "not both"),
+    ({"max_image_side": 0}, "max_image_side"),
+    ({"jpeg_quality": 0}, "jpeg_quality"),
+])
+def test_bad_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        ImageOptions(**options)
+
+
+def test_workers_never_import_tensorflow():
+    import subprocess
+    import sys
+
+    code = ("import sys, tfrecorder.records, tfrecorder.tfrecord, tfrecorder.engines.local;"
+            "print('tensorflow' in sys.modules, 'apache_beam' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_write_image_helper_round_trips(tmp_path):
+    path = write_image(tmp_path / "a" / "x.png", fmt="PNG")
+    assert pixels(path).shape == (30, 40, 3)

@@ -1,0 +1,181 @@
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tfrecorder import SchemaError
+from tfrecorder.table import load_table
+
+
+def frame(**columns):
+    n = len(next(iter(columns.values())))
+    columns.setdefault("image_uri", [f"/img/{i}.jpg" for i in range(n)])
+    return pd.DataFrame(columns)
+
+
+def test_canonical_columns_and_normalized_splits():
+    table = load_table(frame(split=["train", " Training", "VALIDATION", "test", "unassigned",
+                                    ""], label=list("abcabc")))
+    assert table.rows["split"].tolist() == ["TRAIN", "TRAIN", "VALIDATION", "TEST",
+                                            "UNASSIGNED", "UNASSIGNED"]
+    assert table.rows["label"].tolist() == list("abcabc")
+    assert table.source is not None and len(table.source) == 6
+
+
+def test_without_split_or_label_columns_every_row_is_unassigned_and_unlabelled():
+    table = load_table(pd.DataFrame({"image_uri": ["/a.jpg", "/b.jpg"]}))
+    assert set(table.rows["split"]) == {"UNASSIGNED"} and not table.has_labels
+
+
+def test_missing_image_uri_column_names_the_columns_there_are():
+    with pytest.raises(SchemaError, match=r"no 'image_uri' column.*\['path', 'label'\]"):
+        load_table(pd.DataFrame({"path": ["a.jpg"], "label": ["x"]}))
+
+
+def test_unknown_split_values_are_named_with_their_rows():
+    df = frame(split=["TRAIN", "TRIAN", "dev", "TRIAN"], label=list("abcd"))
+    with pytest.raises(SchemaError) as error:
+        load_table(df)
+    message = str(error.value)
+    assert "column 'split'" in message
+    assert "'TRIAN' at rows 1, 3" in message and "'dev' at row 2" in message
+
+
+@pytest.mark.parametrize("bad", [None, np.nan, "", "   "])
+def test_empty_uris_are_named_with_their_rows(bad):
+    df = pd.DataFrame({"image_uri": ["/a.jpg", bad, "/c.jpg"], "label": ["a", "b", "c"]})
+    with pytest.raises(SchemaError, match=r"column 'image_uri'.*at row 1\b"):
+        load_table(df)
+
+
+@pytest.mark.parametrize("bad", [None, np.nan, ""])
+def test_missing_labels_are_named_with_their_rows(bad):
+    with pytest.raises(SchemaError, match=r"column 'label' is empty at row 2\b"):
+        load_table(frame(label=["a", "b", bad]))
+
+
+def test_labels_mixing_numbers_and_text_are_refused():
+    with pytest.raises(SchemaError, match=r"mixes numbers \(rows 0, 2, e.g. 1\).*text"):
+        load_table(frame(label=[1, "cat", 2]))
+
+
+def test_many_bad_rows_are_summarized():
+    with pytest.raises(SchemaError, match=r"rows 0, 1, 2, 3, 4 and 5 more"):
+        load_table(frame(label=[None] * 10))
+
+
+def test_integer_labels_are_kept():
+    assert load_table(frame(label=[3, 1, 2])).rows["label"].tolist() == [3, 1, 2]
+    assert load_table(frame(label=[3.0, 1.0])).rows["label"].tolist() == [3, 1]
+    assert load_table(frame(label=["3", " 1"])).rows["label"].tolist() == [3, 1]
+
+
+def test_fractional_labels_are_refused():
+    with pytest.raises(SchemaError, match=r"non-integer numbers at row 1 \(e.g. 1.5\)"):
+        load_table(frame(label=[1.0, 1.5]))
+
+
+def test_errors_name_the_dataframes_own_index():
+    df = frame(label=["a", None]).set_index(pd.Index([100, 200]))
+    with pytest.raises(SchemaError, match=r"row 200\b"):
+        load_table(df)
+
+
+def test_relative_paths_resolve_against_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    table = load_table(pd.DataFrame({"image_uri": ["a/b.jpg", "/abs.jpg", "gs://b/c.jpg"]}))
+    assert table.rows["uri"].tolist() == [str(tmp_path / "a/b.jpg"), "/abs.jpg", "gs://b/c.jpg"]
+    assert table.rows["image_uri"].tolist() == ["a/b.jpg", "/abs.jpg", "gs://b/c.jpg"]
+
+
+# --- CSV ------------------------------------------------------------------------------
+
+def write_csv(tmp_path, text):
+    path = tmp_path / "data" / "images.csv"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_automl_csv_without_header_resolves_paths_against_its_folder(tmp_path):
+    path = write_csv(tmp_path, "TRAIN,img/a.jpg,cat\nTEST,gs://bucket/b.jpg,dog\n\n")
+    table = load_table(path)
+    assert table.rows["uri"].tolist() == [str(tmp_path / "data/img/a.jpg"), "gs://bucket/b.jpg"]
+    assert table.rows["split"].tolist() == ["TRAIN", "TEST"]
+    assert list(table.source.columns) == ["split", "image_uri", "label"]
+
+
+def test_csv_with_header_is_detected(tmp_path):
+    path = write_csv(tmp_path, "image_uri,label,split\n/a.jpg,1,train\n/b.jpg,2,test\n")
+    table = load_table(path)
+    assert table.rows["label"].tolist() == [1, 2]
+    assert table.rows["split"].tolist() == ["TRAIN", "TEST"]
+
+
+@pytest.mark.parametrize("text,columns", [
+    ("/a.jpg\n/b.jpg\n", ["image_uri"]),
+    ("/a.jpg,cat\n/b.jpg,dog\n", ["image_uri", "label"]),
+    ("TRAIN,/a.jpg\nTEST,/b.jpg\n", ["split", "image_uri"]),
+])
+def test_automl_csv_column_counts(tmp_path, text, columns):
+    assert list(load_table(write_csv(tmp_path, text)).source.columns) == columns
+
+
+def test_csv_errors_name_line_numbers(tmp_path):
+    path = write_csv(tmp_path, "TRAIN,/a.jpg,cat\n\nTRAIN,/b.jpg,\nBOGUS,/c.jpg,cat\n")
+    with pytest.raises(SchemaError, match=r"'BOGUS' at row 4\b"):
+        load_table(path)
+
+
+def test_csv_label_mixing_numbers_and_text(tmp_path):
+    path = write_csv(tmp_path, "TRAIN,/a.jpg,1\nTRAIN,/b.jpg,cat\n")
+    with pytest.raises(SchemaError, match="mixes numbers"):
+        load_table(path)
+
+
+def test_csv_with_too_many_columns_asks_for_a_header(tmp_path):
+    with pytest.raises(SchemaError, match="rows of 4 columns.*header"):
+        load_table(write_csv(tmp_path, "TRAIN,/a.jpg,cat,dog\n"))
+
+
+def test_missing_source_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such CSV file or image folder"):
+        load_table(str(tmp_path / "nope.csv"))
+
+
+# --- image folders -------------------------------------------------------------------
+
+def touch(root, *paths):
+    for p in paths:
+        os.makedirs(os.path.dirname(root / p), exist_ok=True)
+        (root / p).write_bytes(b"x")
+
+
+def test_label_folders(tmp_path):
+    touch(tmp_path, "cat/1.jpg", "cat/sub/2.jpg", "dog/3.png", ".hidden/4.jpg", "dog/.DS_Store")
+    table = load_table(str(tmp_path))
+    assert table.rows["label"].tolist() == ["cat", "cat", "dog"]
+    assert table.rows["uri"].tolist() == [str(tmp_path / p) for p in
+                                          ["cat/1.jpg", "cat/sub/2.jpg", "dog/3.png"]]
+    assert set(table.rows["split"]) == {"UNASSIGNED"}
+
+
+def test_split_and_label_folders(tmp_path):
+    touch(tmp_path, "train/cat/1.jpg", "Validation/dog/2.jpg", "test/cat/3.jpg")
+    table = load_table(str(tmp_path))
+    assert table.rows["split"].tolist() == ["VALIDATION", "TEST", "TRAIN"]
+    assert table.rows["label"].tolist() == ["dog", "cat", "cat"]
+
+
+def test_images_outside_label_folders_are_named(tmp_path):
+    touch(tmp_path, "cat/1.jpg", "stray.JPG", "README.md")
+    with pytest.raises(SchemaError, match=r"1 image\(s\) sit outside a label folder.*stray.JPG"):
+        load_table(str(tmp_path))
+
+
+def test_other_files_outside_label_folders_are_skipped_with_a_warning(tmp_path, caplog):
+    touch(tmp_path, "train/cat/1.jpg", "README.md")
+    table = load_table(str(tmp_path))
+    assert table.rows["label"].tolist() == ["cat"]
+    assert "Skipping 1 file(s)" in caplog.text and "README.md" in caplog.text
