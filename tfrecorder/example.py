@@ -19,7 +19,12 @@ _LENGTH_DELIMITED = 2
 _BYTES_LIST, _FLOAT_LIST, _INT64_LIST = 1, 2, 3
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]  # most tags and lengths: a lookup
+
+
 def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
     value &= 0xFFFFFFFFFFFFFFFF  # negative int64s are ten-byte two's complement varints
     out = bytearray()
     while value > 0x7F:
@@ -29,30 +34,42 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field: tag, length, payload."""
-    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(len(payload)) + payload
+def _header(number: int, length: int) -> bytes:
+    """Tag and length of a length-delimited field whose payload follows."""
+    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(length)
 
 
-def _feature(value: FeatureValue) -> bytes:
+def _feature(value: FeatureValue) -> list[bytes]:
+    """The parts of one Feature message (headers and payloads, not yet joined)."""
     values = [value] if isinstance(value, (bytes, str, int, float)) else list(value)
     if all(isinstance(v, (bytes, str)) for v in values):
-        items = (v.encode() if isinstance(v, str) else v for v in values)
-        return _field(_BYTES_LIST, b"".join(_field(1, v) for v in items))
-    if all(isinstance(v, int) for v in values):
+        parts = []
+        for v in values:
+            v = v.encode() if isinstance(v, str) else v
+            parts += [_header(1, len(v)), v]
+        kind = _BYTES_LIST
+    elif all(isinstance(v, int) for v in values):
         packed = b"".join(_varint(int(v)) for v in values)
-        return _field(_INT64_LIST, _field(1, packed) if values else b"")
-    if all(isinstance(v, (int, float)) for v in values):
+        parts, kind = ([_header(1, len(packed)), packed] if values else []), _INT64_LIST
+    elif all(isinstance(v, (int, float)) for v in values):
         packed = struct.pack(f"<{len(values)}f", *values)
-        return _field(_FLOAT_LIST, _field(1, packed))
-    raise TypeError(f"cannot store {values!r} in a tf.train.Example feature")
+        parts, kind = [_header(1, len(packed)), packed], _FLOAT_LIST
+    else:
+        raise TypeError(f"cannot store {values!r} in a tf.train.Example feature")
+    return [_header(kind, sum(map(len, parts))), *parts]
 
 
 def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
     """Serializes `features` exactly as `tf.train.Example(...).SerializeToString()` would
-    parse them: bytes/str become a BytesList, ints an Int64List, floats a FloatList."""
-    entries = b"".join(
-        _field(1, _field(1, name.encode()) + _field(2, _feature(features[name])))
-        for name in sorted(features)
-    )
-    return _field(1, entries)
+    parse them: bytes/str become a BytesList, ints an Int64List, floats a FloatList.
+
+    Lengths are computed first and the parts joined once, so an image's bytes are copied
+    once, not once per level of nesting.
+    """
+    entries = []
+    for name in sorted(features):
+        key = name.encode()
+        feature = _feature(features[name])
+        entry = [_header(1, len(key)), key, _header(2, sum(map(len, feature))), *feature]
+        entries += [_header(1, sum(map(len, entry))), *entry]
+    return b"".join([_header(1, sum(map(len, entries))), *entries])

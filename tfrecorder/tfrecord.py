@@ -11,6 +11,9 @@ it is complete, so a crash never leaves a file that looks like a finished shard.
 from __future__ import annotations
 
 import gzip
+import io
+import os
+import shutil
 import struct
 import uuid
 
@@ -29,8 +32,18 @@ def _masked_crc(data: bytes) -> bytes:
 
 def frame(record: bytes) -> bytes:
     """One record as it is stored in a TFRecord file."""
+    return b"".join(_frame_parts(record))
+
+
+def write_framed(file, record: bytes) -> None:
+    """Writes one framed record without first copying it into a frame."""
+    for part in _frame_parts(record):
+        file.write(part)
+
+
+def _frame_parts(record: bytes) -> tuple[bytes, bytes, bytes, bytes]:
     length = struct.pack("<Q", len(record))
-    return length + _masked_crc(length) + record + _masked_crc(record)
+    return length, _masked_crc(length), record, _masked_crc(record)
 
 
 def temp_path(path: str, run_id: str) -> str:
@@ -83,8 +96,26 @@ class ShardWriter:
         )
 
     def write(self, record: bytes) -> None:
-        self._file.write(frame(record))
+        write_framed(self._file, record)
         self.num_records += 1
+
+    def append_file(self, path: str, num_records: int) -> None:
+        """Appends a local file of `num_records` framed records (a worker's segment).
+
+        Into a local uncompressed shard the bytes are copied by the kernel (sendfile);
+        otherwise they stream through the compressor or the remote writer.
+        """
+        with open(path, "rb") as source:
+            if self._file is self._counted and isinstance(self._raw, io.BufferedWriter):
+                self._raw.flush()
+                size, offset = os.fstat(source.fileno()).st_size, 0
+                while offset < size:
+                    offset += os.sendfile(self._raw.fileno(), source.fileno(), offset,
+                                          size - offset)
+                self._counted.num_bytes += size
+            else:
+                shutil.copyfileobj(source, self._file, 1 << 20)
+        self.num_records += num_records
 
     def __enter__(self) -> ShardWriter:
         return self
