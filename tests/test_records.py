@@ -140,6 +140,27 @@ def test_corrupt_png_data_is_rejected(tmp_path):
     assert isinstance(encode(path), Rejection)
 
 
+def jpeg_with(tmp_path, edit) -> str:
+    data = image_bytes(make_image((64, 48)).resize((320, 240)), "JPEG")
+    path = tmp_path / "edited.jpg"
+    path.write_bytes(edit(data))
+    return path
+
+
+def test_corrupt_jpeg_data_that_pillow_decodes_silently_is_rejected(tmp_path):
+    middle = 2000
+    path = jpeg_with(tmp_path, lambda d: d[:middle] + bytes(300) + d[middle + 300:])
+    Image.open(path).load()  # Pillow fills the damage with grey and says nothing
+    result = encode(path)
+    assert isinstance(result, Rejection)
+    assert "corrupt or truncated image" in result.reason and "Corrupt JPEG data" in result.reason
+
+
+def test_harmless_jpeg_quirks_are_accepted(tmp_path):
+    path = jpeg_with(tmp_path, lambda d: d[:-2] + b"\x00\x00" + d[-2:])  # bytes before EOI
+    assert encode(path)["image"] == path.read_bytes()
+
+
 def test_validate_false_reads_only_headers(tmp_path):
     path = truncated_jpeg(tmp_path)
     assert isinstance(encode(path), Rejection)

@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import simplejpeg
 from PIL import Image
 
 from tfrecorder import fs
@@ -150,6 +151,10 @@ def _describe(error: Exception) -> str:
 
 def _encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, str, int, int, int]:
     """Returns (stored bytes, format name, height, width, channels)."""
+    if data.startswith(_JPEG_MAGIC):
+        kept = _kept_jpeg(data, options)
+        if kept is not None:
+            return kept
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Pillow's warnings (EXIF, palette) are not errors
         image = Image.open(io.BytesIO(data))
@@ -185,6 +190,42 @@ def _encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, str, int, 
     else:
         image.save(buffer, "PNG", compress_level=6)
     return buffer.getvalue(), stored_format, height, width, channels
+
+
+_JPEG_MAGIC = b"\xff\xd8\xff"
+
+# libjpeg-turbo warnings that mean damaged pixels (libjpeg decodes such files anyway,
+# filling what it lost with grey); other warnings are harmless quirks.
+_DAMAGED_JPEG = ("premature end", "bad huffman code", "bad arithmetic code", "resync")
+
+
+def _kept_jpeg(data: bytes, options: ImageOptions) -> tuple | None:
+    """The fast path for the commonest case, a JPEG stored as it is.
+
+    simplejpeg (libjpeg-turbo) reads the header in microseconds and decodes with
+    TensorFlow's default fast IDCT, 1.5x faster than Pillow. It is also strict: it
+    rejects corrupt data that Pillow silently decodes to grey blocks. None hands the
+    image to Pillow: when it is to be resized, or simplejpeg declines it for a reason
+    other than damage (a harmless warning, a variant it does not read), so that Pillow's
+    full decode judges it.
+    """
+    if options.image_format not in ("auto", "jpeg") or options.image_size is not None:
+        return None
+    try:
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+    except Exception:  # not a JPEG simplejpeg reads; Pillow decides
+        return None
+    if options.max_image_side is not None and max(height, width) > options.max_image_side:
+        return None
+    if options.validate:
+        try:
+            simplejpeg.decode_jpeg(data, fastdct=True, fastupsample=True, strict=True)
+        except Exception as error:  # libjpeg errors and strict-mode warnings
+            if any(sign in str(error).lower() for sign in _DAMAGED_JPEG):
+                raise
+            return None
+    # TensorFlow decodes grey JPEGs to one channel, colour (and CMYK) ones to three.
+    return data, "jpeg", height, width, 1 if colorspace == "Gray" else 3
 
 
 def _target_size(size: tuple[int, int], options: ImageOptions) -> tuple[int, int] | None:
