@@ -120,7 +120,7 @@ def make_plan(
     rows = table.rows
     splits = tuple(
         split_by_hash(uri, fractions) if split == UNASSIGNED else split
-        for uri, split in zip(rows["image_uri"], rows["split"])
+        for uri, split in zip(rows["image_uri"].tolist(), rows["split"].tolist())
     )
     vocabulary = label_ids = None
     if table.has_labels:
