@@ -7,6 +7,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(__file__))
 
+from gcs_emulator import gcs_bucket  # noqa: E402, F401  (a fixture for every test module)
 from helpers import write_image  # noqa: E402
 
 LABELS = ["cat", "dog", "bird"]

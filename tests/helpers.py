@@ -97,3 +97,16 @@ def shard_bytes(output_dir) -> dict[str, bytes]:
         shard["file"]: Path(output_dir, shard["file"]).read_bytes()
         for split in manifest["splits"].values() for shard in split["shards"]
     }
+
+
+def download(prefix: str, local_dir) -> str:
+    """Copies every object under the gs:// `prefix` into `local_dir` (flat)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from tfrecorder import fs
+
+    os.makedirs(local_dir, exist_ok=True)
+    for name in fs.list_dir(prefix):
+        Path(local_dir, name).write_bytes(fs.read_bytes(f"{prefix.rstrip('/')}/{name}"))
+    assert FileSystems.exists(f"{prefix.rstrip('/')}/dataset.json")
+    return str(local_dir)

@@ -11,7 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import LABELS
-from helpers import image_bytes, make_image, pixels, read_manifest, read_split, shard_bytes
+from helpers import (
+    download,
+    image_bytes,
+    make_image,
+    pixels,
+    read_manifest,
+    read_split,
+    shard_bytes,
+)
 
 import tfrecorder
 from tfrecorder import DatasetExistsError, ImageError
@@ -259,3 +267,43 @@ def test_a_killed_worker_aborts_cleanly(slow_run):
     assert process.returncode != 0
     assert "ConversionAborted: a worker process died" in stderr
     assert_no_dataset_left(out)
+
+
+# --- gs:// through a real local GCS emulator ---------------------------------------------
+
+def upload_table(table: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    """The same table with every image copied under the gs:// `prefix`, as label/file."""
+    from gcs_emulator import upload
+
+    uris = [upload(p, f"{prefix}/{label}/{os.path.basename(p)}")
+            for p, label in zip(table["image_uri"], table["label"])]
+    return table.assign(image_uri=uris)
+
+
+def test_gs_images_to_a_gs_dataset(image_table, tmp_path, gcs_bucket):
+    remote = upload_table(image_table, f"gs://{gcs_bucket}/convert/images")
+    out = f"gs://{gcs_bucket}/convert/out"
+    result = tfrecorder.convert(remote, out, num_workers=2, num_shards=2, progress=False)
+    assert result.num_records == 24 and result["tfrecord_dir"] == out
+    local = download(out, tmp_path / "copy")
+    assert not any(".tmp-" in name for name in os.listdir(local))
+    records = read_all(local)
+    sources = dict(zip(remote["image_uri"], image_table["image_uri"]))
+    assert sorted(r["image_uri"].decode() for r in records) == sorted(sources)
+    for record in records:
+        source = sources[record["image_uri"].decode()]
+        np.testing.assert_array_equal(record["pixels"], pixels(source))
+    with pytest.raises(DatasetExistsError):
+        tfrecorder.convert(remote, out, progress=False)
+
+
+def test_gs_folder_source(image_table, tmp_path, gcs_bucket):
+    prefix = f"gs://{gcs_bucket}/folder/images"  # no trailing slash: found by listing
+    remote = upload_table(image_table, prefix)
+    tfrecorder.convert(prefix, str(tmp_path / "out"), progress=False)
+    records = read_all(tmp_path / "out")
+    assert read_manifest(tmp_path / "out")["labels"]["vocabulary"] == sorted(LABELS)
+    labels = dict(zip(remote["image_uri"], remote["label"]))
+    assert sorted(r["image_uri"].decode() for r in records) == sorted(labels)
+    for record in records:
+        assert sorted(LABELS)[record["label"]] == labels[record["image_uri"].decode()]

@@ -42,9 +42,28 @@ def basename(uri: str) -> str:
     return posixpath.basename(uri.rstrip("/")) if is_remote(uri) else os.path.basename(uri)
 
 
+_gcs_by_process: dict[int, object] = {}
+
+
+def _gcsio():
+    """One Beam `GcsIO` per process. Beam's `FileSystems` builds a new client, and so a
+    new connection, for every call: a TLS handshake per image. Keyed by process id, so a
+    forked worker never shares its parent's connections."""
+    pid = os.getpid()
+    if pid not in _gcs_by_process:
+        from apache_beam.io.gcp.gcsio import GcsIO
+
+        _gcs_by_process.clear()
+        _gcs_by_process[pid] = GcsIO()
+    return _gcs_by_process[pid]
+
+
 def read_bytes(uri: str) -> bytes:
     if not is_remote(uri):
         with open(_local(uri), "rb") as f:
+            return f.read()
+    if uri.startswith("gs://"):
+        with _gcsio().open(uri) as f:
             return f.read()
     filesystems, uncompressed = _beam()
     with filesystems.open(uri, compression_type=uncompressed) as f:
