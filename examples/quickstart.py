@@ -16,8 +16,10 @@ def main(output_dir: str) -> None:
     # images.csv is an AutoML Vision CSV: split,image_uri,label without a header row.
     result = tfrecorder.convert(os.path.join(HERE, "images.csv"), output_dir, overwrite=True)
     print(f"Wrote {result.num_records} records to {result.output_dir} "
-          f"in {result.elapsed_seconds:.2f}s: {result.counts}; rejected: {result.num_rejected}")
+          f"in {result.elapsed_seconds:.2f}s: {result.counts}; rejected: {result.num_rejected}",
+          flush=True)
 
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # only to show the dataset reads back
 
     manifest = read_manifest(output_dir)

@@ -213,6 +213,16 @@ def test_csv_and_folder_sources_of_the_bundled_samples(tmp_path):
                 os.path.basename(os.path.dirname(path))
 
 
+def test_a_conversion_imports_neither_tensorflow_nor_beam(tmp_path):
+    """Workers fork from the driver, so this keeps them small and quick to start."""
+    code = ("import sys, tfrecorder; tfrecorder.convert(sys.argv[1], sys.argv[2], num_workers=2);"
+            "print('tensorflow' in sys.modules, 'apache_beam' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(EXAMPLES, "images.csv"),
+                          str(tmp_path / "out")], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+    assert read_manifest(tmp_path / "out")["num_source_rows"] == 16
+
+
 def test_progress_false_prints_nothing(image_table, tmp_path, capfd):
     tfrecorder.convert(image_table, str(tmp_path / "out"), num_workers=2, progress=False)
     assert capfd.readouterr().err == ""
