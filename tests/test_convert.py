@@ -194,6 +194,9 @@ def test_input_errors_come_before_any_file_is_touched(image_table, tmp_path):
     with pytest.raises(ValueError, match="on_error"):
         tfrecorder.convert(image_table, str(out), on_error="ignore")
     assert not out.exists()
+    out.write_text("a file")
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
+        tfrecorder.convert(image_table, str(out))
 
 
 def test_csv_and_folder_sources_of_the_bundled_samples(tmp_path):

@@ -9,6 +9,7 @@ manifest, never file names.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ def dataset_files(output_dir: str) -> list[str]:
 def check_output_dir(output_dir: str, overwrite: bool) -> list[str]:
     """Refuses a folder that holds a dataset (or a crashed run's leftovers) unless
     `overwrite`; returns those files, for `clear_output_dir`."""
+    if not fs.is_remote(output_dir) and os.path.exists(output_dir) \
+            and not os.path.isdir(output_dir):
+        raise NotADirectoryError(f"output_dir {output_dir!r} is a file, not a folder.")
     existing = dataset_files(output_dir)
     if existing and not overwrite:
         what = ("a dataset" if MANIFEST in existing

@@ -140,11 +140,6 @@ def encode_row(row: Row, options: ImageOptions) -> bytes | Rejection:
     return encode_example(features)
 
 
-def encode_rows(rows: list[Row], options: ImageOptions) -> list[bytes | Rejection]:
-    """`encode_row` over a batch: the unit of work sent to a worker process."""
-    return [encode_row(row, options) for row in rows]
-
-
 def _describe(error: Exception) -> str:
     return f"{type(error).__name__}: {error}".strip().rstrip(":")
 

@@ -30,13 +30,8 @@ def _masked_crc(data: bytes) -> bytes:
     return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
 
 
-def frame(record: bytes) -> bytes:
-    """One record as it is stored in a TFRecord file."""
-    return b"".join(_frame_parts(record))
-
-
 def write_framed(file, record: bytes) -> None:
-    """Writes one framed record without first copying it into a frame."""
+    """Writes one record as TFRecord files store it, without copying it into a frame."""
     for part in _frame_parts(record):
         file.write(part)
 

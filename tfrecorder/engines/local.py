@@ -40,7 +40,7 @@ from tfrecorder.tfrecord import TEMP_MARKER, ShardWriter, temp_path, write_frame
 
 logger = logging.getLogger(__name__)
 
-_MAX_SEGMENT_ROWS = 16  # ~16 ms of work: hides task overhead, keeps the tail short
+_MAX_SEGMENT_ROWS = 16  # ~10-20 ms of work: hides task overhead, keeps the tail short
 _SEGMENTS_PER_WORKER = 2  # in flight: one running and one queued per worker
 
 
