@@ -4,8 +4,10 @@
     df = pd.read_csv("images.csv", names=["split", "image_uri", "label"])
     result = df.tensorflow.to_tfrecord(output_dir="out/")
 
+    train = tfrecorder.load("out/", "train", batch_size=32, image_size=(224, 224))
+
 Importing the package registers the `df.tensorflow` accessor; TensorFlow itself is only
-imported by the functions that read datasets back.
+imported by the functions that read datasets back (load, inspect, verify).
 """
 
 from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
@@ -17,7 +19,11 @@ from tfrecorder.errors import (
     ImageError,
     SchemaError,
     TFRecorderError,
+    VerificationError,
 )
+from tfrecorder.inspection import inspect
+from tfrecorder.load import convert_and_load, load
+from tfrecorder.verify import VerifyReport, verify
 
 __all__ = [
     "ConversionAborted",
@@ -26,6 +32,12 @@ __all__ = [
     "ImageError",
     "SchemaError",
     "TFRecorderError",
+    "VerificationError",
+    "VerifyReport",
     "__version__",
     "convert",
+    "convert_and_load",
+    "inspect",
+    "load",
+    "verify",
 ]

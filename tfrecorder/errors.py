@@ -23,3 +23,11 @@ class DatasetExistsError(TFRecorderError, FileExistsError):
 
 class ConversionAborted(TFRecorderError, RuntimeError):
     """The conversion stopped before finishing; no dataset was left behind."""
+
+
+class VerificationError(TFRecorderError, ValueError):
+    """A dataset on disk does not match its manifest; `.report` lists every problem."""
+
+    def __init__(self, message: str, report=None):
+        super().__init__(message)
+        self.report = report

@@ -1,4 +1,4 @@
-"""TFRecord files: record framing and the one shard writer both engines use.
+"""TFRecord files: record framing, the one shard writer both engines use, and a reader.
 
 A TFRecord file is a sequence of `length, crc(length), data, crc(data)` frames with
 masked CRC32C checksums. Framing here (with the C CRC32C of `google-crc32c`) keeps
@@ -10,12 +10,14 @@ it is complete, so a crash never leaves a file that looks like a finished shard.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
 import shutil
 import struct
 import uuid
+from collections.abc import Iterator
 
 import google_crc32c
 
@@ -39,6 +41,37 @@ def write_framed(file, record: bytes) -> None:
 def _frame_parts(record: bytes) -> tuple[bytes, bytes, bytes, bytes]:
     length = struct.pack("<Q", len(record))
     return length, _masked_crc(length), record, _masked_crc(record)
+
+
+class CorruptRecordError(ValueError):
+    """A TFRecord file is truncated or a checksum does not match."""
+
+
+def read_records(file) -> Iterator[bytes]:
+    """Reads the records of an open (decompressed) TFRecord file, checking every
+    length and data checksum; raises CorruptRecordError naming the byte offset."""
+    offset = 0
+    while header := file.read(12):
+        if len(header) < 12:
+            raise CorruptRecordError(f"truncated record header at byte {offset}")
+        length = header[:8]
+        if header[8:] != _masked_crc(length):
+            raise CorruptRecordError(f"bad length checksum at byte {offset}")
+        size = struct.unpack("<Q", length)[0]
+        record, crc = file.read(size), file.read(4)
+        if len(record) < size or len(crc) < 4:
+            raise CorruptRecordError(f"truncated record at byte {offset}")
+        if crc != _masked_crc(record):
+            raise CorruptRecordError(f"bad data checksum in the record at byte {offset}")
+        offset += 16 + size
+        yield record
+
+
+@contextlib.contextmanager
+def open_read(path: str, compression: str | None) -> Iterator:
+    """Opens a shard for `read_records`, decompressing gzip shards."""
+    with open(path, "rb") if not fs.is_remote(path) else io.BytesIO(fs.read_bytes(path)) as raw:
+        yield gzip.GzipFile(fileobj=raw, mode="rb") if compression == "gzip" else raw
 
 
 def temp_path(path: str, run_id: str) -> str:

@@ -1,0 +1,3 @@
+from tfrecorder.cli import main
+
+raise SystemExit(main())
