@@ -10,6 +10,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from tfrecorder.example import encode_example
+from tfrecorder.tfrecord import ShardWriter
+
 _SHAPES = {"L": (), "LA": (2,), "RGB": (3,), "RGBA": (4,)}
 
 
@@ -110,3 +113,27 @@ def download(prefix: str, local_dir) -> str:
         Path(local_dir, name).write_bytes(fs.read_bytes(f"{prefix.rstrip('/')}/{name}"))
     assert FileSystems.exists(f"{prefix.rstrip('/')}/dataset.json")
     return str(local_dir)
+
+
+def features_of(record: dict, manifest: dict, **changes) -> dict:
+    """A record read by `read_split`, as `encode_example` takes it, with `changes`."""
+    features = {name: record[name] for name in manifest["features"]}
+    features = {k: int(v) if not isinstance(v, bytes) else v for k, v in features.items()}
+    return {**features, **changes}
+
+
+def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
+    """Replaces a split of a real dataset with one shard of `examples` (feature dicts),
+    and fixes the manifest's counts and sizes to match, so only the records can be wrong."""
+    manifest = read_manifest(output_dir)
+    info = manifest["splits"][split]
+    for shard in info["shards"]:
+        os.remove(os.path.join(output_dir, shard["file"]))
+    suffix = ".tfrecord.gz" if manifest["compression"] == "gzip" else ".tfrecord"
+    name = f"{split}-00000-of-00001{suffix}"
+    with ShardWriter(os.path.join(output_dir, name), "test", manifest["compression"]) as w:
+        for example in examples:
+            w.write(encode_example(example))
+    shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes}
+    info.update(num_records=w.num_records, num_bytes=w.num_bytes, shards=[shard])
+    Path(output_dir, "dataset.json").write_text(json.dumps(manifest))

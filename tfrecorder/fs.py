@@ -94,6 +94,15 @@ def rename(source: str, destination: str) -> None:
     filesystems.rename([source], [destination])
 
 
+def size(uri: str) -> int:
+    """The size of a file in bytes."""
+    if not is_remote(uri):
+        return os.path.getsize(_local(uri))
+    filesystems, _ = _beam()
+    (result,) = filesystems.match([uri])
+    return result.metadata_list[0].size_in_bytes
+
+
 def exists(uri: str) -> bool:
     if not is_remote(uri):
         return os.path.exists(_local(uri))

@@ -1,0 +1,193 @@
+"""verify(): passes on what convert writes, and names each kind of damage."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import features_of, read_manifest, read_split, rewrite_split
+
+import tfrecorder
+from tfrecorder import VerificationError
+
+
+@pytest.fixture
+def dataset(image_table, tmp_path) -> str:
+    out = str(tmp_path / "out")
+    tfrecorder.convert(image_table, out, progress=False)
+    return out
+
+
+def edit_manifest(output_dir, edit) -> None:
+    manifest = read_manifest(output_dir)
+    edit(manifest)
+    Path(output_dir, "dataset.json").write_text(json.dumps(manifest))
+
+
+def first_shard(output_dir, split="train") -> Path:
+    return Path(output_dir, read_manifest(output_dir)["splits"][split]["shards"][0]["file"])
+
+
+def problems_of(output_dir, **options) -> list[str]:
+    with pytest.raises(VerificationError) as caught:
+        tfrecorder.verify(output_dir, **options)
+    report = caught.value.report
+    assert not report.ok
+    assert f"{len(report.problems)} problem" in str(caught.value)
+    assert report.problems[0] in str(caught.value)
+    return report.problems
+
+
+@pytest.mark.parametrize("options", [{}, {"compression": "gzip"}, {"image_format": "raw"}],
+                         ids=["plain", "gzip", "raw"])
+def test_verify_passes_on_a_fresh_dataset_and_counts_match_the_manifest(
+        image_table, tmp_path, options):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(image_table, out, progress=False, num_shards=2, **options)
+    manifest = read_manifest(out)
+    report = tfrecorder.verify(out)
+    assert report.ok and report.problems == []
+    assert report.num_records == {s: v["num_records"] for s, v in manifest["splits"].items()}
+    assert report.num_images_decoded == sum(report.num_records.values()) == len(image_table)
+    assert report.num_shards == sum(len(v["shards"]) for v in manifest["splits"].values())
+
+
+def test_verify_shows_progress_and_can_skip_decoding(dataset, capsys):
+    report = tfrecorder.verify(dataset, decode_images=False, progress=True)
+    assert report.ok and report.num_images_decoded == 0
+    assert "Checking records" in capsys.readouterr().err
+
+
+def test_a_flipped_byte_inside_an_image_fails_its_checksum(dataset):
+    record = read_split(dataset, "train")[0]
+    shard = first_shard(dataset)
+    data = bytearray(shard.read_bytes())
+    start = data.find(record["image"])
+    assert start > 0
+    data[start + len(record["image"]) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    problems = problems_of(dataset)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{shard.name}: bad data checksum in the record at byte ")
+
+
+def test_a_truncated_shard_is_named_with_its_missing_bytes(dataset):
+    shard = first_shard(dataset)
+    size = shard.stat().st_size
+    shard.write_bytes(shard.read_bytes()[:-10])
+    problems = problems_of(dataset)
+    assert any(p.startswith(f"{shard.name}: truncated record at byte ") for p in problems)
+    assert f"{shard.name}: {size - 10} bytes, but the manifest says {size}" in problems
+
+
+def test_a_truncated_gzip_shard_is_found(image_table, tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(image_table, out, progress=False, compression="gzip")
+    shard = first_shard(out)
+    shard.write_bytes(shard.read_bytes()[:-100])
+    problems = problems_of(out)
+    assert any(p.startswith(f"{shard.name}: unreadable gzip data") for p in problems)
+
+
+def test_a_missing_shard_is_named(dataset):
+    shard = first_shard(dataset, "validation")
+    shard.unlink()
+    assert problems_of(dataset) == [f"{shard.name}: missing; the manifest lists it"]
+
+
+def test_unlisted_shards_and_temporary_files_are_named(dataset):
+    shard = first_shard(dataset)
+    shutil.copy(shard, Path(dataset, "train-00001-of-00002.tfrecord"))
+    Path(dataset, f"{shard.name}.tmp-0123abcd").write_bytes(b"")
+    Path(dataset, "notes.txt").write_text("not ours, so not a problem")
+    assert problems_of(dataset) == [
+        "train-00000-of-00001.tfrecord.tmp-0123abcd: a temporary file left by an "
+        "interrupted run",
+        "train-00001-of-00002.tfrecord: a shard the manifest does not list",
+    ]
+
+
+def test_a_record_count_that_differs_from_the_manifest_is_named(dataset):
+    shard = first_shard(dataset)
+
+    def add_one(manifest):
+        manifest["splits"]["train"]["shards"][0]["num_records"] += 1
+        manifest["splits"]["train"]["num_records"] += 1
+
+    edit_manifest(dataset, add_one)
+    count = read_manifest(dataset)["splits"]["train"]["num_records"] - 1
+    assert problems_of(dataset) == [
+        f"{shard.name}: {count} records, but the manifest says {count + 1}"]
+
+
+def test_split_totals_that_differ_from_their_shards_are_named(dataset):
+    def inflate(manifest):
+        manifest["splits"]["test"]["num_bytes"] += 5
+
+    edit_manifest(dataset, inflate)
+    (problem,) = problems_of(dataset)
+    assert problem.startswith("dataset.json: the test split has num_bytes ")
+    assert problem.endswith("but its shards add up to "
+                            f"{first_shard(dataset, 'test').stat().st_size}")
+
+
+def test_a_rejected_rows_count_that_differs_is_named(dataset):
+    edit_manifest(dataset, lambda manifest: manifest["rejected"].update(num_rows=3))
+    assert problems_of(dataset) == ["rejected.csv: 0 rows, but the manifest says 3"]
+
+
+def test_an_image_that_does_not_decode_is_found_though_its_checksum_is_sound(dataset):
+    manifest = read_manifest(dataset)
+    records = read_split(dataset, "train")
+    examples = [features_of(r, manifest) for r in records]
+    examples[2]["image"] = b"\xff\xd8\xff garbage, not a JPEG"
+    rewrite_split(dataset, "train", examples)
+    assert tfrecorder.verify(dataset, decode_images=False).ok  # framing and counts hold
+
+    with pytest.raises(VerificationError) as caught:
+        tfrecorder.verify(dataset)
+    report = caught.value.report
+    name = records[2]["image_name"].decode()
+    (problem,) = report.problems
+    assert problem.startswith(
+        f"train-00000-of-00001.tfrecord, record 2 ({name!r}): the image does not decode: ")
+    assert report.num_images_decoded == sum(report.num_records.values()) - 1
+
+
+def test_shapes_formats_and_features_that_differ_from_the_record_are_found(dataset):
+    manifest = read_manifest(dataset)
+    records = read_split(dataset, "train")
+    examples = [features_of(r, manifest) for r in records]
+    examples[0]["image_height"] += 1
+    examples[1]["image_format"] = b"png" if records[1]["image_format"] == b"jpeg" else b"jpeg"
+    del examples[3]["label"]
+    rewrite_split(dataset, "train", examples)
+    problems = problems_of(dataset)
+    name = [r["image_name"].decode() for r in records]
+    shape = "x".join(str(v) for v in records[0]["pixels"].shape)
+    taller = "x".join(str(v) for v in (records[0]["image_height"] + 1,
+                                       *records[0]["pixels"].shape[1:]))
+    assert sorted(problems) == sorted([
+        f"train-00000-of-00001.tfrecord, record 0 ({name[0]!r}): the image decodes to "
+        f"{shape}, but the record says {taller} (height x width x channels)",
+        f"train-00000-of-00001.tfrecord, record 1 ({name[1]!r}): image_format is "
+        f"{examples[1]['image_format'].decode()!r}, but the image bytes are not in that "
+        "format",
+        "train-00000-of-00001.tfrecord, record 3: does not parse with the manifest's "
+        "features: Feature: label (data type: int64) is required but could not be found.",
+    ])
+
+
+def test_the_message_counts_every_problem_and_quotes_the_first_few(dataset):
+    manifest = read_manifest(dataset)
+    for split in manifest["splits"].values():
+        for shard in split["shards"]:
+            Path(dataset, shard["file"]).write_bytes(b"\x00")
+    with pytest.raises(VerificationError, match="problems") as caught:
+        tfrecorder.verify(dataset)
+    problems = caught.value.report.problems
+    assert len(problems) == 6  # three shards, each truncated and of the wrong size
+    message = str(caught.value)
+    assert "6 problems" in message and "... and 1 more" in message
+    assert problems[4] in message and problems[5] not in message
+    assert message.endswith("tfrecorder.convert(..., overwrite=True)).")
