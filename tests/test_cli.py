@@ -1,0 +1,260 @@
+"""The `tfrecorder` command, end to end: a real interpreter runs `python -m tfrecorder`."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from inspect import signature
+from pathlib import Path
+
+import pytest
+from helpers import image_bytes, make_image, read_manifest, read_split
+
+import tfrecorder
+from tfrecorder import cli
+
+SAMPLE_CSV = Path(__file__).resolve().parent.parent / "examples" / "images.csv"
+SAMPLE_COUNTS = {"train": 7, "validation": 5, "test": 4}
+SAMPLE_LABELS = ["cat", "coffee", "rocket", "texture"]
+
+
+def run(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tfrecorder", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_error_line(process: subprocess.CompletedProcess, *words: str) -> str:
+    """Exit 1 and a single `tfrecorder: error:` line on stderr, naming every word."""
+    assert process.returncode == 1, process.stderr
+    assert "Traceback" not in process.stderr, process.stderr
+    lines = process.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfrecorder: error: "), process.stderr
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    """The bundled sample CSV converted with default options (progress bar included)."""
+    out = tmp_path_factory.mktemp("cli") / "samples"
+    return out, run("convert", SAMPLE_CSV, out, "--num-workers", "1")
+
+
+# --- convert -------------------------------------------------------------------------------
+
+def test_convert_prints_a_summary_and_writes_the_dataset(sample):
+    out, process = sample
+    assert process.returncode == 0, process.stderr
+    assert "Writing TFRecords" in process.stderr  # the progress bar shows by default
+    assert "Traceback" not in process.stderr
+    summary = process.stdout
+    assert f"into {out} in " in summary and ": 16 records" in summary
+    for split, count in SAMPLE_COUNTS.items():
+        assert f"{split}:" in summary and f"{count} records" in summary
+    assert f"0 rows (see {out / 'rejected.csv'})" in summary
+    manifest = read_manifest(out)
+    assert {s: info["num_records"] for s, info in manifest["splits"].items()} == SAMPLE_COUNTS
+    assert manifest["labels"]["vocabulary"] == SAMPLE_LABELS
+
+
+def test_convert_flags_take_effect(tmp_path):
+    out = tmp_path / "out"
+    process = run("convert", SAMPLE_CSV, out, "--no-header", "--num-shards", "train=2",
+                  "--image-size", "32x48", "--compression", "gzip", "--seed", "3",
+                  "--jpeg-quality", "80", "--unassigned-split", "0.5,0.25,0.25",
+                  "--num-workers", "1", "--no-progress")
+    assert process.returncode == 0, process.stderr
+    assert "Writing TFRecords" not in process.stderr
+    manifest = read_manifest(out)
+    assert [len(manifest["splits"][s]["shards"]) for s in SAMPLE_COUNTS] == [2, 1, 1]
+    assert all(shard["file"].endswith(".tfrecord.gz")
+               for split in manifest["splits"].values() for shard in split["shards"])
+    options = manifest["options"]
+    assert (options["seed"], options["jpeg_quality"], options["compression"]) == (3, 80, "gzip")
+    assert options["image_size"] == [32, 48]
+    assert options["unassigned_split"] == [0.5, 0.25, 0.25]
+    train = read_split(out, "train")
+    assert train and all(r["pixels"].shape[:2] == (32, 48) for r in train)
+    assert all((r["image_height"], r["image_width"]) == (32, 48) for r in train)
+
+
+def test_every_convert_option_has_a_flag_with_the_library_default():
+    args = cli.build_parser().parse_args(["convert", "in.csv", "out/"])
+    options = {name for name, p in signature(tfrecorder.convert).parameters.items()
+               if p.kind is p.KEYWORD_ONLY}
+    assert {name: getattr(args, name) for name in options} == cli.CONVERT_DEFAULTS
+    assert set(cli.CONVERT_DEFAULTS) == options
+
+
+def test_convert_flags_map_to_the_library_options():
+    args = cli.build_parser().parse_args([
+        "convert", "in.csv", "out/", "--header", "--image-format", "raw",
+        "--max-image-side", "64", "--no-validate", "--num-shards", "train=8,validation=1",
+        "--shard-size-mb", "16", "--on-error", "raise", "--num-workers", "2",
+        "--overwrite", "--no-progress",
+    ])
+    assert {name: getattr(args, name) for name in cli.CONVERT_DEFAULTS} == {
+        **cli.CONVERT_DEFAULTS, "header": True, "image_format": "raw", "max_image_side": 64,
+        "validate": False, "num_shards": {"train": 8, "validation": 1}, "shard_size_mb": 16.0,
+        "on_error": "raise", "num_workers": 2, "overwrite": True, "progress": False,
+    }
+    args = cli.build_parser().parse_args(["convert", "a", "b", "--no-header",
+                                          "--num-shards", "4"])
+    assert (args.header, args.num_shards) == (False, 4)
+
+
+def test_an_unknown_split_value_is_one_error_line(tmp_path):
+    table = tmp_path / "bad.csv"
+    table.write_text("split,image_uri,label\nTRAIN,a.jpg,cat\nBOGUS,b.jpg,dog\n")
+    process = run("convert", table, tmp_path / "out", "--no-progress")
+    assert_one_error_line(process, "'BOGUS'", "split")
+    assert not (tmp_path / "out").exists()
+
+
+def test_converting_into_an_existing_dataset_suggests_overwrite(tmp_path):
+    out = tmp_path / "out"
+    options = ["--num-workers", "1", "--no-progress"]
+    assert run("convert", SAMPLE_CSV, out, *options).returncode == 0
+    line = assert_one_error_line(run("convert", SAMPLE_CSV, out, *options), "--overwrite")
+    assert "overwrite=True" not in line
+    assert run("convert", SAMPLE_CSV, out, "--overwrite", *options).returncode == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--num-shards", "0"], ["num_shards"]),
+    (["--unassigned-split", "0.5,0.5"], ["unassigned_split"]),
+    (["--image-size", "0x10"], ["image_size"]),
+])
+def test_bad_option_values_are_one_error_line(tmp_path, args, words):
+    process = run("convert", SAMPLE_CSV, tmp_path / "out", "--no-progress", *args)
+    assert_one_error_line(process, *words)
+
+
+@pytest.mark.parametrize("args", [
+    ["convert", SAMPLE_CSV, "out", "--bogus"],
+    ["convert", SAMPLE_CSV, "out", "--image-size", "32"],
+    ["convert", SAMPLE_CSV, "out", "--num-shards", "train=x"],
+    ["convert", SAMPLE_CSV],
+    [],
+])
+def test_usage_errors_exit_2(args):
+    process = run(*args)
+    assert process.returncode == 2, process.stderr
+    assert "usage: tfrecorder" in process.stderr and "Traceback" not in process.stderr
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+    image = tmp_path / "big.png"
+    image.write_bytes(image_bytes(make_image((1000, 1000), seed=1), "PNG"))
+    table = tmp_path / "slow.csv"
+    table.write_text("".join(f"TRAIN,{image},a\n" for _ in range(2000)))
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfrecorder", "convert", str(table), str(out),
+         "--num-workers", "1", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not (out.exists() and any(".tmp-" in n for n in os.listdir(out))):
+            assert time.time() < deadline and process.poll() is None, process.stderr.read()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == "tfrecorder: interrupted"
+    assert os.listdir(out) == []
+
+
+def test_unexpected_errors_keep_their_traceback(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(tfrecorder, "convert", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main(["convert", "in.csv", "out/"])
+
+
+# --- info ----------------------------------------------------------------------------------
+
+def test_info_describes_the_dataset_from_its_manifest(sample):
+    out, _ = sample
+    process = run("info", out)
+    assert process.returncode == 0, process.stderr
+    text = process.stdout
+    for split, count in SAMPLE_COUNTS.items():
+        assert any(line.split()[:2] == [split, str(count)] for line in text.splitlines())
+    assert "4 classes: " + ", ".join(SAMPLE_LABELS) in text
+    assert "Rejected:     0 of 16 source rows" in text
+    assert "Compression:  none" in text and "Image format: auto" in text
+    assert " MB" in text and "1 shard" in text
+    for feature, spec in read_manifest(out)["features"].items():
+        assert any(line.split() == [feature, spec["dtype"]] for line in text.splitlines())
+
+
+def test_info_json_prints_the_manifest(sample):
+    out, _ = sample
+    process = run("info", out, "--json")
+    assert process.returncode == 0, process.stderr
+    assert json.loads(process.stdout) == read_manifest(out)
+
+
+def test_info_of_a_folder_without_a_dataset_is_one_error_line(tmp_path):
+    assert_one_error_line(run("info", tmp_path), "dataset.json")
+
+
+# --- verify and inspect --------------------------------------------------------------------
+
+def test_verify_a_sound_dataset(sample):
+    out, _ = sample
+    process = run("verify", out)
+    assert process.returncode == 0, process.stderr
+    assert "OK: 16 records in 3 shards" in process.stdout
+    assert "Traceback" not in process.stderr
+
+
+def test_verify_a_corrupt_shard_lists_the_problem_and_exits_1(sample, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(sample[0], out)
+    shard = out / read_manifest(out)["splits"]["train"]["shards"][0]["file"]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    process = run("verify", out, "--no-decode", "--no-progress")
+    assert_one_error_line(process, "1 problem", "--overwrite")
+    assert "FAILED: 1 problem" in process.stdout and shard.name in process.stdout
+
+
+def test_inspect_writes_records_into_the_folder_it_prints(sample, tmp_path):
+    out, _ = sample
+    look = tmp_path / "look"
+    process = run("inspect", out, "--split", "validation", "--num-records", "2",
+                  "--output-dir", look)
+    assert process.returncode == 0, process.stderr
+    folder = process.stdout.strip()
+    assert os.path.samefile(folder, look)
+    files = sorted(os.listdir(look))
+    assert "records.csv" in files and len(files) == 3, files  # and two images
+
+
+# --- help and version ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [[], ["convert"], ["info"], ["verify"], ["inspect"]])
+def test_help_has_a_description_and_an_example(command, capsys):
+    assert cli.main([*command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: tfrecorder") and "example" in text
+
+
+def test_the_installed_console_script_prints_the_version():
+    script = Path(sys.executable).parent / "tfrecorder"
+    process = subprocess.run([str(script), "--version"], capture_output=True, text=True,
+                             timeout=120)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == f"tfrecorder {tfrecorder.__version__}\n"

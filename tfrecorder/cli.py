@@ -1,0 +1,367 @@
+"""The `tfrecorder` command: convert, info, verify and inspect from a shell.
+
+A thin layer: it parses arguments, calls the public functions of `tfrecorder`, and prints
+what they return. The defaults and choices of `convert`'s flags are read from the library
+(its signature and option constants), so the command cannot drift from `tfrecorder.convert`.
+
+Exit codes: 0 success; 1 a user error (bad table, existing dataset, failed verification),
+printed as one `tfrecorder: error: ...` line without a traceback; 2 a usage error; 130
+Ctrl-C. Any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import textwrap
+from collections.abc import Sequence
+from inspect import Parameter, signature
+
+import tfrecorder
+from tfrecorder import fs
+from tfrecorder.convert import ON_ERROR
+from tfrecorder.errors import DatasetExistsError, TFRecorderError, VerificationError
+from tfrecorder.load import SPLITS
+from tfrecorder.records import IMAGE_FORMATS
+from tfrecorder.tfrecord import COMPRESSIONS
+
+PROG = "tfrecorder"
+
+# Errors whose message alone tells the user what to fix: printed on one line, exit 1.
+USER_ERRORS = (TFRecorderError, ValueError, FileNotFoundError, FileExistsError,
+               NotADirectoryError)
+
+# Every keyword option of `tfrecorder.convert` and its default; each has a flag below.
+CONVERT_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in signature(tfrecorder.convert).parameters.items()
+    if parameter.kind is Parameter.KEYWORD_ONLY
+}
+_INSPECT_DEFAULTS = {name: parameter.default
+                     for name, parameter in signature(tfrecorder.inspect).parameters.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line with `argv` (default: `sys.argv[1:]`); returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help and --version (0), usage errors (2)
+        return exit_.code if isinstance(exit_.code, int) else 2
+    # The library reports through `logging` (e.g. how many rows were rejected).
+    logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(levelname)s: %(message)s")
+    # Hides most C++ log lines of TensorFlow, which verify and inspect import.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        return args.run(args)
+    except USER_ERRORS as error:
+        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=textwrap.fill(
+            "Turn a table of images (an AutoML Vision CSV or an image folder) into a "
+            "sharded TFRecord dataset, and look at the result.", 80),
+        epilog="examples:\n"
+               "  tfrecorder convert images.csv out/\n"
+               "  tfrecorder info out/\n"
+               "  tfrecorder verify out/\n"
+               "  tfrecorder inspect out/ --split validation\n\n"
+               "Run 'tfrecorder COMMAND --help' for a command's options.\n"
+               "Exit codes: 0 success, 1 error, 2 bad usage, 130 interrupted.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {tfrecorder.__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    _add_convert(commands)
+    _add_info(commands)
+    _add_verify(commands)
+    _add_inspect(commands)
+    return parser
+
+
+def _command(commands, name: str, summary: str, description: str, example: str):
+    return commands.add_parser(
+        name, help=summary, description=textwrap.fill(description, 80),
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+# --- convert -------------------------------------------------------------------------------
+
+def _add_convert(commands) -> None:
+    d = CONVERT_DEFAULTS
+    command = _command(
+        commands, "convert", "convert a CSV or image folder into a TFRecord dataset",
+        "Convert SOURCE, an AutoML Vision CSV ([split,]image_uri[,label] rows, with or "
+        "without a header) or an image folder (label/file or split/label/file), into "
+        "sharded TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
+        "tfrecorder convert images.csv out/ --image-size 224x224 --num-shards train=8",
+    )
+    command.set_defaults(run=_convert, **d)
+    command.add_argument("source", metavar="SOURCE", help="a CSV file or an image folder")
+    command.add_argument("output_dir", metavar="OUTPUT_DIR",
+                         help="the dataset folder to write (local or gs://)")
+    table = command.add_argument_group("table")
+    table.add_argument("--header", action=argparse.BooleanOptionalAction,
+                       help="whether the CSV's first line names its columns "
+                            "(default: detect)")
+    table.add_argument("--unassigned-split", type=_fractions, metavar="TRAIN,VAL,TEST",
+                       help="fractions for UNASSIGNED rows (and every row without a split "
+                            "column), by a stable hash of the URI (default: "
+                            f"{','.join(map(str, d['unassigned_split']))})")
+    table.add_argument("--seed", type=int, metavar="N",
+                       help=f"seed of the shuffle that mixes classes across shards "
+                            f"(default: {d['seed']})")
+    images = command.add_argument_group("images")
+    images.add_argument("--image-format", choices=IMAGE_FORMATS,
+                        help="auto keeps JPEG/PNG bytes and converts other formats "
+                             "losslessly to PNG; raw stores base64 pixels "
+                             f"(default: {d['image_format']})")
+    images.add_argument("--image-size", type=_image_size, metavar="HxW",
+                        help="resize every image to HEIGHTxWIDTH, e.g. 224x224")
+    images.add_argument("--max-image-side", type=int, metavar="N",
+                        help="shrink images whose longer side exceeds N pixels")
+    images.add_argument("--jpeg-quality", type=int, metavar="N",
+                        help=f"quality of re-encoded JPEGs (default: {d['jpeg_quality']})")
+    images.add_argument("--no-validate", dest="validate", action="store_false",
+                        help="trust the files: read image headers only, do not decode "
+                             "every image")
+    images.add_argument("--on-error", choices=ON_ERROR,
+                        help="reject: write unreadable images' rows to rejected.csv; "
+                             f"raise: stop at the first (default: {d['on_error']})")
+    output = command.add_argument_group("output")
+    output.add_argument("--num-shards", type=_num_shards, metavar="N|SPLIT=N,...",
+                        help="shards per split: one number, or per split like "
+                             "train=8,validation=1 (default: shards of about "
+                             "--shard-size-mb)")
+    output.add_argument("--shard-size-mb", type=float, metavar="MB",
+                        help=f"target shard size (default: {d['shard_size_mb']})")
+    output.add_argument("--compression", choices=[c for c in COMPRESSIONS if c],
+                        help="compress the shards (default: none)")
+    output.add_argument("--overwrite", action="store_true",
+                        help="replace a dataset already in OUTPUT_DIR")
+    run = command.add_argument_group("run")
+    run.add_argument("--num-workers", type=int, metavar="N",
+                     help="worker processes (default: all cores)")
+    run.add_argument("--no-progress", dest="progress", action="store_false",
+                     help="hide the progress bar")
+
+
+def _convert(args: argparse.Namespace) -> int:
+    options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
+    try:
+        result = tfrecorder.convert(args.source, args.output_dir, **options)
+    except DatasetExistsError as error:
+        raise DatasetExistsError(_overwrite_hint(str(error))) from None
+    width = max(len("rejected"), *(len(split) for split in result.counts))
+    print(f"Converted {args.source} into {result.output_dir} in "
+          f"{result.elapsed_seconds:.1f} s: {_count(result.num_records, 'record')}")
+    for split, count in result.counts.items():
+        print(f"  {split + ':':{width + 1}} {_count(count, 'record')}")
+    print(f"  {'rejected:':{width + 1}} {_count(result.num_rejected, 'row')} "
+          f"(see {result.rejected_path})")
+    return 0
+
+
+def _overwrite_hint(message: str) -> str:
+    """The library's advice names its keyword argument; here it is a flag."""
+    message = message.replace("overwrite=True", "--overwrite")
+    return message if "--overwrite" in message else f"{message} Pass --overwrite to replace it."
+
+
+def _image_size(value: str) -> tuple[int, int]:
+    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", value)
+    if not match:
+        raise argparse.ArgumentTypeError(f"expected HEIGHTxWIDTH like 224x224, not {value!r}")
+    return int(match[1]), int(match[2])
+
+
+def _num_shards(value: str) -> int | dict[str, int]:
+    try:
+        if "=" not in value:
+            return int(value)
+        counts = {}
+        for part in value.split(","):
+            split, _, count = part.partition("=")
+            counts[split.strip()] = int(count)
+        return counts
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number or SPLIT=N pairs like train=8,validation=1, not {value!r}"
+        ) from None
+
+
+def _fractions(value: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected fractions like 0.8,0.1,0.1, not {value!r}") from None
+
+
+# --- info ----------------------------------------------------------------------------------
+
+def _add_info(commands) -> None:
+    command = _command(
+        commands, "info", "describe a dataset from its manifest",
+        "Print what the manifest (dataset.json) of the dataset in PATH says: splits with "
+        "their records, shards and sizes, rejected rows, labels, compression, image "
+        "options and features. Reads no shard.",
+        "tfrecorder info out/",
+    )
+    command.set_defaults(run=_info)
+    command.add_argument("path", metavar="PATH", help="a dataset folder (local or gs://)")
+    command.add_argument("--json", action="store_true", help="print the manifest itself")
+
+
+def _info(args: argparse.Namespace) -> int:
+    from tfrecorder.dataset import read_manifest
+
+    manifest = read_manifest(args.path)
+    if args.json:
+        print(json.dumps(manifest, indent=2))
+        return 0
+    splits = manifest["splits"]
+    print(f"{args.path}: a {manifest['format']} dataset (format {manifest['format_version']}, "
+          f"written by {manifest['created_by']})")
+    print("Splits:")
+    rows = [(name, splits[name]) for name in SPLITS if name in splits]
+    total = {"num_records": sum(s["num_records"] for _, s in rows),
+             "num_bytes": sum(s["num_bytes"] for _, s in rows),
+             "shards": [shard for _, s in rows for shard in s["shards"]]}
+    for name, split in [*rows, ("total", total)]:
+        print(f"  {name:<11}{split['num_records']:>8} records {len(split['shards']):>5} "
+              f"shard{'s' if len(split['shards']) != 1 else ' '} "
+              f"{_megabytes(split['num_bytes']):>12}")
+    rejected = manifest["rejected"]
+    print(f"Rejected:     {rejected['num_rows']} of {manifest['num_source_rows']} source rows "
+          f"(see {fs.join(args.path, rejected['file'])})")
+    print(f"Labels:       {_labels(manifest.get('labels'))}")
+    print(f"Compression:  {manifest['compression'] or 'none'}")
+    print(f"Image format: {_image_options(manifest['options'])}")
+    print("Features:")
+    width = max(len(name) for name in manifest["features"])
+    for name, feature in manifest["features"].items():
+        shape = f" {feature['shape']}" if feature["shape"] else ""
+        print(f"  {name:<{width}}  {feature['dtype']}{shape}")
+    return 0
+
+
+def _labels(labels: dict | None) -> str:
+    if labels is None:
+        return "none"
+    if labels["vocabulary"] is None:
+        return "integer ids"
+    vocabulary = labels["vocabulary"]
+    return f"{_count(len(vocabulary), 'class', 'classes')}: {', '.join(vocabulary)}"
+
+
+def _image_options(options: dict) -> str:
+    described = options["image_format"]
+    if options.get("image_size"):
+        height, width = options["image_size"]
+        described += f", resized to {height}x{width} (height x width)"
+    if options.get("max_image_side"):
+        described += f", longer side at most {options['max_image_side']} px"
+    return described
+
+
+# --- verify --------------------------------------------------------------------------------
+
+def _add_verify(commands) -> None:
+    command = _command(
+        commands, "verify", "check every shard of a dataset against its manifest",
+        "Read every shard of the dataset in PATH and check it against its manifest, and "
+        "(unless --no-decode) that every image decodes. Prints 'OK: N records in M "
+        "shards', or lists the problems and exits 1.",
+        "tfrecorder verify out/ --no-decode",
+    )
+    command.set_defaults(run=_verify)
+    command.add_argument("path", metavar="PATH", help="a dataset folder (local or gs://)")
+    command.add_argument("--no-decode", dest="decode_images", action="store_false",
+                         help="skip decoding the images (much faster)")
+    command.add_argument("--no-progress", dest="progress", action="store_false",
+                         help="hide the progress bar")
+
+
+def _verify(args: argparse.Namespace) -> int:
+    try:
+        report = tfrecorder.verify(args.path, decode_images=args.decode_images,
+                                   progress=args.progress)
+        if not report.ok:  # verify raises instead; never print OK over a problem
+            raise VerificationError("", report)
+    except VerificationError as error:
+        if error.report is None:
+            raise
+        # The library's message lists the first problems and advises in Python terms;
+        # here every problem goes to stdout and the error line only sums them up.
+        problems = error.report.problems
+        print(f"FAILED: {_count(len(problems), 'problem')} in {error.report.dataset_dir}")
+        for problem in problems:
+            print(f"  - {problem}")
+        raise VerificationError(
+            f"the dataset in {args.path!r} does not match its manifest "
+            f"({_count(len(problems), 'problem')}, listed above). Restore the files from "
+            "a copy, or convert again with --overwrite.", error.report) from None
+    decoded = f" ({report.num_images_decoded} images decoded)" if args.decode_images else ""
+    print(f"OK: {_count(sum(report.num_records.values()), 'record')} in "
+          f"{_count(report.num_shards, 'shard')}{decoded}")
+    return 0
+
+
+# --- inspect -------------------------------------------------------------------------------
+
+def _add_inspect(commands) -> None:
+    d = _INSPECT_DEFAULTS
+    command = _command(
+        commands, "inspect", "write a few records as files you can look at",
+        "Write the first records of a split of the dataset in PATH as files a person can "
+        "look at: their images, and their other features in records.csv. Prints the "
+        "folder written.",
+        "tfrecorder inspect out/ --split validation --num-records 3 --output-dir look/",
+    )
+    command.set_defaults(run=_inspect)
+    command.add_argument("path", metavar="PATH", help="a dataset folder (local or gs://)")
+    command.add_argument("--split", default=d["split"], choices=SPLITS,
+                         help="the split to read (default: %(default)s)")
+    command.add_argument("--num-records", type=int, default=d["num_records"], metavar="N",
+                         help="how many records to write (default: %(default)s)")
+    command.add_argument("--output-dir", default=d["output_dir"], metavar="DIR",
+                         help="a local folder to write into (default: a new temporary "
+                              "folder)")
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    folder = tfrecorder.inspect(args.path, split=args.split, num_records=args.num_records,
+                                output_dir=args.output_dir)
+    print(folder)
+    return 0
+
+
+# --- formatting ----------------------------------------------------------------------------
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"
+
+
+def _megabytes(num_bytes: int) -> str:
+    return f"{num_bytes / 2**20:,.2f} MB"
+
+
+def _one_line(error: BaseException) -> str:
+    """The message on one line, so `tfrecorder: error:` starts the only line printed."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return " ".join(lines) or type(error).__name__
