@@ -18,7 +18,6 @@ Results go in docs/performance.md; run on an idle machine.
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import platform
 import shutil
@@ -32,34 +31,13 @@ import pandas as pd
 from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SAMPLES = os.path.join(HERE, "..", "examples", "images")
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+from sample_crops import make_crops  # noqa: E402
 
 
-def build_images(folder: str, count: int, seed: int = 0) -> pd.DataFrame:
+def build_images(folder: str, count: int) -> pd.DataFrame:
     """`count` JPEGs of 400-800 px made from the sample photos; cached between runs."""
-    os.makedirs(folder, exist_ok=True)
-    sources = sorted(glob.glob(os.path.join(SAMPLES, "*", "*.*")))
-    sources = [s for s in sources if not s.endswith(".md")]
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(count):
-        source = sources[i % len(sources)]
-        path = os.path.join(folder, f"{i:05d}.jpg")
-        label = os.path.basename(os.path.dirname(source))
-        rows.append(("UNASSIGNED", path, label))
-        if os.path.exists(path):
-            continue
-        image = Image.open(source).convert("RGB")
-        w, h = image.size
-        cw, ch = int(w * rng.uniform(0.6, 1.0)), int(h * rng.uniform(0.6, 1.0))
-        left, top = int(rng.integers(0, w - cw + 1)), int(rng.integers(0, h - ch + 1))
-        image = image.crop((left, top, left + cw, top + ch))
-        side = int(rng.integers(400, 801))
-        scale = side / max(image.size)
-        image = image.resize((max(1, round(cw * scale)), max(1, round(ch * scale))),
-                             Image.Resampling.BICUBIC)
-        image.save(path, "JPEG", quality=int(rng.integers(85, 96)))
-    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    return make_crops(folder, count, sides=(400, 800))
 
 
 def timed(function) -> float:

@@ -1,4 +1,4 @@
-"""Convert the bundled sample photos into a TFRecord dataset and read it back.
+"""Convert the bundled sample photos into a TFRecord dataset and load it for training.
 
     python examples/quickstart.py [OUTPUT_DIR]
 """
@@ -20,19 +20,13 @@ def main(output_dir: str) -> None:
           flush=True)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf  # only to show the dataset reads back
-
-    manifest = read_manifest(output_dir)
-    vocabulary = manifest["labels"]["vocabulary"]
-    spec = {"image": tf.io.FixedLenFeature([], tf.string),
-            "label": tf.io.FixedLenFeature([], tf.int64)}
-    for split, info in manifest["splits"].items():
-        files = [os.path.join(output_dir, shard["file"]) for shard in info["shards"]]
-        for serialized in tf.data.TFRecordDataset(files).take(1):
-            example = tf.io.parse_single_example(serialized, spec)
-            image = tf.io.decode_image(example["image"])
-            print(f"  {split}: {info['num_records']} records; first: {image.shape} "
-                  f"{vocabulary[example['label']]!r}")
+    vocabulary = read_manifest(output_dir)["labels"]["vocabulary"]
+    datasets = tfrecorder.load(output_dir, batch_size=4, image_size=(224, 224))
+    for split, ds in datasets.items():
+        batch = next(iter(ds))
+        labels = [vocabulary[i] for i in batch["label"].numpy()]
+        print(f"  {split}: {len(ds)} batches; first: images {tuple(batch['image'].shape)} "
+              f"{batch['image'].dtype.name}, labels {labels}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Everything comes from the manifest: shard files, record counts (so datasets know
 length), the parsing spec, compression, whether images are raw pixels, and the size of
 every image. That last fact keeps decoding cheap: when images are resized on load, JPEGs
 are decoded at a reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still at
-least as large as the target, which skips most of the work of a full decode.
+least as large as the target, which skips most of the work of a full decode and does the
+bulk of the downscaling as an average over pixels.
 
 TensorFlow is imported here, and only here (and by inspect/verify through these
 helpers), never by the writer.
@@ -45,24 +46,32 @@ def feature_spec(manifest: dict) -> dict:
 
 
 def decode_image(features: dict, channels: int = 0):
-    """The record's image as a uint8 [H, W, C] tensor (raw pixels or JPEG/PNG bytes).
+    """The record's image as a uint8 [H, W, C] tensor: exactly the source's pixels.
 
-    channels=0 keeps each image's own channels; 1, 3 or 4 converts.
+    JPEGs are decoded with the accurate IDCT, which matches Pillow (TensorFlow's default
+    fast IDCT is off by a few levels). channels=0 keeps each image's own channels; 1, 3
+    or 4 converts.
     """
     import tensorflow as tf
+
+    image_format = features["image_format"]
+
+    def jpeg():
+        image = tf.io.decode_jpeg(features["image"], channels=channels if channels != 4 else 3,
+                                  dct_method="INTEGER_ACCURATE")
+        return _convert_channels(image, channels) if channels == 4 else image
+
+    def png():
+        return tf.io.decode_png(features["image"], channels=channels)
 
     def raw():
         pixels = tf.io.decode_raw(tf.io.decode_base64(features["image"]), tf.uint8)
         shape = tf.stack([features["image_height"], features["image_width"],
                           features["image_channels"]])
-        image = tf.reshape(pixels, tf.cast(shape, tf.int32))
-        return _convert_channels(image, channels)
+        return _convert_channels(tf.reshape(pixels, tf.cast(shape, tf.int32)), channels)
 
-    def encoded():
-        return tf.io.decode_image(features["image"], channels=channels,
-                                  expand_animations=False)
-
-    return tf.cond(tf.equal(features["image_format"], "raw"), raw, encoded)
+    return tf.cond(tf.equal(image_format, "jpeg"), jpeg,
+                   lambda: tf.cond(tf.equal(image_format, "raw"), raw, png))
 
 
 def load(
@@ -140,6 +149,8 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     import tensorflow as tf
 
     autotune = tf.data.AUTOTUNE
+    # A seed promises a reproducible order; without one, parallel stages may reorder.
+    ordered = seed is not None or not shuffle
     files = shard_files(path, manifest, split)
     num_records = manifest["splits"][split]["num_records"]
     compression = "GZIP" if manifest["compression"] == "gzip" else ""
@@ -151,7 +162,7 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     ds = ds.interleave(
         lambda f: tf.data.TFRecordDataset(f, compression_type=compression),
         cycle_length=min(len(files), 16), num_parallel_calls=autotune,
-        deterministic=not shuffle,
+        deterministic=ordered,
     )
     # The count is known from the manifest, so len(ds) works through every later step.
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_records))
@@ -163,7 +174,7 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
         features["image"] = _decoded(features, image_size, channels)
         return features
 
-    ds = ds.map(parse, num_parallel_calls=autotune, deterministic=not shuffle)
+    ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
     if cache:
         ds = ds.cache("" if cache is True else os.fspath(cache))
         if shuffle:
@@ -171,14 +182,14 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if augment is not None:
         transform = _basic_augmentation(seed) if augment == "basic" else augment
         ds = ds.map(lambda f: {**f, "image": transform(f["image"])},
-                    num_parallel_calls=autotune, deterministic=not shuffle)
+                    num_parallel_calls=autotune, deterministic=ordered)
     if as_supervised:
         ds = ds.map(lambda f: (f["image"], f["label"]))
     if repeat:
         ds = ds.repeat()
     if batch_size:
         ds = ds.batch(batch_size, drop_remainder=drop_remainder,
-                      num_parallel_calls=autotune, deterministic=not shuffle)
+                      num_parallel_calls=autotune, deterministic=ordered)
     return ds.prefetch(autotune)
 
 
@@ -199,34 +210,37 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
             tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]),
             tf.int32))
         branches = [
-            lambda r=r: tf.io.decode_jpeg(features["image"], channels=channels, ratio=r)
+            lambda r=r: tf.io.decode_jpeg(features["image"], ratio=r,
+                                          channels=channels if channels != 4 else 3)
             for r in (1, 2, 4, 8)
         ]
-        return tf.switch_case(index, branches)
+        image = tf.switch_case(index, branches)
+        return _convert_channels(image, channels) if channels == 4 else image
 
     image = tf.cond(tf.equal(features["image_format"], "jpeg"), scaled_jpeg,
-                    lambda: decode_image(features, channels))
-    image = tf.image.resize(image, image_size, antialias=True)
-    return tf.ensure_shape(tf.saturate_cast(tf.round(image), tf.uint8),
-                           [height, width, channels or None])
+                    lambda: decode_image(features, channels))  # PNG and raw: exact
+    # Bilinear, like Keras: the scaled JPEG decode has already averaged away most of any
+    # reduction. Bilinear output of uint8 stays in [0, 255], so +0.5 then a cast rounds.
+    image = tf.cast(tf.image.resize(image, image_size) + 0.5, tf.uint8)
+    return tf.ensure_shape(image, [height, width, channels or None])
 
 
 def _convert_channels(image, channels: int):
+    """Converts an image of 1 (L), 2 (LA), 3 (RGB) or 4 (RGBA) channels to `channels`."""
     import tensorflow as tf
 
     if channels == 0:
         return image
     have = tf.shape(image)[-1]
-    rgb = tf.cond(tf.equal(have, 1), lambda: tf.image.grayscale_to_rgb(image),
+    grey = have <= 2
+    rgb = tf.cond(grey, lambda: tf.image.grayscale_to_rgb(image[..., :1]),
                   lambda: image[..., :3])
     if channels == 3:
         return rgb
     if channels == 1:
-        return tf.cond(tf.equal(have, 1), lambda: image,
-                       lambda: tf.image.rgb_to_grayscale(rgb))
-    alpha = tf.cond(tf.equal(have, 4), lambda: image[..., 3:],
-                    lambda: tf.fill(tf.concat([tf.shape(image)[:2], [1]], 0),
-                                    tf.constant(255, tf.uint8)))
+        return tf.cond(grey, lambda: image[..., :1], lambda: tf.image.rgb_to_grayscale(rgb))
+    opaque = tf.fill(tf.concat([tf.shape(image)[:2], [1]], 0), tf.constant(255, tf.uint8))
+    alpha = tf.cond(tf.equal(have % 2, 0), lambda: image[..., -1:], lambda: opaque)
     return tf.concat([rgb, alpha], -1)
 
 
