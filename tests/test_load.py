@@ -162,3 +162,17 @@ def test_gs_paths_come_from_the_manifest(dataset, gcs_bucket):
         k: v["num_records"] for k, v in manifest["splits"].items()}
     assert shard_files(prefix, manifest, "train") == [
         f"{prefix}/train-0000{i}-of-00002.tfrecord" for i in range(2)]
+
+
+def test_fixed_shape_batches_decode_exactly_like_single_records(dataset):
+    """With batch_size and image_size, records are parsed a batch at a time (the fast
+    path); the images must be the same as record by record."""
+    options = dict(image_size=(20, 28), shuffle=False)
+    single = [f["image"].numpy() for f in tfrecorder.load(dataset, "train", **options)]
+    batched = tfrecorder.load(dataset, "train", batch_size=3, **options)
+    np.testing.assert_array_equal(np.concatenate([b["image"] for b in batched]), single)
+    augmented = tfrecorder.load(dataset, "train", batch_size=3, augment="basic", **options)
+    images = np.concatenate([b["image"] for b in augmented])
+    assert images.shape == (len(single), 20, 28, 3) and not np.array_equal(images, single)
+    pairs = tfrecorder.load(dataset, "train", batch_size=3, as_supervised=True, **options)
+    assert [tuple(x.shape) for x in pairs.element_spec] == [(None, 20, 28, 3), (None,)]

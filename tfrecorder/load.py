@@ -169,28 +169,58 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 
-    def parse(serialized):
-        features = tf.io.parse_single_example(serialized, spec)
-        features["image"] = _decoded(features, image_size, channels)
-        return features
-
-    ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
-    if cache:
-        ds = ds.cache("" if cache is True else os.fspath(cache))
-        if shuffle:
-            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    transform = None
     if augment is not None:
         transform = _basic_augmentation(seed) if augment == "basic" else augment
-        ds = ds.map(lambda f: {**f, "image": transform(f["image"])},
+    if batch_size and image_size and not cache:
+        # Fixed-shape batches: parse a whole batch of records in one vectorized op, then
+        # decode its images; much less per-record overhead than one parse per record.
+        if repeat:
+            ds = ds.repeat()
+        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+        ds = ds.map(lambda batch: _decoded_batch(batch, spec, image_size, channels, transform),
                     num_parallel_calls=autotune, deterministic=ordered)
+    else:
+        def parse(serialized):
+            features = tf.io.parse_single_example(serialized, spec)
+            features["image"] = _decoded(features, image_size, channels)
+            return features
+
+        ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
+        if cache:
+            ds = ds.cache("" if cache is True else os.fspath(cache))
+            if shuffle:
+                ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        if transform is not None:
+            ds = ds.map(lambda f: {**f, "image": transform(f["image"])},
+                        num_parallel_calls=autotune, deterministic=ordered)
+        if repeat:
+            ds = ds.repeat()
+        if batch_size:
+            ds = ds.batch(batch_size, drop_remainder=drop_remainder,
+                          num_parallel_calls=autotune, deterministic=ordered)
     if as_supervised:
         ds = ds.map(lambda f: (f["image"], f["label"]))
-    if repeat:
-        ds = ds.repeat()
-    if batch_size:
-        ds = ds.batch(batch_size, drop_remainder=drop_remainder,
-                      num_parallel_calls=autotune, deterministic=ordered)
     return ds.prefetch(autotune)
+
+
+_IMAGE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
+
+
+def _decoded_batch(serialized, spec: dict, image_size, channels: int, transform):
+    """Parses a batch of records and decodes (and resizes) their images."""
+    import tensorflow as tf
+
+    features = tf.io.parse_example(serialized, spec)
+
+    def one(image_features):
+        image = _decoded(image_features, image_size, channels)
+        return transform(image) if transform is not None else image
+
+    features["image"] = tf.map_fn(
+        one, {name: features[name] for name in _IMAGE_FEATURES},
+        fn_output_signature=tf.TensorSpec((*image_size, channels or None), tf.uint8))
+    return features
 
 
 def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
@@ -217,11 +247,17 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
         image = tf.switch_case(index, branches)
         return _convert_channels(image, channels) if channels == 4 else image
 
-    image = tf.cond(tf.equal(features["image_format"], "jpeg"), scaled_jpeg,
-                    lambda: decode_image(features, channels))  # PNG and raw: exact
-    # Bilinear, like Keras: the scaled JPEG decode has already averaged away most of any
-    # reduction. Bilinear output of uint8 stays in [0, 255], so +0.5 then a cast rounds.
-    image = tf.cast(tf.image.resize(image, image_size) + 0.5, tf.uint8)
+    def resized():
+        image = tf.cond(tf.equal(features["image_format"], "jpeg"), scaled_jpeg,
+                        lambda: decode_image(features, channels))  # PNG and raw: exact
+        # Bilinear, like Keras: the scaled JPEG decode has already averaged away most of
+        # any reduction. Bilinear output of uint8 stays in [0, 255]: +0.5 and a cast round.
+        return tf.cast(tf.image.resize(image, image_size) + 0.5, tf.uint8)
+
+    # Images written at the target size (image_size= on convert) need no resize at all.
+    same_size = tf.logical_and(tf.equal(features["image_height"], height),
+                               tf.equal(features["image_width"], width))
+    image = tf.cond(same_size, lambda: decode_image(features, channels), resized)
     return tf.ensure_shape(image, [height, width, channels or None])
 
 

@@ -1,0 +1,18 @@
+"""The examples run as the README says, and print what they promise."""
+
+import os
+import subprocess
+import sys
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
+
+
+def test_quickstart_converts_and_loads_the_samples(tmp_path):
+    out = subprocess.run([sys.executable, os.path.join(EXAMPLES, "quickstart.py"),
+                          str(tmp_path / "samples")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("Wrote 16 records to ")
+    assert "{'train': 7, 'validation': 5, 'test': 4}; rejected: 0" in lines[0]
+    assert [line.split(":")[0].strip() for line in lines[1:]] == ["train", "validation", "test"]
+    assert all("images (4, 224, 224, 3) uint8" in line for line in lines[1:3])
