@@ -226,6 +226,27 @@ def test_a_conversion_imports_neither_tensorflow_nor_beam(tmp_path):
     assert read_manifest(tmp_path / "out")["num_source_rows"] == 16
 
 
+SPAWN_RUN = """
+import multiprocessing, sys
+import tfrecorder
+asked, get_context = [], multiprocessing.get_context
+multiprocessing.get_context = lambda method=None: asked.append(method) or get_context(method)
+sys.platform = "darwin"  # read when workers start: macOS and Windows start them by spawn
+tfrecorder.convert(sys.argv[1], sys.argv[2], num_workers=2, progress=False)
+print(asked)
+"""
+
+
+def test_workers_started_by_spawn_write_the_same_bytes(tmp_path):
+    """macOS and Windows cannot fork; their workers import tfrecorder afresh."""
+    source = os.path.join(EXAMPLES, "images.csv")
+    out = subprocess.run([sys.executable, "-c", SPAWN_RUN, source, str(tmp_path / "spawn")],
+                         capture_output=True, text=True)
+    assert out.stdout.split() == ["['spawn']"], out.stderr
+    tfrecorder.convert(source, str(tmp_path / "fork"), num_workers=2, progress=False)
+    assert shard_bytes(tmp_path / "spawn") == shard_bytes(tmp_path / "fork")
+
+
 def test_progress_false_prints_nothing(image_table, tmp_path, capfd):
     tfrecorder.convert(image_table, str(tmp_path / "out"), num_workers=2, progress=False)
     assert capfd.readouterr().err == ""
