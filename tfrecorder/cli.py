@@ -158,6 +158,27 @@ def _add_convert(commands) -> None:
                      help="worker processes (default: all cores)")
     run.add_argument("--no-progress", dest="progress", action="store_false",
                      help="hide the progress bar")
+    run.add_argument("--runner", metavar="NAME",
+                     help="run as an Apache Beam pipeline on this runner (DirectRunner, "
+                          "DataflowRunner, ...) instead of the local process pool")
+    run.add_argument("--beam-option", dest="beam_options", type=_key_value,
+                     action=_MergeDict, metavar="KEY=VALUE",
+                     help="a Beam pipeline option for --runner, e.g. "
+                          "temp_location=gs://bucket/tmp (repeatable)")
+
+
+def _key_value(value: str) -> dict:
+    key, sep, text = value.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {value!r}")
+    return {key.strip().replace("-", "_"): text}
+
+
+class _MergeDict(argparse.Action):
+    """Collects repeated KEY=VALUE flags into one dict."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), **values})
 
 
 def _convert(args: argparse.Namespace) -> int:

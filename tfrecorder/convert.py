@@ -49,6 +49,7 @@ class ConversionResult:
     manifest_path: str = field(repr=False)
     rejected_path: str = field(repr=False)
     elapsed_seconds: float = 0.0
+    metrics: dict = field(default_factory=dict)  # Beam's counters, for the Beam engine
 
     @property
     def num_records(self) -> int:
@@ -81,6 +82,8 @@ def convert(
     num_workers: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    runner: str | None = None,
+    beam_options: Mapping | None = None,
 ) -> ConversionResult:
     """Converts a table of images into a sharded TFRecord dataset in `output_dir`.
 
@@ -110,6 +113,11 @@ def convert(
         num_workers: worker processes (default: all cores; 1 runs in this process).
         overwrite: replace a dataset already in `output_dir`.
         progress: show a progress bar.
+        runner: None writes with the local process pool; an Apache Beam runner name
+            ("DirectRunner", "DataflowRunner", ...) runs the same plan as a Beam pipeline
+            and gives the same shards.
+        beam_options: Beam pipeline options for `runner`, e.g. {"temp_location":
+            "gs://bucket/tmp", "direct_running_mode": "multi_processing"}.
     """
     started = time.perf_counter()
     output_dir = os.fspath(output_dir)
@@ -123,6 +131,10 @@ def convert(
         raise ValueError(f"shard_size_mb must be positive, not {shard_size_mb!r}")
 
     check_options(unassigned_split, num_shards, compression)
+    if runner is not None:
+        from tfrecorder.engines.beam import check_runner  # imports Beam: only when asked
+
+        check_runner(runner)
     table = load_table(source, header=header)
     existing = dataset.check_output_dir(output_dir, overwrite)
 
@@ -133,26 +145,37 @@ def convert(
                      record_bytes=record_bytes, shard_bytes=int(shard_size_mb * 2**20))
     dataset.clear_output_dir(output_dir, existing)
     run_id = new_run_id()
-    written = write_local(plan, table, output_dir, run_id=run_id, num_workers=num_workers,
-                          on_error=on_error, progress=progress)
-    rejected_path = dataset.write_rejected(output_dir, table, written.rejections)
     options = {**asdict(image_options), "compression": compression,
                "unassigned_split": list(unassigned_split), "num_shards": num_shards,
                "shard_size_mb": shard_size_mb}
-    manifest = dataset.build_manifest(plan, table, written.shards, written.rejections,
-                                      options)
-    manifest_path = dataset.write_manifest(output_dir, manifest, run_id)
-    if written.rejections:
-        logger.warning("%d of %d rows were rejected; see %s", len(written.rejections),
-                       plan.num_rows, rejected_path)
+    header = dataset.manifest_header(plan, table, options)
+    metrics = {}
+    if runner is None:
+        written = write_local(plan, table, output_dir, run_id=run_id, num_workers=num_workers,
+                              on_error=on_error, progress=progress)
+        manifest = dataset.finish(output_dir, run_id, header, written.shards,
+                                  written.rejections, table.source)
+    else:
+        from tfrecorder.engines.beam import write_beam
+
+        manifest, metrics = write_beam(plan, table, output_dir, run_id=run_id, header=header,
+                                       runner=runner, beam_options=beam_options,
+                                       on_error=on_error)
+    rejected_path = fs.join(output_dir, dataset.REJECTED)
+    num_rejected = manifest["rejected"]["num_rows"]
+    if num_rejected:
+        logger.warning("%d of %d rows were rejected; see %s", num_rejected, plan.num_rows,
+                       rejected_path)
     return ConversionResult(
         output_dir=output_dir,
         counts={name: split["num_records"] for name, split in manifest["splits"].items()},
-        num_rejected=len(written.rejections),
-        shards=[fs.join(output_dir, w.shard.filename) for w in written.shards],
-        manifest_path=manifest_path,
+        num_rejected=num_rejected,
+        shards=[fs.join(output_dir, shard["file"]) for split in manifest["splits"].values()
+                for shard in split["shards"]],
+        manifest_path=fs.join(output_dir, dataset.MANIFEST),
         rejected_path=rejected_path,
         elapsed_seconds=time.perf_counter() - started,
+        metrics=metrics,
     )
 
 

@@ -14,10 +14,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pandas as pd
+
 from tfrecorder import fs
 from tfrecorder._version import __version__
 from tfrecorder.errors import DatasetExistsError
-from tfrecorder.plan import Plan, Shard
+from tfrecorder.plan import Plan
 from tfrecorder.records import FEATURES, Rejection
 from tfrecorder.table import SPLITS, Table
 from tfrecorder.tfrecord import TEMP_MARKER, temp_path
@@ -36,9 +38,13 @@ _DATASET_FILE = re.compile(
 
 @dataclass(frozen=True)
 class WrittenShard:
-    shard: Shard
+    """What an engine wrote for one shard of the plan."""
+
+    split: str
+    filename: str
     num_records: int
     num_bytes: int
+    num_rejected: int
 
 
 def dataset_files(output_dir: str) -> list[str]:
@@ -72,73 +78,63 @@ def clear_output_dir(output_dir: str, existing: list[str]) -> None:
     fs.makedirs(output_dir)
 
 
-def write_rejected(output_dir: str, table: Table, rejections: Sequence[Rejection]) -> str:
-    """Writes the rejected rows as given, plus a `reason` column; returns the path."""
-    rejections = sorted(rejections)
-    rows = table.source.iloc[[r.position for r in rejections]].copy()
-    reason = "reason" if "reason" not in rows.columns else "rejection_reason"
-    rows[reason] = [r.reason for r in rejections]
-    rows.index.name = rows.index.name or "row"
-    path = fs.join(output_dir, REJECTED)
-    fs.write_bytes(path, rows.to_csv().encode())
-    return path
-
-
-def build_manifest(
-    plan: Plan,
-    table: Table,
-    written: Sequence[WrittenShard],
-    rejections: Sequence[Rejection],
-    options: dict,
-) -> dict:
-    """The manifest: the one description of the dataset that readers rely on."""
+def manifest_header(plan: Plan, table: Table, options: dict) -> dict:
+    """Everything the manifest says that is known before writing, as small plain data
+    (engines that run elsewhere carry this, never the plan itself)."""
     features = {name: {"dtype": dtype, "shape": []} for name, dtype in FEATURES.items()}
     if not table.has_labels:
         del features["label"]
-    rejected_by_split = {split: 0 for split in SPLITS}
-    for rejection in rejections:
-        rejected_by_split[plan.splits[rejection.position]] += 1
-    splits = {}
-    for split in SPLITS:
-        shards = [w for w in written if w.shard.split == split]
-        if not shards:
-            continue
-        splits[split.lower()] = {
-            "num_records": sum(w.num_records for w in shards),
-            "num_rejected": rejected_by_split[split],
-            "num_bytes": sum(w.num_bytes for w in shards),
-            "shards": [
-                {"file": w.shard.filename, "num_records": w.num_records,
-                 "num_bytes": w.num_bytes}
-                for w in shards
-            ],
-        }
-    manifest = {
+    header = {
         "format": "tfrecorder",
         "format_version": FORMAT_VERSION,
         "created_by": f"tfrecorder {__version__}",
         "compression": plan.compression,
         "features": features,
-        "splits": splits,
         "num_source_rows": plan.num_rows,
-        "rejected": {"file": REJECTED, "num_rows": len(rejections)},
         "options": {"seed": plan.seed, **options},
     }
     if table.has_labels:
-        manifest["labels"] = {
+        header["labels"] = {
             "type": "integer" if plan.label_vocabulary is None else "text",
             "vocabulary": list(plan.label_vocabulary) if plan.label_vocabulary else None,
         }
-    return manifest
+    return header
 
 
-def write_manifest(output_dir: str, manifest: dict, run_id: str) -> str:
-    """Writes the manifest by rename, so it is either absent or complete."""
+def finish(output_dir: str, run_id: str, header: dict, written: Sequence[WrittenShard],
+           rejections: Sequence[Rejection], source: pd.DataFrame) -> dict:
+    """The last step of every engine: writes rejected.csv, then the manifest (by rename,
+    so it is either absent or complete). Returns the manifest."""
+    _write_rejected(output_dir, source, rejections)
+    splits = {}
+    for split in SPLITS:
+        shards = [w for w in written if w.split == split]
+        if shards:
+            splits[split.lower()] = {
+                "num_records": sum(w.num_records for w in shards),
+                "num_rejected": sum(w.num_rejected for w in shards),
+                "num_bytes": sum(w.num_bytes for w in shards),
+                "shards": [{"file": w.filename, "num_records": w.num_records,
+                            "num_bytes": w.num_bytes} for w in shards],
+            }
+    manifest = {**header, "splits": splits,
+                "rejected": {"file": REJECTED, "num_rows": len(rejections)}}
     path = fs.join(output_dir, MANIFEST)
     temp = temp_path(path, run_id)
     fs.write_bytes(temp, json.dumps(manifest, indent=2).encode() + b"\n")
     fs.rename(temp, path)
-    return path
+    return manifest
+
+
+def _write_rejected(output_dir: str, source: pd.DataFrame,
+                    rejections: Sequence[Rejection]) -> None:
+    """The rejected rows as given, plus a `reason` column."""
+    rejections = sorted(rejections)
+    rows = source.iloc[[r.position for r in rejections]].copy()
+    reason = "reason" if "reason" not in rows.columns else "rejection_reason"
+    rows[reason] = [r.reason for r in rejections]
+    rows.index.name = rows.index.name or "row"
+    fs.write_bytes(fs.join(output_dir, REJECTED), rows.to_csv().encode())
 
 
 def read_manifest(dataset_dir: str) -> dict:

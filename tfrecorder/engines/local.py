@@ -74,7 +74,7 @@ def write_local(
         return written
     except BaseException as error:
         # The workers have stopped, so nothing can write after this clean-up.
-        fs.delete([fs.join(output_dir, w.shard.filename) for w in written.shards])
+        fs.delete([fs.join(output_dir, w.filename) for w in written.shards])
         _delete_run_files([output_dir, spool], run_id)
         logger.warning("Conversion stopped (%s); removed the files it wrote. No dataset "
                        "was written to %s.", type(error).__name__, output_dir)
@@ -103,14 +103,17 @@ def _write(plan, table, output_dir, spool, run_id, segment_rows, run_in_workers,
         for shard in plan.shards:
             with ShardWriter(fs.join(output_dir, shard.filename), run_id,
                              plan.compression) as writer:
+                num_rejected = 0
                 for segment, num_rows, rejected in islice(results, _count(shard, segment_rows)):
                     if rejected and on_error == "raise":
                         raise _image_error(table, rejected[0])
                     writer.append_file(segment, num_rows - len(rejected))
                     fs.delete([segment])
                     written.rejections.extend(rejected)
+                    num_rejected += len(rejected)
                     bar.update(num_rows)
-            written.shards.append(WrittenShard(shard, writer.num_records, writer.num_bytes))
+            written.shards.append(WrittenShard(shard.split, shard.filename, writer.num_records,
+                                               writer.num_bytes, num_rejected))
 
 
 class _NoProgress:

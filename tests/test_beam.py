@@ -1,0 +1,97 @@
+"""The Beam engine writes the local engine's dataset, byte for byte."""
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers import image_bytes, make_image, read_manifest, shard_bytes
+
+import tfrecorder
+from tfrecorder import ConversionAborted, ImageError
+
+
+@pytest.fixture
+def table_with_bad_rows(image_table, tmp_path) -> pd.DataFrame:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "empty.jpg").write_bytes(b"")
+    jpeg = image_bytes(make_image((200, 200)), "JPEG")
+    (bad / "truncated.jpg").write_bytes(jpeg[: len(jpeg) // 3])
+    rows = pd.DataFrame({"split": "TRAIN", "label": "cat",
+                         "image_uri": [str(bad / "empty.jpg"), str(bad / "truncated.jpg")]})
+    return pd.concat([image_table, rows], ignore_index=True)
+
+
+def dataset_files(output_dir) -> dict[str, bytes]:
+    """Shards and rejected.csv: what must be identical between engines."""
+    files = shard_bytes(output_dir)
+    files["rejected.csv"] = Path(output_dir, "rejected.csv").read_bytes()
+    return files
+
+
+@pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_direct_runner_writes_the_local_engines_bytes(table_with_bad_rows, tmp_path, mode,
+                                                      compression):
+    options = dict(num_shards=2, compression=compression, progress=False)
+    local = str(tmp_path / "local")
+    tfrecorder.convert(table_with_bad_rows, local, **options)
+    beam = str(tmp_path / "beam")
+    result = tfrecorder.convert(
+        table_with_bad_rows, beam, runner="DirectRunner",
+        beam_options={"direct_running_mode": mode, "direct_num_workers": 2}, **options)
+    assert dataset_files(beam) == dataset_files(local)
+    assert read_manifest(beam) == read_manifest(local)
+    assert result.num_records == 24 and result.num_rejected == 2
+    assert result.metrics == {"rows_read": 26, "records_written": 24, "rows_rejected": 2}
+    assert sorted(os.listdir(beam)) == sorted(os.listdir(local))  # no temporary files
+
+
+def test_a_failing_pipeline_leaves_no_dataset(table_with_bad_rows, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises((ImageError, ConversionAborted)):
+        tfrecorder.convert(table_with_bad_rows, str(out), runner="DirectRunner",
+                           on_error="raise", progress=False)
+    assert os.listdir(out) == []
+
+
+def test_an_unknown_runner_is_refused_before_any_work(image_table, tmp_path):
+    out = tmp_path / "out"
+    tfrecorder.convert(image_table, str(out), progress=False)
+    before = dataset_files(out)
+    with pytest.raises(ValueError, match="NoSuchRunner"):
+        tfrecorder.convert(image_table, str(out), runner="NoSuchRunner", overwrite=True,
+                           progress=False)
+    assert dataset_files(out) == before  # the existing dataset was not touched
+
+
+def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path):
+    """The portable runner serializes the pipeline and its functions as a distributed
+    runner does; an embedded job server runs it here."""
+    local, portable = str(tmp_path / "local"), str(tmp_path / "portable")
+    tfrecorder.convert(table_with_bad_rows, local, progress=False)
+    tfrecorder.convert(table_with_bad_rows, portable, runner="PortableRunner", progress=False,
+                       beam_options={"job_endpoint": "embed", "environment_type": "LOOPBACK"})
+    assert dataset_files(portable) == dataset_files(local)
+    assert read_manifest(portable) == read_manifest(local)
+
+
+def test_gs_images_to_a_gs_dataset_on_beam(image_table, tmp_path, gcs_bucket):
+    from helpers import download
+    from test_convert import upload_table
+
+    remote = upload_table(image_table, f"gs://{gcs_bucket}/beam/images")
+    beam_out, local_out = f"gs://{gcs_bucket}/beam/out", f"gs://{gcs_bucket}/beam/local"
+    result = tfrecorder.convert(remote, beam_out, runner="DirectRunner", num_shards=2,
+                                progress=False,
+                                beam_options={"temp_location": f"gs://{gcs_bucket}/beam/tmp"})
+    assert result.num_records == 24
+    tfrecorder.convert(remote, local_out, num_shards=2, progress=False)
+    beam_copy = download(beam_out, tmp_path / "beam")
+    assert dataset_files(beam_copy) == dataset_files(download(local_out, tmp_path / "local"))
+    assert sorted(os.listdir(beam_copy)) == sorted(
+        ["dataset.json", "rejected.csv"] + [os.path.basename(s) for s in result.shards])
+    from tfrecorder import fs
+
+    assert list(fs.list_files(f"gs://{gcs_bucket}/beam/tmp")) == []  # staging cleaned up

@@ -1,0 +1,179 @@
+"""The Beam engine: the same plan, executed by any Apache Beam runner.
+
+The driver stages the planned rows as a JSON-lines file (and the source table, for the
+rejected-rows report) next to the job's temporary data, so the table is read by a Beam
+source and never embedded in the job graph. The pipeline groups rows by shard, encodes
+each with `records.encode_row` and writes each shard through the shared `ShardWriter`,
+in plan order, so shards are byte-identical to the local engine's. Its last step writes
+rejected.csv and the manifest with the shared `dataset.finish`, so even a job that runs
+on after the driver has gone leaves a complete dataset.
+
+Workers need neither TensorFlow nor the driver's memory: they get small descriptors of
+the shards, the image options and the manifest's header. (This module imports Beam; it
+is imported only when a runner is asked for.)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import shutil
+import tempfile
+from collections.abc import Mapping
+from itertools import islice
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from tfrecorder import fs
+from tfrecorder.dataset import WrittenShard, finish, read_manifest
+from tfrecorder.errors import ConversionAborted, ImageError
+from tfrecorder.plan import Plan, planned_rows
+from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.table import Table
+from tfrecorder.tfrecord import ShardWriter
+
+logger = logging.getLogger(__name__)
+
+_METRICS = "tfrecorder"
+
+
+def check_runner(runner: str) -> None:
+    """Raises ValueError for a runner Beam does not know, before any work starts."""
+    from apache_beam.runners.runner import create_runner
+
+    create_runner(runner)
+
+
+def write_beam(
+    plan: Plan,
+    table: Table,
+    output_dir: str,
+    *,
+    run_id: str,
+    header: dict,
+    runner: str,
+    beam_options: Mapping | None = None,
+    on_error: str = "reject",
+) -> tuple[dict, dict]:
+    """Runs the plan as a Beam pipeline; returns (manifest, metrics)."""
+    beam_options = dict(beam_options or {})
+    temp_root = beam_options.get("temp_location")
+    local_staging = temp_root is None
+    staging = tempfile.mkdtemp(prefix="tfrecorder-") if local_staging else fs.join(
+        temp_root, f"tfrecorder-{run_id}")
+    rows_path, source_path = _stage(plan, table, staging)
+    shards = [(shard.split, shard.filename) for shard in plan.shards]
+    pipeline = beam.Pipeline(options=_pipeline_options(runner, beam_options))
+    rows = (pipeline
+            | "ReadPlannedRows" >> beam.io.ReadFromText(rows_path)
+            | "ParseRows" >> beam.Map(_parse_row))
+    keys = pipeline | "ShardIndices" >> beam.Create([(i, None) for i in range(len(shards))])
+    written = ({"key": keys, "rows": rows}
+               | "GroupByShard" >> beam.CoGroupByKey()
+               | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
+                   output_dir, run_id, shards, plan.image_options, plan.compression,
+                   on_error)))
+    _ = (written
+         | "AllShards" >> beam.combiners.ToList()
+         | "WriteManifest" >> beam.Map(_finish, output_dir, run_id, header, source_path))
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except BaseException as error:
+        fs.delete([fs.join(output_dir, name) for _, name in shards])
+        if isinstance(error, (ImageError, KeyboardInterrupt)):
+            raise
+        raise ConversionAborted(
+            f"the Beam pipeline failed; no dataset was written to {output_dir!r}: {error}"
+        ) from error
+    finally:
+        if local_staging:
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
+            fs.delete([rows_path, source_path])
+    return read_manifest(output_dir), _metrics(result)
+
+
+def _pipeline_options(runner: str, beam_options: dict) -> PipelineOptions:
+    """Options given as flags, so Beam converts strings (from the command line) to the
+    types it expects; True is a bare flag, False leaves it out."""
+    flags = [f"--runner={runner}"]
+    for key, value in beam_options.items():
+        if value is True:
+            flags.append(f"--{key}")
+        elif value is not False and value is not None:
+            flags.append(f"--{key}={value}")
+    return PipelineOptions(flags)
+
+
+def _stage(plan: Plan, table: Table, staging: str) -> tuple[str, str]:
+    """Writes the planned rows (JSON lines: shard, order in shard, Row) and the source
+    table where the workers can read them."""
+    fs.makedirs(staging)
+    rows_path, source_path = fs.join(staging, "rows.jsonl"), fs.join(staging, "source.pkl")
+    rows = planned_rows(plan, table)
+    with fs.open_write(rows_path) as f:
+        for index, shard in enumerate(plan.shards):
+            for order, row in enumerate(islice(rows, len(shard.positions))):
+                f.write((json.dumps([index, order, *row]) + "\n").encode())
+    buffer = io.BytesIO()
+    table.source.to_pickle(buffer)
+    fs.write_bytes(source_path, buffer.getvalue())
+    return rows_path, source_path
+
+
+def _parse_row(line: str) -> tuple[int, tuple[int, Row]]:
+    shard, order, *fields = json.loads(line)
+    return shard, (order, Row(*fields))
+
+
+class _WriteShard(beam.DoFn):
+    """Encodes one shard's rows in plan order and writes the shard."""
+
+    def __init__(self, output_dir, run_id, shards, options: ImageOptions, compression,
+                 on_error):
+        self.output_dir, self.run_id, self.shards = output_dir, run_id, shards
+        self.options, self.compression, self.on_error = options, compression, on_error
+        self.read = Metrics.counter(_METRICS, "rows_read")
+        self.written = Metrics.counter(_METRICS, "records_written")
+        self.rejected = Metrics.counter(_METRICS, "rows_rejected")
+
+    def process(self, element):
+        index, grouped = element
+        split, filename = self.shards[index]
+        rejections = []
+        with ShardWriter(fs.join(self.output_dir, filename), self.run_id,
+                         self.compression) as writer:
+            for _, row in sorted(grouped["rows"], key=lambda item: item[0]):
+                self.read.inc()
+                result = encode_row(row, self.options)
+                if isinstance(result, Rejection):
+                    if self.on_error == "raise":
+                        raise ImageError(f"{row.image_uri!r}: {result.reason}")
+                    rejections.append(result)
+                    self.rejected.inc()
+                else:
+                    writer.write(result)
+                    self.written.inc()
+        yield index, WrittenShard(split, filename, writer.num_records, writer.num_bytes,
+                                  len(rejections)), rejections
+
+
+def _finish(results, output_dir, run_id, header, source_path):
+    """The pipeline's last step: rejected.csv and the manifest."""
+    import pandas as pd
+
+    results = sorted(results, key=lambda item: item[0])
+    written = [shard for _, shard, _ in results]
+    rejections = [r for _, _, rejected in results for r in rejected]
+    source = pd.read_pickle(io.BytesIO(fs.read_bytes(source_path)))
+    finish(output_dir, run_id, header, written, rejections, source)
+
+
+def _metrics(result) -> dict:
+    counters = result.metrics().query(MetricsFilter().with_namespace(_METRICS))["counters"]
+    return {c.key.metric.name: c.committed or c.attempted for c in counters}
