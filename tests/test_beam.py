@@ -95,3 +95,40 @@ def test_gs_images_to_a_gs_dataset_on_beam(image_table, tmp_path, gcs_bucket):
     from tfrecorder import fs
 
     assert list(fs.list_files(f"gs://{gcs_bucket}/beam/tmp")) == []  # staging cleaned up
+
+
+def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket):
+    """Dataflow refuses job graphs over 10 MB: the table must be staged, not embedded.
+    Beam's dry run builds the whole job and submits nothing."""
+    sizes = {}
+    for n in (1_000, 1_000_000):
+        table = pd.DataFrame({"image_uri": [f"gs://{gcs_bucket}/dry/{i}.jpg" for i in range(n)],
+                              "label": ["cat", "dog"] * (n // 2)})
+        result = tfrecorder.convert(
+            table, f"gs://{gcs_bucket}/dry/out{n}", runner="DataflowRunner",
+            project="my-project", region="us-central1", num_shards=4,
+            temp_location=f"gs://{gcs_bucket}/dry/tmp", beam_options={"dry_run": True},
+            progress=False)
+        assert result.counts == {} and result.num_rejected is None  # nothing ran
+        sizes[n] = result.pipeline.job.proto_pipeline.ByteSize()
+    assert sizes[1_000_000] < 200_000
+    assert abs(sizes[1_000_000] - sizes[1_000]) < 1_000  # independent of the table
+    from tfrecorder import fs
+
+    assert list(fs.list_files(f"gs://{gcs_bucket}/dry")) == []  # nothing staged is left
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"project": None}, "DataflowRunner needs project"),
+    ({"temp_location": "/tmp/local"}, "temp_location must be a gs:// URI"),
+    ({"output_dir": "/tmp/local-out"}, "output_dir must be a gs:// URI"),
+    ({"image_uri": "/local/a.jpg"}, r"column 'image_uri' has local paths .* rows 0"),
+])
+def test_dataflow_mistakes_are_refused_before_any_job(change, message, tmp_path):
+    options = {"project": "p", "region": "r", "temp_location": "gs://bucket/tmp",
+               "output_dir": "gs://bucket/out", "image_uri": "gs://bucket/a.jpg", **change}
+    table = pd.DataFrame({"image_uri": [options.pop("image_uri")], "label": ["cat"]})
+    with pytest.raises(ValueError, match=message):
+        tfrecorder.convert(table, options.pop("output_dir"), runner="DataflowRunner",
+                           progress=False, **options)
+    assert not os.path.exists("/tmp/local-out")

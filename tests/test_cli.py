@@ -103,7 +103,7 @@ def test_convert_flags_map_to_the_library_options():
         "validate": False, "num_shards": {"train": 8, "validation": 1}, "shard_size_mb": 16.0,
         "on_error": "raise", "num_workers": 2, "overwrite": True, "progress": False,
         "runner": "DirectRunner",
-        "beam_options": {"direct_num_workers": "2", "direct_running_mode": "x"},
+        "beam_options": {"direct_num_workers": 2, "direct_running_mode": "x"},
     }
     args = cli.build_parser().parse_args(["convert", "a", "b", "--no-header",
                                           "--num-shards", "4"])

@@ -12,6 +12,7 @@ Ctrl-C. Any other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import logging
 import os
@@ -161,6 +162,13 @@ def _add_convert(commands) -> None:
     run.add_argument("--runner", metavar="NAME",
                      help="run as an Apache Beam pipeline on this runner (DirectRunner, "
                           "DataflowRunner, ...) instead of the local process pool")
+    run.add_argument("--project", help="Google Cloud project (DataflowRunner)")
+    run.add_argument("--region", help="Google Cloud region (DataflowRunner)")
+    run.add_argument("--temp-location", metavar="GS_URI",
+                     help="gs:// folder for the job's staged input and temporary files")
+    run.add_argument("--wait", action=argparse.BooleanOptionalAction,
+                     help="wait for a Beam job to finish (default: yes, but not for "
+                          "DataflowRunner, which prints the job's id and console URL)")
     run.add_argument("--beam-option", dest="beam_options", type=_key_value,
                      action=_MergeDict, metavar="KEY=VALUE",
                      help="a Beam pipeline option for --runner, e.g. "
@@ -168,10 +176,15 @@ def _add_convert(commands) -> None:
 
 
 def _key_value(value: str) -> dict:
+    """KEY=VALUE, the value read as a Python literal where it is one (2, True, 0.5)."""
     key, sep, text = value.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {value!r}")
-    return {key.strip().replace("-", "_"): text}
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        parsed = text
+    return {key.strip().replace("-", "_"): parsed}
 
 
 class _MergeDict(argparse.Action):

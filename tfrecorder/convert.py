@@ -37,19 +37,22 @@ _FALLBACK_RECORD_BYTES = 100_000
 
 @dataclass(frozen=True)
 class ConversionResult:
-    """What a conversion wrote.
+    """What a conversion wrote (or, for a job still running, where it will write).
 
     Also answers TFRecorder's `result["tfrecord_dir"]`, and any attribute by name.
     """
 
     output_dir: str
     counts: dict[str, int]  # records written per split
-    num_rejected: int
+    num_rejected: int | None  # None while a submitted job is still running
     shards: list[str] = field(repr=False)
     manifest_path: str = field(repr=False)
     rejected_path: str = field(repr=False)
     elapsed_seconds: float = 0.0
     metrics: dict = field(default_factory=dict)  # Beam's counters, for the Beam engine
+    job_id: str | None = None  # a Beam job's id, where the runner has one
+    job_url: str | None = None  # Dataflow's console page for the job
+    pipeline: object = field(default=None, repr=False)  # Beam's PipelineResult
 
     @property
     def num_records(self) -> int:
@@ -84,6 +87,10 @@ def convert(
     progress: bool = True,
     runner: str | None = None,
     beam_options: Mapping | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    temp_location: str | None = None,
+    wait: bool | None = None,
 ) -> ConversionResult:
     """Converts a table of images into a sharded TFRecord dataset in `output_dir`.
 
@@ -116,8 +123,14 @@ def convert(
         runner: None writes with the local process pool; an Apache Beam runner name
             ("DirectRunner", "DataflowRunner", ...) runs the same plan as a Beam pipeline
             and gives the same shards.
-        beam_options: Beam pipeline options for `runner`, e.g. {"temp_location":
-            "gs://bucket/tmp", "direct_running_mode": "multi_processing"}.
+        beam_options: Beam pipeline options for `runner`, e.g. {"machine_type":
+            "n2-standard-4", "max_num_workers": 20, "direct_running_mode":
+            "multi_processing"}; Dataflow options pass through.
+        project, region, temp_location: for DataflowRunner (temp_location: gs://, where
+            the job stages its input and temporary files).
+        wait: wait for a Beam job to finish; default True, but False for DataflowRunner,
+            which then returns the job id and console URL at once (the job writes the
+            manifest itself when it is done).
     """
     started = time.perf_counter()
     output_dir = os.fspath(output_dir)
@@ -131,11 +144,17 @@ def convert(
         raise ValueError(f"shard_size_mb must be positive, not {shard_size_mb!r}")
 
     check_options(unassigned_split, num_shards, compression)
+    beam_options = {**(beam_options or {}), **{
+        name: value for name, value in
+        (("project", project), ("region", region), ("temp_location", temp_location))
+        if value is not None}}
     if runner is not None:
-        from tfrecorder.engines.beam import check_runner  # imports Beam: only when asked
+        from tfrecorder.engines import beam  # imports Beam: only when a runner is asked for
 
-        check_runner(runner)
+        beam.check_runner(runner)
     table = load_table(source, header=header)
+    if runner == "DataflowRunner":
+        beam.check_dataflow(output_dir, table, beam_options)
     existing = dataset.check_output_dir(output_dir, overwrite)
 
     record_bytes = (_estimate_record_bytes(table, image_options, seed)
@@ -156,11 +175,17 @@ def convert(
         manifest = dataset.finish(output_dir, run_id, header, written.shards,
                                   written.rejections, table.source)
     else:
-        from tfrecorder.engines.beam import write_beam
-
-        manifest, metrics = write_beam(plan, table, output_dir, run_id=run_id, header=header,
-                                       runner=runner, beam_options=beam_options,
-                                       on_error=on_error)
+        run = beam.write_beam(plan, table, output_dir, run_id=run_id, header=header,
+                              runner=runner, beam_options=beam_options, on_error=on_error,
+                              wait=wait if wait is not None else runner != "DataflowRunner")
+        if run.manifest is None:  # submitted, still running: it writes its own manifest
+            return ConversionResult(
+                output_dir=output_dir, counts={}, num_rejected=None, shards=[],
+                manifest_path=fs.join(output_dir, dataset.MANIFEST),
+                rejected_path=fs.join(output_dir, dataset.REJECTED),
+                elapsed_seconds=time.perf_counter() - started, job_id=run.job_id,
+                job_url=_dataflow_url(run.job_id, beam_options), pipeline=run.result)
+        manifest, metrics = run.manifest, run.metrics
     rejected_path = fs.join(output_dir, dataset.REJECTED)
     num_rejected = manifest["rejected"]["num_rows"]
     if num_rejected:
@@ -177,6 +202,13 @@ def convert(
         elapsed_seconds=time.perf_counter() - started,
         metrics=metrics,
     )
+
+
+def _dataflow_url(job_id: str | None, beam_options: Mapping) -> str | None:
+    if not job_id or not beam_options.get("region"):
+        return None
+    return (f"https://console.cloud.google.com/dataflow/jobs/{beam_options['region']}/"
+            f"{job_id}?project={beam_options.get('project', '')}")
 
 
 def _estimate_record_bytes(table: Table, options: ImageOptions, seed: int) -> float:

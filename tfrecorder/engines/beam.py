@@ -21,6 +21,7 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from itertools import islice
 
 import apache_beam as beam
@@ -48,6 +49,37 @@ def check_runner(runner: str) -> None:
     create_runner(runner)
 
 
+@dataclass(frozen=True)
+class BeamRun:
+    """A submitted or finished pipeline."""
+
+    result: object  # Beam's PipelineResult (for a dry run, `.job` is the built job)
+    manifest: dict | None  # None until the job has finished
+    metrics: dict
+    job_id: str | None = None
+
+
+def check_dataflow(output_dir: str, table: Table, beam_options: Mapping) -> None:
+    """Refuses, before any job is built, what cannot work on Dataflow's workers."""
+    missing = [name for name in ("project", "region", "temp_location")
+               if not beam_options.get(name)]
+    if missing:
+        raise ValueError(f"DataflowRunner needs {', '.join(missing)}: pass them to "
+                         "convert() (or as beam_options).")
+    for name, uri in (("temp_location", beam_options["temp_location"]),
+                      ("output_dir", output_dir)):
+        if not fs.is_remote(uri):
+            raise ValueError(f"{name} must be a gs:// URI that Dataflow's workers can "
+                             f"reach, not the local path {uri!r}.")
+    local = [i for i, uri in zip(table.rows.index, table.rows["uri"]) if not fs.is_remote(uri)]
+    if local:
+        shown = ", ".join(str(i) for i in local[:5])
+        raise ValueError(
+            f"column 'image_uri' has local paths Dataflow's workers cannot read, at rows "
+            f"{shown}{' and more' if len(local) > 5 else ''} (e.g. "
+            f"{table.rows['image_uri'][local[0]]!r}). Upload the images to gs:// first.")
+
+
 def write_beam(
     plan: Plan,
     table: Table,
@@ -58,56 +90,58 @@ def write_beam(
     runner: str,
     beam_options: Mapping | None = None,
     on_error: str = "reject",
-) -> tuple[dict, dict]:
-    """Runs the plan as a Beam pipeline; returns (manifest, metrics)."""
+    wait: bool = True,
+) -> BeamRun:
+    """Runs the plan as a Beam pipeline; with `wait`, until it is done."""
     beam_options = dict(beam_options or {})
+    wait = wait and not beam_options.get("dry_run")  # a dry run builds the job, runs nothing
     temp_root = beam_options.get("temp_location")
     local_staging = temp_root is None
     staging = tempfile.mkdtemp(prefix="tfrecorder-") if local_staging else fs.join(
         temp_root, f"tfrecorder-{run_id}")
     rows_path, source_path = _stage(plan, table, staging)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
-    pipeline = beam.Pipeline(options=_pipeline_options(runner, beam_options))
-    rows = (pipeline
-            | "ReadPlannedRows" >> beam.io.ReadFromText(rows_path)
-            | "ParseRows" >> beam.Map(_parse_row))
-    keys = pipeline | "ShardIndices" >> beam.Create([(i, None) for i in range(len(shards))])
-    written = ({"key": keys, "rows": rows}
-               | "GroupByShard" >> beam.CoGroupByKey()
-               | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
-                   output_dir, run_id, shards, plan.image_options, plan.compression,
-                   on_error)))
-    _ = (written
-         | "AllShards" >> beam.combiners.ToList()
-         | "WriteManifest" >> beam.Map(_finish, output_dir, run_id, header, source_path))
     try:
+        pipeline = beam.Pipeline(options=_pipeline_options(runner, beam_options))
+        rows = (pipeline
+                | "ReadPlannedRows" >> beam.io.ReadFromText(rows_path)
+                | "ParseRows" >> beam.Map(_parse_row))
+        keys = pipeline | "ShardIndices" >> beam.Create([(i, None) for i in range(len(shards))])
+        written = ({"key": keys, "rows": rows}
+                   | "GroupByShard" >> beam.CoGroupByKey()
+                   | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
+                       output_dir, run_id, shards, plan.image_options, plan.compression,
+                       on_error)))
+        _ = (written
+             | "AllShards" >> beam.combiners.ToList()
+             | "WriteManifest" >> beam.Map(_finish, output_dir, run_id, header,
+                                           [rows_path, source_path]))
         result = pipeline.run()
-        result.wait_until_finish()
+        if wait:
+            result.wait_until_finish()
     except BaseException as error:
         fs.delete([fs.join(output_dir, name) for _, name in shards])
+        if not local_staging:
+            fs.delete([rows_path, source_path])
         if isinstance(error, (ImageError, KeyboardInterrupt)):
             raise
         raise ConversionAborted(
             f"the Beam pipeline failed; no dataset was written to {output_dir!r}: {error}"
         ) from error
     finally:
-        if local_staging:
-            shutil.rmtree(staging, ignore_errors=True)
-        else:
-            fs.delete([rows_path, source_path])
-    return read_manifest(output_dir), _metrics(result)
+        if beam_options.get("dry_run") or (local_staging and wait):  # nothing will read it
+            if local_staging:
+                shutil.rmtree(staging, ignore_errors=True)
+            else:
+                fs.delete([rows_path, source_path])
+    job_id = result.job_id() if hasattr(result, "job_id") else None
+    if not wait:
+        return BeamRun(result, None, {}, job_id)
+    return BeamRun(result, read_manifest(output_dir), _metrics(result), job_id)
 
 
 def _pipeline_options(runner: str, beam_options: dict) -> PipelineOptions:
-    """Options given as flags, so Beam converts strings (from the command line) to the
-    types it expects; True is a bare flag, False leaves it out."""
-    flags = [f"--runner={runner}"]
-    for key, value in beam_options.items():
-        if value is True:
-            flags.append(f"--{key}")
-        elif value is not False and value is not None:
-            flags.append(f"--{key}={value}")
-    return PipelineOptions(flags)
+    return PipelineOptions(runner=runner, **beam_options)
 
 
 def _stage(plan: Plan, table: Table, staging: str) -> tuple[str, str]:
@@ -163,15 +197,19 @@ class _WriteShard(beam.DoFn):
                                   len(rejections)), rejections
 
 
-def _finish(results, output_dir, run_id, header, source_path):
-    """The pipeline's last step: rejected.csv and the manifest."""
+def _finish(results, output_dir, run_id, header, staged):
+    """The pipeline's last step: rejected.csv and the manifest; then it deletes the files
+    the driver staged for it (the driver may be long gone)."""
     import pandas as pd
 
     results = sorted(results, key=lambda item: item[0])
     written = [shard for _, shard, _ in results]
     rejections = [r for _, _, rejected in results for r in rejected]
+    rows_path, source_path = staged
     source = pd.read_pickle(io.BytesIO(fs.read_bytes(source_path)))
     finish(output_dir, run_id, header, written, rejections, source)
+    if fs.is_remote(rows_path):
+        fs.delete(staged)
 
 
 def _metrics(result) -> dict:
