@@ -12,14 +12,11 @@ Same JPEGs as bench_write.py. Contenders (each in a fresh process, imports not t
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import statistics
-import subprocess
-import sys
 import time
 
+import harness
 from bench_write import build_images
 
 import tfrecorder
@@ -76,30 +73,18 @@ def contender(name: str, table_pickle: str, out: str) -> float:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=1000)
-    parser.add_argument("--out", default="/tmp/tfr-bench")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--contender", help=argparse.SUPPRESS)
-    parser.add_argument("--table", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = harness.parser(__doc__.splitlines()[0], images=1000, rounds=2).parse_args()
     if args.contender:
-        print(contender(args.contender, args.table, args.out))
+        print(contender(args.contender, args.input, args.out))
         return
     table = build_images(os.path.join(args.out, "images"), args.images)
     pickle = os.path.join(args.out, f"beam_table_{args.images}.pkl")
     table.to_pickle(pickle)
     names = ["local", "beam", "tfrecorder_2"]
-    rounds = []
-    for _ in range(args.rounds):
-        rates = {}
-        for name in names:
-            out = subprocess.run([sys.executable, __file__, "--contender", name, "--table",
-                                  pickle, "--out", args.out],
-                                 capture_output=True, text=True, check=True)
-            rates[name] = len(table) / float(out.stdout.strip().splitlines()[-1])
-        rounds.append(rates)
-    rate = {name: statistics.median(r[name] for r in rounds) for name in names}
+    rounds = harness.rounds(
+        names, lambda name: harness.seconds_in_fresh_process(__file__, name, pickle, args.out),
+        len(table), args.rounds)
+    rate = {name: harness.median(rounds, name) for name in names}
     print(f"\n{len(table)} JPEGs, {os.cpu_count()} cores, median of {args.rounds} rounds\n")
     print("| contender | images/s |")
     print("|---|---|")

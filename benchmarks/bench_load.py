@@ -12,15 +12,12 @@ median over rounds is reported, with ratios taken within each round.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import shutil
-import statistics
-import subprocess
-import sys
 import time
 
+import harness
 from bench_write import build_images
 
 BATCH, SIZE = 32, (224, 224)
@@ -45,7 +42,7 @@ def convert(tree: str, output: str, **options) -> str:
     return output
 
 
-def epoch_seconds(name: str, path: str) -> float:
+def epoch_seconds(name: str, path: str, expected: int) -> float:
     """One timed epoch of a contender (runs in its own process)."""
     import tensorflow as tf
 
@@ -61,28 +58,16 @@ def epoch_seconds(name: str, path: str) -> float:
     start = time.perf_counter()
     count = sum(int(images.shape[0]) for images, _ in ds)
     seconds = time.perf_counter() - start
-    return seconds, count
-
-
-def run(name: str, path: str) -> tuple[float, int]:
-    out = subprocess.run([sys.executable, __file__, "--contender", name, "--path", path],
-                         capture_output=True, text=True, check=True)
-    seconds, count = out.stdout.strip().splitlines()[-1].split()
-    return float(seconds), int(count)
+    assert count == expected, (name, count, expected)
+    return seconds
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=3000)
-    parser.add_argument("--out", default="/tmp/tfr-bench")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--contender", help=argparse.SUPPRESS)
-    parser.add_argument("--path", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = harness.parser(__doc__.splitlines()[0], images=3000, rounds=5).parse_args()
     if args.contender:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        seconds, count = epoch_seconds(args.contender, args.path)
-        print(seconds, count)
+        path, expected = args.input.rsplit(":", 1)
+        print(epoch_seconds(args.contender, path, int(expected)))
         return
 
     table = build_images(os.path.join(args.out, "images"), args.images)
@@ -93,16 +78,12 @@ def main():
         "max_256": convert(tree, os.path.join(args.out, "load_256"), max_image_side=256),
         "at_224": convert(tree, os.path.join(args.out, "load_224"), image_size=SIZE),
     }
-    rounds = []
-    for _ in range(args.rounds):
-        rates = {}
-        for name, path in paths.items():
-            seconds, count = run(name, path)
-            assert count == len(table), (name, count)
-            rates[name] = count / seconds
-        rounds.append(rates)
-    rate = {name: statistics.median(r[name] for r in rounds) for name in paths}
-    ratio = {name: statistics.median(r[name] / r["keras"] for r in rounds)
+    rounds = harness.rounds(
+        list(paths), lambda name: harness.seconds_in_fresh_process(
+            __file__, name, f"{paths[name]}:{len(table)}", args.out),
+        len(table), args.rounds)
+    rate = {name: harness.median(rounds, name) for name in paths}
+    ratio = {name: harness.median_ratio(rounds, name, "keras")
              for name in ("as_is", "max_256", "at_224")}
 
     print(f"\nMachine: {platform.platform()}, {os.cpu_count()} cores, "

@@ -17,11 +17,9 @@ Results go in docs/performance.md; run on an idle machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -32,6 +30,7 @@ from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import harness  # noqa: E402
 from sample_crops import make_crops  # noqa: E402
 
 
@@ -115,14 +114,6 @@ def contender(name: str, table_pickle: str, out: str) -> float:
     return tfrecorder_run(table, dataset, validate=name == "validated")
 
 
-def run_contender(name: str, table_pickle: str, out: str) -> float:
-    """Runs a contender in a fresh process, as a user's script would."""
-    result = subprocess.run(
-        [sys.executable, __file__, "--contender", name, "--table", table_pickle, "--out", out],
-        capture_output=True, text=True, check=True)
-    return float(result.stdout.strip().splitlines()[-1])
-
-
 MEMORY_RUN = """
 import json, os, sys, threading, time
 import pandas as pd, tfrecorder
@@ -163,16 +154,9 @@ def peak_memory(table, output: str, repeat: int) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=3000)
-    parser.add_argument("--out", default="/tmp/tfr-bench")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="rounds; each times every contender once, back to back")
-    parser.add_argument("--contender", help=argparse.SUPPRESS)
-    parser.add_argument("--table", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = harness.parser(__doc__.splitlines()[0], images=3000, rounds=5).parse_args()
     if args.contender:
-        print(contender(args.contender, args.table, args.out))
+        print(contender(args.contender, args.input, args.out))
         return
 
     table = build_images(os.path.join(args.out, "images"), args.images)
@@ -181,15 +165,14 @@ def main():
     table.to_pickle(table_pickle)
     pillow_decode(table["image_uri"])  # warm the page cache: every contender reads memory
     names = ["decode", "ceiling", "handwritten", "validated", "trusted"]
-    # This machine's speed drifts (shared host): contenders run back to back in each
-    # round, each ratio is taken within a round, and the median over rounds reported.
-    rounds = [{name: n / run_contender(name, table_pickle, args.out) for name in names}
-              for _ in range(args.rounds)]
-    rate = {name: statistics.median(r[name] for r in rounds) for name in names}
+    rounds = harness.rounds(
+        names, lambda name: harness.seconds_in_fresh_process(__file__, name, table_pickle,
+                                                              args.out), n, args.rounds)
+    rate = {name: harness.median(rounds, name) for name in names}
     cores = os.cpu_count()
-    validated_ratio = statistics.median(r["validated"] / (cores * r["decode"]) for r in rounds)
-    ceiling_ratio = statistics.median(r["ceiling"] / (cores * r["decode"]) for r in rounds)
-    trusted_ratio = statistics.median(r["trusted"] / r["handwritten"] for r in rounds)
+    validated_ratio = harness.median_ratio(rounds, "validated", "decode", cores)
+    ceiling_ratio = harness.median_ratio(rounds, "ceiling", "decode", cores)
+    trusted_ratio = harness.median_ratio(rounds, "trusted", "handwritten")
     memory = [peak_memory(table, os.path.join(args.out, "dataset"), repeat)
               for repeat in (1, 4)]
 
