@@ -146,7 +146,7 @@ def _describe(error: Exception) -> str:
 
 def _encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, str, int, int, int]:
     """Returns (stored bytes, format name, height, width, channels)."""
-    if data.startswith(_JPEG_MAGIC):
+    if data.startswith(SIGNATURES["jpeg"]):
         kept = _kept_jpeg(data, options)
         if kept is not None:
             return kept
@@ -187,7 +187,8 @@ def _encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, str, int, 
     return buffer.getvalue(), stored_format, height, width, channels
 
 
-_JPEG_MAGIC = b"\xff\xd8\xff"
+# How files of each stored format begin (verify checks stored images against these).
+SIGNATURES = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
 
 # libjpeg-turbo warnings that mean damaged pixels (libjpeg decodes such files anyway,
 # filling what it lost with grey); other warnings are harmless quirks.

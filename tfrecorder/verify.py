@@ -29,6 +29,7 @@ from tfrecorder import fs
 from tfrecorder.dataset import MANIFEST, dataset_files, read_manifest
 from tfrecorder.errors import VerificationError
 from tfrecorder.load import decode_image, feature_spec
+from tfrecorder.records import SIGNATURES
 from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError, open_read, read_records
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,6 @@ logger = logging.getLogger(__name__)
 _SHOWN_PROBLEMS = 5  # problems quoted in the error message; the report holds all
 _BATCH = 256  # records per batch handed from the decoding pipeline to Python
 _IMAGE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
-_MAGIC = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
 
 
 @dataclass(frozen=True)
@@ -209,12 +209,6 @@ def _check_shard(shard: dict, count: int, error: str | None, size: int) -> list[
     return problems
 
 
-def _size(file: str) -> int:
-    if not fs.is_remote(file):
-        return os.path.getsize(file)
-    return len(fs.read_bytes(file))  # fs has no size() yet: a second download
-
-
 def _check_spec(manifest: dict) -> list[str]:
     absent = [name for name in _IMAGE_FEATURES if name not in manifest["features"]]
     return [f"{MANIFEST}: lists no {name!r} feature, so images cannot be checked"
@@ -306,7 +300,7 @@ def _format_matches(features: dict):
     matches = [tf.equal(fmt, "raw")] + [
         tf.logical_and(tf.equal(fmt, name),
                        tf.equal(tf.strings.substr(head, 0, len(magic)), magic))
-        for name, magic in _MAGIC.items()
+        for name, magic in SIGNATURES.items()
     ]
     return tf.reduce_any(tf.stack(matches))
 

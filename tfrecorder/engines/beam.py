@@ -102,7 +102,7 @@ def write_beam(
     rows_path, source_path = _stage(plan, table, staging)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
     try:
-        pipeline = beam.Pipeline(options=_pipeline_options(runner, beam_options))
+        pipeline = beam.Pipeline(options=PipelineOptions(runner=runner, **beam_options))
         rows = (pipeline
                 | "ReadPlannedRows" >> beam.io.ReadFromText(rows_path)
                 | "ParseRows" >> beam.Map(_parse_row))
@@ -138,10 +138,6 @@ def write_beam(
     if not wait:
         return BeamRun(result, None, {}, job_id)
     return BeamRun(result, read_manifest(output_dir), _metrics(result), job_id)
-
-
-def _pipeline_options(runner: str, beam_options: dict) -> PipelineOptions:
-    return PipelineOptions(runner=runner, **beam_options)
 
 
 def _stage(plan: Plan, table: Table, staging: str) -> tuple[str, str]:
