@@ -110,7 +110,14 @@ def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket):
             temp_location=f"gs://{gcs_bucket}/dry/tmp", beam_options={"dry_run": True},
             progress=False)
         assert result.counts == {} and result.num_rejected is None  # nothing ran
-        sizes[n] = result.pipeline.job.proto_pipeline.ByteSize()
+        job = result.pipeline.job
+        sizes[n] = job.proto_pipeline.ByteSize()
+        # tfrecorder's own code is staged for the workers: a wheel built on the fly
+        staged = [artifact.role_payload for environment in
+                  job.proto_pipeline.components.environments.values()
+                  for artifact in environment.dependencies]
+        wheel = f"tfrecorder-{tfrecorder.__version__}-py3-none-any.whl".encode()
+        assert any(wheel in payload for payload in staged), staged
     assert sizes[1_000_000] < 200_000
     assert abs(sizes[1_000_000] - sizes[1_000]) < 1_000  # independent of the table
     from tfrecorder import fs
@@ -122,10 +129,12 @@ def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket):
     ({"project": None}, "DataflowRunner needs project"),
     ({"temp_location": "/tmp/local"}, "temp_location must be a gs:// URI"),
     ({"output_dir": "/tmp/local-out"}, "output_dir must be a gs:// URI"),
-    ({"image_uri": "/local/a.jpg"}, r"column 'image_uri' has local paths .* rows 0"),
+    ({"image_uri": "/local/a.jpg"}, r"column 'image_uri' has local paths .* at row 0 "),
+    ({"project": "My Project"}, "invalid Beam options for DataflowRunner: .*Project ID"),
 ])
 def test_dataflow_mistakes_are_refused_before_any_job(change, message, tmp_path):
-    options = {"project": "p", "region": "r", "temp_location": "gs://bucket/tmp",
+    options = {"project": "my-project", "region": "us-central1",
+               "temp_location": "gs://bucket/tmp",
                "output_dir": "gs://bucket/out", "image_uri": "gs://bucket/a.jpg", **change}
     table = pd.DataFrame({"image_uri": [options.pop("image_uri")], "label": ["cat"]})
     with pytest.raises(ValueError, match=message):

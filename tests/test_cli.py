@@ -97,12 +97,13 @@ def test_convert_flags_map_to_the_library_options():
         "--shard-size-mb", "16", "--on-error", "raise", "--num-workers", "2",
         "--overwrite", "--no-progress", "--runner", "DirectRunner",
         "--beam-option", "direct_num_workers=2", "--beam-option", "direct-running-mode=x",
+        "--tfrecorder-wheel", "dist/tfrecorder-1.0-py3-none-any.whl",
     ])
     assert {name: getattr(args, name) for name in cli.CONVERT_DEFAULTS} == {
         **cli.CONVERT_DEFAULTS, "header": True, "image_format": "raw", "max_image_side": 64,
         "validate": False, "num_shards": {"train": 8, "validation": 1}, "shard_size_mb": 16.0,
         "on_error": "raise", "num_workers": 2, "overwrite": True, "progress": False,
-        "runner": "DirectRunner",
+        "runner": "DirectRunner", "tfrecorder_wheel": "dist/tfrecorder-1.0-py3-none-any.whl",
         "beam_options": {"direct_num_workers": 2, "direct_running_mode": "x"},
     }
     args = cli.build_parser().parse_args(["convert", "a", "b", "--no-header",

@@ -166,6 +166,9 @@ def _add_convert(commands) -> None:
     run.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     run.add_argument("--temp-location", metavar="GS_URI",
                      help="gs:// folder for the job's staged input and temporary files")
+    run.add_argument("--tfrecorder-wheel", metavar="PATH",
+                     help="a tfrecorder wheel for remote Beam workers to install (default: "
+                          "one is built from this installation and staged)")
     run.add_argument("--wait", action=argparse.BooleanOptionalAction,
                      help="wait for a Beam job to finish (default: yes, but not for "
                           "DataflowRunner, which prints the job's id and console URL)")

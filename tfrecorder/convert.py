@@ -90,6 +90,7 @@ def convert(
     project: str | None = None,
     region: str | None = None,
     temp_location: str | None = None,
+    tfrecorder_wheel: str | os.PathLike | None = None,
     wait: bool | None = None,
 ) -> ConversionResult:
     """Converts a table of images into a sharded TFRecord dataset in `output_dir`.
@@ -128,6 +129,11 @@ def convert(
             "multi_processing"}; Dataflow options pass through.
         project, region, temp_location: for DataflowRunner (temp_location: gs://, where
             the job stages its input and temporary files).
+        tfrecorder_wheel: a tfrecorder wheel (or sdist) for a Beam runner's workers to
+            install. By default tfrecorder builds one from the package this process runs
+            (declaring only what workers need: no TensorFlow) and stages it, unless
+            `beam_options` ship the code already (`extra_packages` with a tfrecorder
+            package, `setup_file` or `sdk_container_image`).
         wait: wait for a Beam job to finish; default True, but False for DataflowRunner,
             which then returns the job id and console URL at once (the job writes the
             manifest itself when it is done).
@@ -148,13 +154,16 @@ def convert(
         name: value for name, value in
         (("project", project), ("region", region), ("temp_location", temp_location))
         if value is not None}}
+    if tfrecorder_wheel is not None:
+        beam_options["extra_packages"] = [*(beam_options.get("extra_packages") or []),
+                                          os.fspath(tfrecorder_wheel)]
     if runner is not None:
         from tfrecorder.engines import beam  # imports Beam: only when a runner is asked for
 
-        beam.check_runner(runner)
+        beam.check_runner(runner, beam_options)
     table = load_table(source, header=header)
     if runner == "DataflowRunner":
-        beam.check_dataflow(output_dir, table, beam_options)
+        beam.check_dataflow(output_dir, table)
     existing = dataset.check_output_dir(output_dir, overwrite)
 
     record_bytes = (_estimate_record_bytes(table, image_options, seed)

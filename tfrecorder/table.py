@@ -100,7 +100,7 @@ def validate(frame: pd.DataFrame, base_dir: str) -> Table:
     return Table(rows=rows, source=frame)
 
 
-def _rows(index: Iterable) -> str:
+def name_rows(index: Iterable) -> str:
     """'rows 3, 7 and 12 more' for an error message."""
     index = list(index)
     shown = ", ".join(str(i) for i in index[:_MAX_ROWS_NAMED])
@@ -123,7 +123,7 @@ def _image_uris(column: pd.Series) -> list[str]:
     bad = [i for i, v in _items(column) if _is_missing(v) or not isinstance(v, str)]
     if bad:
         raise SchemaError(
-            f"column 'image_uri' has empty or non-text values at {_rows(bad)}. "
+            f"column 'image_uri' has empty or non-text values at {name_rows(bad)}. "
             "Every row needs the path or gs:// URI of its image; drop or fix those rows."
         )
     return [v.strip() for v in column.tolist()]
@@ -144,7 +144,7 @@ def _splits(column: pd.Series) -> list[str]:
             bad.setdefault(str(value), []).append(i)
         normalized.append(split)
     if bad:
-        values = "; ".join(f"{v!r} at {_rows(rows)}" for v, rows in bad.items())
+        values = "; ".join(f"{v!r} at {name_rows(rows)}" for v, rows in bad.items())
         raise SchemaError(
             f"column 'split' has unknown values: {values}. Use TRAIN, VALIDATION, TEST or "
             "UNASSIGNED (any case; TRAINING is read as TRAIN, a blank as UNASSIGNED)."
@@ -158,7 +158,7 @@ def _labels(column: pd.Series) -> list:
     missing = [i for i, v in items if _is_missing(v)]
     if missing:
         raise SchemaError(
-            f"column 'label' is empty at {_rows(missing)}. Give every row a label, or drop "
+            f"column 'label' is empty at {name_rows(missing)}. Give every row a label, or drop "
             "the 'label' column to write a dataset without labels."
         )
     if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
@@ -167,7 +167,7 @@ def _labels(column: pd.Series) -> list:
         fractional = [(i, v) for i, v in items if not float(v).is_integer()]
         if fractional:
             raise SchemaError(
-                f"column 'label' has non-integer numbers at {_rows(i for i, _ in fractional)}"
+                f"column 'label' has non-integer numbers at {name_rows(i for i, _ in fractional)}"
                 f" (e.g. {float(fractional[0][1])}). Labels are class ids or class names."
             )
         return [int(v) for _, v in items]
@@ -179,8 +179,8 @@ def _labels(column: pd.Series) -> list:
     if numbers:
         texts = [(i, v) for i, v in items if isinstance(v, str) and not _INTEGER.match(v.strip())]
         raise SchemaError(
-            f"column 'label' mixes numbers ({_rows(i for i, _ in numbers)}, e.g. "
-            f"{numbers[0][1]}) and text ({_rows(i for i, _ in texts)}, e.g. {texts[0][1]!r}). "
+            f"column 'label' mixes numbers ({name_rows(i for i, _ in numbers)}, e.g. "
+            f"{numbers[0][1]}) and text ({name_rows(i for i, _ in texts)}, e.g. {texts[0][1]!r}). "
             "Use class names everywhere or integer class ids everywhere."
         )
     return [v.strip() for _, v in items]
@@ -221,7 +221,7 @@ def _read_csv(path: str, header: bool | None) -> pd.DataFrame:
     short = [n for n, r in zip(lines, records) if len(r) > width]
     if short:
         raise SchemaError(
-            f"the CSV file {path!r} has more than {width} fields at {_rows(short)} "
+            f"the CSV file {path!r} has more than {width} fields at {name_rows(short)} "
             f"(lines). Its columns are {names}."
         )
     padded = [r + [""] * (width - len(r)) for r in records]

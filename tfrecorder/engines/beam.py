@@ -31,10 +31,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from tfrecorder import fs
 from tfrecorder.dataset import WrittenShard, finish, read_manifest
+from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import ConversionAborted, ImageError
 from tfrecorder.plan import Plan, planned_rows
 from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
-from tfrecorder.table import Table
+from tfrecorder.table import Table, name_rows
 from tfrecorder.tfrecord import ShardWriter
 
 logger = logging.getLogger(__name__)
@@ -42,11 +43,46 @@ logger = logging.getLogger(__name__)
 _METRICS = "tfrecorder"
 
 
-def check_runner(runner: str) -> None:
-    """Raises ValueError for a runner Beam does not know, before any work starts."""
+def check_runner(runner: str, beam_options: Mapping) -> None:
+    """Refuses, before any work starts, a runner Beam does not know and options Beam or
+    Dataflow would refuse (Beam would only say so once the job is built)."""
+    from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
     from apache_beam.runners.runner import create_runner
 
-    create_runner(runner)
+    created = create_runner(runner)
+    if runner == "DataflowRunner":
+        missing = [name for name in ("project", "region", "temp_location")
+                   if not beam_options.get(name)]
+        if missing:
+            raise ValueError(f"DataflowRunner needs {', '.join(missing)}: pass them to "
+                             "convert() (or as beam_options).")
+        _check_remote("temp_location", beam_options["temp_location"])
+    errors = PipelineOptionsValidator(_options(runner, beam_options), created).validate()
+    if errors:
+        raise ValueError(f"invalid Beam options for {runner}: {'; '.join(errors)}")
+
+
+def _options(runner: str, beam_options: Mapping) -> PipelineOptions:
+    # flags=[]: otherwise Beam parses this process's command line (pytest's, the CLI's)
+    return PipelineOptions(flags=[], runner=runner, **beam_options)
+
+
+def check_dataflow(output_dir: str, table: Table) -> None:
+    """Refuses what Dataflow's workers could not reach: a local output folder or images."""
+    _check_remote("output_dir", output_dir)
+    local = [i for i, uri in zip(table.rows.index, table.rows["uri"].tolist())
+             if not fs.is_remote(uri)]
+    if local:
+        raise ValueError(
+            f"column 'image_uri' has local paths Dataflow's workers cannot read, at "
+            f"{name_rows(local)} (e.g. {table.rows['image_uri'][local[0]]!r}). Upload the "
+            "images to gs:// first.")
+
+
+def _check_remote(name: str, uri: str) -> None:
+    if not fs.is_remote(uri):
+        raise ValueError(f"{name} must be a gs:// URI that Dataflow's workers can reach, "
+                         f"not the local path {uri!r}.")
 
 
 @dataclass(frozen=True)
@@ -57,27 +93,6 @@ class BeamRun:
     manifest: dict | None  # None until the job has finished
     metrics: dict
     job_id: str | None = None
-
-
-def check_dataflow(output_dir: str, table: Table, beam_options: Mapping) -> None:
-    """Refuses, before any job is built, what cannot work on Dataflow's workers."""
-    missing = [name for name in ("project", "region", "temp_location")
-               if not beam_options.get(name)]
-    if missing:
-        raise ValueError(f"DataflowRunner needs {', '.join(missing)}: pass them to "
-                         "convert() (or as beam_options).")
-    for name, uri in (("temp_location", beam_options["temp_location"]),
-                      ("output_dir", output_dir)):
-        if not fs.is_remote(uri):
-            raise ValueError(f"{name} must be a gs:// URI that Dataflow's workers can "
-                             f"reach, not the local path {uri!r}.")
-    local = [i for i, uri in zip(table.rows.index, table.rows["uri"]) if not fs.is_remote(uri)]
-    if local:
-        shown = ", ".join(str(i) for i in local[:5])
-        raise ValueError(
-            f"column 'image_uri' has local paths Dataflow's workers cannot read, at rows "
-            f"{shown}{' and more' if len(local) > 5 else ''} (e.g. "
-            f"{table.rows['image_uri'][local[0]]!r}). Upload the images to gs:// first.")
 
 
 def write_beam(
@@ -95,6 +110,21 @@ def write_beam(
     """Runs the plan as a Beam pipeline; with `wait`, until it is done."""
     beam_options = dict(beam_options or {})
     wait = wait and not beam_options.get("dry_run")  # a dry run builds the job, runs nothing
+    wheel_dir = tempfile.mkdtemp(prefix="tfrecorder-wheel-")
+    try:
+        if needs_package(runner, beam_options):
+            beam_options["extra_packages"] = [*(beam_options.get("extra_packages") or []),
+                                              str(build_worker_wheel(wheel_dir))]
+        return _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error,
+                    wait)
+    finally:  # pipeline.run() has staged (uploaded) the wheel by now
+        shutil.rmtree(wheel_dir, ignore_errors=True)
+
+
+def _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error,
+         wait) -> BeamRun:
+    """Stages the planned rows, builds and runs the pipeline; on failure, removes what it
+    wrote."""
     temp_root = beam_options.get("temp_location")
     local_staging = temp_root is None
     staging = tempfile.mkdtemp(prefix="tfrecorder-") if local_staging else fs.join(
@@ -102,7 +132,7 @@ def write_beam(
     rows_path, source_path = _stage(plan, table, staging)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
     try:
-        pipeline = beam.Pipeline(options=PipelineOptions(runner=runner, **beam_options))
+        pipeline = beam.Pipeline(options=_options(runner, beam_options))
         rows = (pipeline
                 | "ReadPlannedRows" >> beam.io.ReadFromText(rows_path)
                 | "ParseRows" >> beam.Map(_parse_row))
