@@ -177,7 +177,7 @@ def convert(
                "unassigned_split": list(unassigned_split), "num_shards": num_shards,
                "shard_size_mb": shard_size_mb}
     header = dataset.manifest_header(plan, table, options)
-    metrics = {}
+    metrics, job_id, pipeline = {}, None, None
     if runner is None:
         written = write_local(plan, table, output_dir, run_id=run_id, num_workers=num_workers,
                               on_error=on_error, progress=progress)
@@ -193,8 +193,8 @@ def convert(
                 manifest_path=fs.join(output_dir, dataset.MANIFEST),
                 rejected_path=fs.join(output_dir, dataset.REJECTED),
                 elapsed_seconds=time.perf_counter() - started, job_id=run.job_id,
-                job_url=_dataflow_url(run.job_id, beam_options), pipeline=run.result)
-        manifest, metrics = run.manifest, run.metrics
+                job_url=_job_url(runner, run.job_id, beam_options), pipeline=run.result)
+        manifest, metrics, job_id, pipeline = run.manifest, run.metrics, run.job_id, run.result
     rejected_path = fs.join(output_dir, dataset.REJECTED)
     num_rejected = manifest["rejected"]["num_rows"]
     if num_rejected:
@@ -210,11 +210,15 @@ def convert(
         rejected_path=rejected_path,
         elapsed_seconds=time.perf_counter() - started,
         metrics=metrics,
+        job_id=job_id,
+        job_url=_job_url(runner, job_id, beam_options),
+        pipeline=pipeline,
     )
 
 
-def _dataflow_url(job_id: str | None, beam_options: Mapping) -> str | None:
-    if not job_id or not beam_options.get("region"):
+def _job_url(runner: str | None, job_id: str | None, beam_options: Mapping) -> str | None:
+    """Dataflow's console page for a job."""
+    if runner != "DataflowRunner" or not job_id:
         return None
     return (f"https://console.cloud.google.com/dataflow/jobs/{beam_options['region']}/"
             f"{job_id}?project={beam_options.get('project', '')}")
