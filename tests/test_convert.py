@@ -51,7 +51,8 @@ def test_dataframe_accessor_writes_a_dataset_equal_to_its_sources(image_table, t
     out = str(tmp_path / "out")
     result = image_table.tensorflow.to_tfrecord(output_dir=out, progress=False)
     manifest = read_manifest(out)
-    assert manifest["labels"] == {"type": "text", "vocabulary": sorted(LABELS)}
+    assert manifest["labels"] == {"type": "text", "vocabulary": sorted(LABELS),
+                                  "multi_label": False, "num_classes": len(LABELS)}
     records = assert_matches_sources(out, image_table, vocabulary=sorted(LABELS))
     given = dict(zip(image_table["image_uri"], image_table["split"].str.upper()))
     for record in records:  # given splits are kept; UNASSIGNED rows got one of the three

@@ -28,8 +28,9 @@ def test_without_split_or_label_columns_every_row_is_unassigned_and_unlabelled()
     assert set(table.rows["split"]) == {"UNASSIGNED"} and not table.has_labels
 
 
-def test_missing_image_uri_column_names_the_columns_there_are():
-    with pytest.raises(SchemaError, match=r"no 'image_uri' column.*\['path', 'label'\]"):
+def test_a_misnamed_image_column_is_refused_not_stored_as_text():
+    with pytest.raises(SchemaError, match=r"no 'image_uri' column, and column 'path' looks "
+                                          r"like image paths .*schema=\{'path': 'ImageUri'\}"):
         load_table(pd.DataFrame({"path": ["a.jpg"], "label": ["x"]}))
 
 
@@ -134,9 +135,23 @@ def test_csv_label_mixing_numbers_and_text(tmp_path):
         load_table(path)
 
 
-def test_csv_with_too_many_columns_asks_for_a_header(tmp_path):
-    with pytest.raises(SchemaError, match="rows of 4 columns.*header"):
-        load_table(write_csv(tmp_path, "TRAIN,/a.jpg,cat,dog\n"))
+def test_csv_rows_with_several_labels_are_automl_multi_label_rows(tmp_path):
+    table = load_table(write_csv(tmp_path, "TRAIN,/a.jpg,cat,dog\nTEST,/b.jpg,dog\n"
+                                           "VALIDATION,/c.jpg,,\n"))
+    assert table.multi_label
+    assert table.rows["label"].tolist() == [["cat", "dog"], ["dog"], []]
+    assert table.rows["split"].tolist() == ["TRAIN", "TEST", "VALIDATION"]
+
+
+def test_csv_multi_label_rows_without_a_split_column(tmp_path):
+    table = load_table(write_csv(tmp_path, "/a.jpg,cat,dog\n/b.png,bird\n"))
+    assert table.rows["label"].tolist() == [["cat", "dog"], ["bird"]]
+    assert set(table.rows["split"]) == {"UNASSIGNED"}
+
+
+def test_a_misspelt_split_in_multi_label_rows_is_reported_as_a_split(tmp_path):
+    with pytest.raises(SchemaError, match="column 'split' has unknown values: 'TRAN'"):
+        load_table(write_csv(tmp_path, "TRAN,/a.jpg,cat,dog\n"))
 
 
 def test_missing_source_is_a_clear_error(tmp_path):

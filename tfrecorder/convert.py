@@ -71,6 +71,8 @@ def convert(
     output_dir: str | os.PathLike,
     *,
     header: bool | None = None,
+    schema: Mapping[str, str | None] | None = None,
+    fill_missing=None,
     image_format: str = "auto",
     image_size: tuple[int, int] | None = None,
     max_image_side: int | None = None,
@@ -96,11 +98,20 @@ def convert(
     """Converts a table of images into a sharded TFRecord dataset in `output_dir`.
 
     Args:
-        source: a DataFrame, a CSV file (AutoML Vision rows `[split,]image_uri[,label]`,
-            with or without a header) or an image folder (`label/file` or
+        source: a DataFrame, a CSV file (AutoML Vision rows `[split,]image_uri[,label...]`,
+            or any columns under a header row) or an image folder (`label/file` or
             `split/label/file`).
         output_dir: a local folder or a `gs://` (or other Beam file system) URI.
         header: whether a CSV's first line names its columns; None detects it.
+        schema: what columns are, by name: TFRecorder's types "SplitKey", "ImageUri",
+            "StringLabel", "IntegerLabel", "IntegerInput", "FloatInput",
+            "CategoricalInput" (text stored as ids; the vocabulary is saved) or
+            "StringInput", or None to drop a column. Columns it does not name keep
+            their role (split, image_uri, label) or pass through typed by their dtype.
+            Several label columns, or a label column of lists, make multi-label rows.
+            See docs/schema.md.
+        fill_missing: the value for missing cells of input columns (one value, or a
+            dict by column); by default a missing value is an error naming the rows.
         image_format: "auto" keeps JPEG and PNG bytes as they are and converts other
             formats losslessly to PNG; "jpeg" or "png" store every image so; "raw" stores
             base64 pixels like TFRecorder.
@@ -161,7 +172,7 @@ def convert(
         from tfrecorder.engines import beam  # imports Beam: only when a runner is asked for
 
         beam.check_runner(runner, beam_options)
-    table = load_table(source, header=header)
+    table = load_table(source, header=header, schema=schema, fill_missing=fill_missing)
     if runner == "DataflowRunner":
         beam.check_dataflow(output_dir, table)
     existing = dataset.check_output_dir(output_dir, overwrite)
@@ -225,13 +236,14 @@ def _job_url(runner: str | None, job_id: str | None, beam_options: Mapping) -> s
 
 
 def _estimate_record_bytes(table: Table, options: ImageOptions, seed: int) -> float:
-    """Mean record size over a fixed sample of rows, reading headers only."""
+    """Mean record size over a fixed sample of rows, reading image headers only."""
     options = replace(options, validate=False)
     sample = shuffled_order(len(table.rows), seed)[:_SIZE_SAMPLE]
-    rows = table.rows.iloc[sample]
+    inputs = [c.name for c in table.inputs]
     results = (
-        encode_row(Row(int(p), uri, image_uri, 0, "TRAIN"), options)
-        for p, uri, image_uri in zip(sample, rows["uri"], rows["image_uri"])
+        encode_row(Row(int(p), row.get("uri"), row.get("image_uri"), row.get("label"),
+                       "TRAIN", {name: row[name] for name in inputs}), options)
+        for p, row in zip(sample, table.rows.iloc[sample].to_dict("records"))
     )
     sizes = [len(r) for r in results if not isinstance(r, Rejection)]
     return sum(sizes) / len(sizes) if sizes else _FALLBACK_RECORD_BYTES

@@ -20,7 +20,7 @@ from tfrecorder import fs
 from tfrecorder._version import __version__
 from tfrecorder.errors import DatasetExistsError
 from tfrecorder.plan import Plan
-from tfrecorder.records import FEATURES, Rejection
+from tfrecorder.records import IMAGE_FEATURES, Rejection
 from tfrecorder.table import SPLITS, Table
 from tfrecorder.tfrecord import TEMP_MARKER, temp_path
 
@@ -81,15 +81,12 @@ def clear_output_dir(output_dir: str, existing: list[str]) -> None:
 def manifest_header(plan: Plan, table: Table, options: dict) -> dict:
     """Everything the manifest says that is known before writing, as small plain data
     (engines that run elsewhere carry this, never the plan itself)."""
-    features = {name: {"dtype": dtype, "shape": []} for name, dtype in FEATURES.items()}
-    if not table.has_labels:
-        del features["label"]
     header = {
         "format": "tfrecorder",
         "format_version": FORMAT_VERSION,
         "created_by": f"tfrecorder {__version__}",
         "compression": plan.compression,
-        "features": features,
+        "features": features(plan, table),
         "num_source_rows": plan.num_rows,
         "options": {"seed": plan.seed, **options},
     }
@@ -97,8 +94,38 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> dict:
         header["labels"] = {
             "type": "integer" if plan.label_vocabulary is None else "text",
             "vocabulary": list(plan.label_vocabulary) if plan.label_vocabulary else None,
+            "multi_label": table.multi_label,
+            "num_classes": _num_classes(plan),
         }
     return header
+
+
+def features(plan: Plan, table: Table) -> dict:
+    """Every feature of the records: its dtype, its shape (None: any length), its role
+    (image, label, split or input) and, for categorical inputs, its vocabulary. `load()`
+    builds its parsing spec from this alone."""
+    found = {}
+    if table.has_images:
+        found.update({name: {"dtype": dtype, "shape": [], "role": "image"}
+                      for name, dtype in IMAGE_FEATURES.items()})
+    if table.has_labels:
+        found["label"] = {"dtype": "int64", "shape": [None] if table.multi_label else [],
+                          "role": "label"}
+    found["split"] = {"dtype": "string", "shape": [], "role": "split"}
+    for column in table.inputs:
+        found[column.name] = {"dtype": column.dtype, "shape": list(column.shape),
+                              "role": "input"}
+        if column.kind == "categorical":
+            found[column.name]["vocabulary"] = list(plan.vocabularies[column.name])
+    return found
+
+
+def _num_classes(plan: Plan) -> int:
+    """The label vocabulary's size, or for integer labels, the largest id + 1."""
+    if plan.label_vocabulary is not None:
+        return len(plan.label_vocabulary)
+    ids = [i for label in plan.label_ids for i in (label if isinstance(label, list) else [label])]
+    return max(ids, default=-1) + 1
 
 
 def finish(output_dir: str, run_id: str, header: dict, written: Sequence[WrittenShard],

@@ -42,6 +42,8 @@ def _header(number: int, length: int) -> bytes:
 def _feature(value: FeatureValue) -> list[bytes]:
     """The parts of one Feature message (headers and payloads, not yet joined)."""
     values = [value] if isinstance(value, (bytes, str, int, float)) else list(value)
+    if not values:  # an empty Feature, which TensorFlow parses as an empty list of any type
+        return []
     if all(isinstance(v, (bytes, str)) for v in values):
         parts = []
         for v in values:
@@ -50,7 +52,7 @@ def _feature(value: FeatureValue) -> list[bytes]:
         kind = _BYTES_LIST
     elif all(isinstance(v, int) for v in values):
         packed = b"".join(_varint(int(v)) for v in values)
-        parts, kind = ([_header(1, len(packed)), packed] if values else []), _INT64_LIST
+        parts, kind = [_header(1, len(packed)), packed], _INT64_LIST
     elif all(isinstance(v, (int, float)) for v in values):
         packed = struct.pack(f"<{len(values)}f", *values)
         parts, kind = [_header(1, len(packed)), packed], _FLOAT_LIST
@@ -61,7 +63,9 @@ def _feature(value: FeatureValue) -> list[bytes]:
 
 def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
     """Serializes `features` exactly as `tf.train.Example(...).SerializeToString()` would
-    parse them: bytes/str become a BytesList, ints an Int64List, floats a FloatList.
+    parse them: bytes/str become a BytesList, ints an Int64List, floats a FloatList. An
+    empty list becomes an empty Feature (no list set), which parses as an empty list of
+    whatever dtype the reader asks for.
 
     Lengths are computed first and the parts joined once, so an image's bytes are copied
     once, not once per level of nesting.

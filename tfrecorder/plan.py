@@ -12,9 +12,10 @@ shuffle uses NumPy's frozen legacy `RandomState` stream with a recorded seed.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -50,9 +51,11 @@ class Plan:
     image_options: ImageOptions
     compression: str | None
     label_vocabulary: tuple[str, ...] | None  # None: labels were integers already
-    label_ids: tuple[int, ...] | None  # by table position; None: no labels
+    label_ids: tuple | None  # by table position (lists for multi-label); None: no labels
     splits: tuple[str, ...]  # by table position, after assigning UNASSIGNED rows
     shards: tuple[Shard, ...]  # in writing order: train, validation, test
+    # Categorical inputs' vocabularies (a value's id is its index), by column.
+    vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def num_rows(self) -> int:
@@ -67,6 +70,25 @@ def label_vocabulary(labels: Sequence) -> tuple[str, ...] | None:
     if not len(labels) or isinstance(labels[0], (int, np.integer)):
         return None
     return tuple(sorted(set(labels)))
+
+
+def _ids(values: list, vocabulary: Sequence[str], lists: bool) -> tuple:
+    """Values (or lists of values) as their indices in `vocabulary`."""
+    index = {value: i for i, value in enumerate(vocabulary)}
+    if lists:
+        return tuple([index[v] for v in value] for value in values)
+    return tuple(index[v] for v in values)
+
+
+def split_keys(table: Table) -> list[str]:
+    """What an UNASSIGNED row's split is hashed from: its image URI, or for a table
+    without images, its values."""
+    if table.has_images:
+        return table.rows["image_uri"].tolist()
+    columns = [c for c in table.rows.columns if c != "split"]
+    return [json.dumps(values, default=str) for values in
+            zip(*(table.rows[c].tolist() for c in columns))] if columns else \
+        [str(i) for i in range(len(table.rows))]
 
 
 def split_by_hash(uri: str, fractions: Sequence[float]) -> str:
@@ -119,17 +141,20 @@ def make_plan(
     fractions = check_options(unassigned_split, num_shards, compression)
     rows = table.rows
     splits = tuple(
-        split_by_hash(uri, fractions) if split == UNASSIGNED else split
-        for uri, split in zip(rows["image_uri"].tolist(), rows["split"].tolist())
+        split_by_hash(key, fractions) if split == UNASSIGNED else split
+        for key, split in zip(split_keys(table), rows["split"].tolist())
     )
     vocabulary = label_ids = None
     if table.has_labels:
         labels = rows["label"].tolist()
-        vocabulary = label_vocabulary(labels)
-        if vocabulary is not None:
-            ids = {label: i for i, label in enumerate(vocabulary)}
-            labels = [ids[label] for label in labels]
-        label_ids = tuple(labels)
+        every_label = [v for row in labels for v in row] if table.multi_label else labels
+        vocabulary = label_vocabulary(every_label)
+        label_ids = (_ids(labels, vocabulary, table.multi_label) if vocabulary is not None
+                     else tuple(labels))
+    vocabularies = {
+        c.name: c.categories or tuple(sorted(
+            {v for value in rows[c.name].tolist() for v in (value if c.shape else [value])}))
+        for c in table.inputs if c.kind == "categorical"}
 
     order = shuffled_order(len(splits), seed)
     shards = []
@@ -140,16 +165,24 @@ def make_plan(
         for index, end in enumerate(shard_boundaries(len(positions), count)):
             shards.append(Shard(split, index, count, tuple(positions[start:end]), compression))
             start = end
-    return Plan(seed, image_options, compression, vocabulary, label_ids, splits, tuple(shards))
+    return Plan(seed, image_options, compression, vocabulary, label_ids, splits, tuple(shards),
+                vocabularies)
 
 
 def planned_rows(plan: Plan, table: Table) -> Iterator[Row]:
     """Every row of every shard, in writing order, as workers receive them."""
-    uris, image_uris = table.rows["uri"].to_numpy(), table.rows["image_uri"].to_numpy()
+    no_images = [None] * plan.num_rows
+    uris = table.rows["uri"].tolist() if table.has_images else no_images
+    image_uris = table.rows["image_uri"].tolist() if table.has_images else no_images
+    inputs = {c.name: table.rows[c.name].tolist() for c in table.inputs}
+    for c in table.inputs:
+        if c.kind == "categorical":
+            inputs[c.name] = _ids(inputs[c.name], plan.vocabularies[c.name], bool(c.shape))
     for shard in plan.shards:
         for position in shard.positions:
             label = plan.label_ids[position] if plan.label_ids is not None else None
-            yield Row(position, uris[position], image_uris[position], label, shard.split)
+            yield Row(position, uris[position], image_uris[position], label, shard.split,
+                      {name: values[position] for name, values in inputs.items()})
 
 
 def check_options(

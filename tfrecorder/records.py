@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import io
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -84,10 +85,11 @@ class Row(NamedTuple):
     """What a worker needs to encode one row (small, so it pickles fast)."""
 
     position: int  # the row's position in the table; the key for rejections
-    uri: str  # where to read the image (resolved)
-    image_uri: str  # the URI as the user gave it, stored in the record
-    label: int | None
+    uri: str | None  # where to read the image (resolved); None: a table without images
+    image_uri: str | None  # the URI as the user gave it, stored in the record
+    label: int | list[int] | None  # a list for multi-label rows
     split: str  # TRAIN, VALIDATION or TEST
+    inputs: Mapping = {}  # the input columns' values, as stored (never mutated)
 
 
 class Rejection(NamedTuple):
@@ -95,8 +97,8 @@ class Rejection(NamedTuple):
     reason: str
 
 
-# Feature name -> dtype of every record; the manifest publishes this as the parsing spec.
-FEATURES = {
+# Feature name -> dtype of the image features of every record with an image.
+IMAGE_FEATURES = {
     "image": "string",
     "image_format": "string",
     "image_height": "int64",
@@ -104,13 +106,16 @@ FEATURES = {
     "image_channels": "int64",
     "image_name": "string",
     "image_uri": "string",
-    "label": "int64",
-    "split": "string",
 }
 
 
 def encode_row(row: Row, options: ImageOptions) -> bytes | Rejection:
     """The serialized Example for `row`, or a Rejection that says why there is none."""
+    features = {**row.inputs, "split": row.split}
+    if row.label is not None:
+        features["label"] = row.label
+    if row.uri is None:
+        return encode_example(features)
     try:
         data = fs.read_bytes(row.uri)
     except Exception as e:  # any I/O failure is this row's problem, not the run's
@@ -125,7 +130,7 @@ def encode_row(row: Row, options: ImageOptions) -> bytes | Rejection:
         return Rejection(row.position, "not an image, or an image format Pillow cannot read")
     except Exception as e:  # Pillow raises many types for corrupt data
         return Rejection(row.position, f"corrupt or truncated image: {_describe(e)}")
-    features = {
+    features.update({
         "image": image,
         "image_format": stored_format,
         "image_height": height,
@@ -133,10 +138,7 @@ def encode_row(row: Row, options: ImageOptions) -> bytes | Rejection:
         "image_channels": channels,
         "image_name": fs.basename(row.image_uri),
         "image_uri": row.image_uri,
-        "split": row.split,
-    }
-    if row.label is not None:
-        features["label"] = row.label
+    })
     return encode_example(features)
 
 

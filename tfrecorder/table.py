@@ -15,13 +15,29 @@ import csv
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
 from tfrecorder import fs
 from tfrecorder.errors import SchemaError
+from tfrecorder.schema import (
+    IMAGE_URI,
+    INPUT_KINDS,
+    INTEGER_LABEL,
+    RESERVED,
+    SPLIT_KEY,
+    STRING_LABEL,
+    Column,
+    column_types,
+    flat,
+    input_column,
+    is_list,
+    is_missing,
+    label_columns,
+    name_rows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +46,6 @@ UNASSIGNED = "UNASSIGNED"
 _SPLIT_ALIASES = {"TRAIN": "TRAIN", "TRAINING": "TRAIN", "VALIDATION": "VALIDATION",
                   "TEST": "TEST", "UNASSIGNED": UNASSIGNED, "": UNASSIGNED}
 _INTEGER = re.compile(r"^[+-]?\d+$")
-_MAX_ROWS_NAMED = 5
 
 
 @dataclass(frozen=True)
@@ -38,21 +53,32 @@ class Table:
     """A validated table.
 
     Attributes:
-        rows: one row per image, with `image_uri` (as given), `uri` (resolved for
-            reading), `split` (TRAIN, VALIDATION, TEST or UNASSIGNED) and, when the source
-            has labels, `label` (all str or all int). Its index is the source's.
+        rows: one row per source row: `image_uri` (as given) and `uri` (resolved for
+            reading) when the table has images; `split` (TRAIN, VALIDATION, TEST or
+            UNASSIGNED); `label` when it has labels (all str or all int; lists of them
+            when rows are multi-label); and one column per input, by its name, holding
+            the values as stored. Its index is the source's.
         source: the rows as the user gave them, for the rejected-rows report.
+        inputs: the input columns (features besides image, label and split).
+        multi_label: whether each row's label is a list.
     """
 
     rows: pd.DataFrame
     source: pd.DataFrame
+    inputs: tuple[Column, ...] = ()
+    multi_label: bool = False
 
     @property
     def has_labels(self) -> bool:
         return "label" in self.rows.columns
 
+    @property
+    def has_images(self) -> bool:
+        return "image_uri" in self.rows.columns
 
-def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = None) -> Table:
+
+def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = None,
+               schema: Mapping | None = None, fill_missing=None) -> Table:
     """Reads and validates `source`: a DataFrame, a CSV path, or an image folder.
 
     Args:
@@ -60,57 +86,103 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
             `label/file` or `split/label/file`.
         header: for CSV files, whether the first line names the columns; None detects it
             (a first line that mentions `image_uri`).
+        schema, fill_missing: see `validate`.
     """
     if isinstance(source, pd.DataFrame):
-        return validate(source, base_dir=os.getcwd())
+        return validate(source, base_dir=os.getcwd(), schema=schema, fill_missing=fill_missing)
     path = os.fspath(source)
     if _is_folder(path):
-        return validate(_folder_table(path), base_dir=path)
+        return validate(_folder_table(path), base_dir=path, schema=schema)
     if not fs.exists(path):
         raise FileNotFoundError(f"no such CSV file or image folder: {path!r}")
     base_dir = os.path.dirname(os.path.abspath(path)) if not fs.is_remote(path) else ""
-    return validate(_read_csv(path, header), base_dir=base_dir)
+    return validate(_read_csv(path, header), base_dir=base_dir, schema=schema,
+                    fill_missing=fill_missing, text_numbers=True)
 
 
-def validate(frame: pd.DataFrame, base_dir: str) -> Table:
+def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
+             fill_missing=None, text_numbers: bool = False) -> Table:
     """Checks every column and returns the canonical table (see `Table`).
 
-    Relative local image paths are resolved against `base_dir` (the CSV's folder, or the
-    working directory for a DataFrame).
+    Args:
+        base_dir: relative local image paths are resolved against it (the CSV's folder,
+            or the working directory for a DataFrame).
+        schema: column name -> TFRecorder type name (see `tfrecorder.schema`), or None to
+            drop the column; columns it does not name are typed by name and dtype.
+        fill_missing: the value for missing cells of input columns: one for all, or a
+            dict by column; by default a missing value is an error.
+        text_numbers: type text columns whose values all read as numbers as numbers (a
+            CSV file's columns are all text).
     """
-    if "image_uri" not in frame.columns:
-        raise SchemaError(
-            f"the table has no 'image_uri' column (its columns: {list(frame.columns)}). "
-            "Name the column that holds image paths or gs:// URIs 'image_uri', e.g. "
-            "df.rename(columns={'path': 'image_uri'})."
-        )
+    types = column_types(frame, schema)
     if frame.index.has_duplicates:
         frame = frame.reset_index(drop=True)
-    image_uri = _image_uris(frame["image_uri"])
-    rows = pd.DataFrame(
-        {
-            "image_uri": image_uri,
-            "uri": [_resolve(uri, base_dir) for uri in image_uri],
-            "split": _splits(frame["split"]) if "split" in frame.columns else UNASSIGNED,
-        },
-        index=frame.index,
-    )
-    if "label" in frame.columns:
-        rows["label"] = _labels(frame["label"])
-    return Table(rows=rows, source=frame)
+    rows = pd.DataFrame(index=frame.index)
+    image_column = next((n for n, t in types.items() if t == IMAGE_URI), None)
+    if image_column is not None:
+        image_uri = _image_uris(frame[image_column])
+        rows["image_uri"] = image_uri
+        rows["uri"] = [_resolve(uri, base_dir) for uri in image_uri]
+    split_column = next((n for n, t in types.items() if t == SPLIT_KEY), None)
+    rows["split"] = _splits(frame[split_column]) if split_column is not None else UNASSIGNED
+    multi_label = False
+    if label_columns(types):
+        rows["label"], multi_label = _labels(frame, label_columns(types), types)
+    fills = fill_missing if isinstance(fill_missing, Mapping) else {}
+    inputs = []
+    for name, type_name in types.items():
+        if type_name not in INPUT_KINDS:
+            continue
+        if text_numbers and name not in (schema or {}) and type_name == "StringInput":
+            type_name = _number_type(frame[name]) or type_name
+        column, values = input_column(frame[name], type_name,
+                                      fills.get(name) if fills else fill_missing)
+        inputs.append(column)
+        rows[name] = pd.Series(values, index=frame.index, dtype=object)
+    unknown = set(fills) - {c.name for c in inputs}
+    if unknown:
+        raise SchemaError(f"fill_missing names columns that are not inputs: "
+                          f"{sorted(unknown)} (the inputs: {[c.name for c in inputs]}).")
+    _check_inputs(frame, inputs, image_column, schema or {})
+    return Table(rows=rows, source=frame, inputs=tuple(inputs), multi_label=multi_label)
 
 
-def name_rows(index: Iterable) -> str:
-    """'rows 3, 7 and 12 more' for an error message."""
-    index = list(index)
-    shown = ", ".join(str(i) for i in index[:_MAX_ROWS_NAMED])
-    more = f" and {len(index) - _MAX_ROWS_NAMED} more" if len(index) > _MAX_ROWS_NAMED else ""
-    return f"row{'s' if len(index) > 1 else ''} {shown}{more}"
+def _check_inputs(frame: pd.DataFrame, inputs: list[Column], image_column: str | None,
+                  schema: Mapping) -> None:
+    """No input may take a feature's name, and without an image column, no text column
+    the schema leaves untyped may look like image paths (a misnamed `image_uri`)."""
+    taken = [c.name for c in inputs if c.name in RESERVED]
+    if taken:
+        raise SchemaError(
+            f"column {taken[0]!r} would replace a feature tfrecorder writes "
+            f"({', '.join(RESERVED)}). Rename it, or drop it with "
+            f"schema={{{taken[0]!r}: None}}.")
+    if image_column is not None:
+        return
+    for column in inputs:
+        values = frame[column.name].tolist()[:100]
+        if column.kind == "string" and column.name not in schema and values and all(
+                isinstance(v, str) and v.strip().lower().endswith(_IMAGE_EXTENSIONS)
+                for v in values):
+            raise SchemaError(
+                f"the table has no 'image_uri' column, and column {column.name!r} looks "
+                f"like image paths (e.g. {values[0]!r}). Rename it to 'image_uri', or pass "
+                f"schema={{{column.name!r}: 'ImageUri'}}; to store the paths as text only, "
+                f"schema={{{column.name!r}: 'StringInput'}}.")
 
 
-def _is_missing(value) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or value is pd.NA \
-        or (isinstance(value, str) and not value.strip())
+def _number_type(column: pd.Series) -> str | None:
+    """IntegerInput or FloatInput for a text column whose values all read as numbers."""
+    values = [v.strip() for v in column.tolist() if isinstance(v, str) and v.strip()]
+    if not values or len(values) < sum(not is_missing(v) for v in column.tolist()):
+        return None
+    if all(_INTEGER.match(v) for v in values):
+        return "IntegerInput"
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return None
+    return "FloatInput"
 
 
 def _items(column: pd.Series) -> list[tuple]:
@@ -120,10 +192,10 @@ def _items(column: pd.Series) -> list[tuple]:
 
 
 def _image_uris(column: pd.Series) -> list[str]:
-    bad = [i for i, v in _items(column) if _is_missing(v) or not isinstance(v, str)]
+    bad = [i for i, v in _items(column) if is_missing(v) or not isinstance(v, str)]
     if bad:
         raise SchemaError(
-            f"column 'image_uri' has empty or non-text values at {name_rows(bad)}. "
+            f"column {column.name!r} has empty or non-text values at {name_rows(bad)}. "
             "Every row needs the path or gs:// URI of its image; drop or fix those rows."
         )
     return [v.strip() for v in column.tolist()]
@@ -138,7 +210,7 @@ def _resolve(uri: str, base_dir: str) -> str:
 def _splits(column: pd.Series) -> list[str]:
     normalized, bad = [], {}
     for i, value in _items(column):
-        key = "" if _is_missing(value) else str(value).strip().upper()
+        key = "" if is_missing(value) else str(value).strip().upper()
         split = _SPLIT_ALIASES.get(key)
         if split is None:
             bad.setdefault(str(value), []).append(i)
@@ -146,50 +218,63 @@ def _splits(column: pd.Series) -> list[str]:
     if bad:
         values = "; ".join(f"{v!r} at {name_rows(rows)}" for v, rows in bad.items())
         raise SchemaError(
-            f"column 'split' has unknown values: {values}. Use TRAIN, VALIDATION, TEST or "
+            f"column {column.name!r} has unknown values: {values}. Use TRAIN, VALIDATION, TEST or "
             "UNASSIGNED (any case; TRAINING is read as TRAIN, a blank as UNASSIGNED)."
         )
     return normalized
 
 
-def _labels(column: pd.Series) -> list:
-    """All-int or all-str labels; raises on missing values and on numbers mixed with text."""
-    items = _items(column)
-    missing = [i for i, v in items if _is_missing(v)]
-    if missing:
-        raise SchemaError(
-            f"column 'label' is empty at {name_rows(missing)}. Give every row a label, or drop "
-            "the 'label' column to write a dataset without labels."
-        )
-    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
-        return [int(v) for _, v in items]
-    if pd.api.types.is_float_dtype(column):
-        fractional = [(i, v) for i, v in items if not float(v).is_integer()]
-        if fractional:
+def _labels(frame: pd.DataFrame, names: list[str], types: Mapping) -> tuple[list, bool]:
+    """The labels of every row (all str or all int), and whether rows are multi-label:
+    a label column holding lists, or several label columns (their blank cells skipped)."""
+    declared = next((types[n] for n in names if types[n] in (STRING_LABEL, INTEGER_LABEL)),
+                    None)
+    what = f"column {names[0]!r}" if len(names) == 1 else f"label columns {names}"
+    cells = [frame[name].tolist() for name in names]
+    if len(names) == 1 and not any(is_list(v) for v in cells[0]):
+        items = list(zip(frame.index.tolist(), cells[0]))
+        missing = [i for i, v in items if is_missing(v)]
+        if missing:
             raise SchemaError(
-                f"column 'label' has non-integer numbers at {name_rows(i for i, _ in fractional)}"
-                f" (e.g. {float(fractional[0][1])}). Labels are class ids or class names."
-            )
-        return [int(v) for _, v in items]
-    # Text (CSV files are read as text): integer strings count as numbers.
-    numbers = [(i, v) for i, v in items
-               if not isinstance(v, str) or _INTEGER.match(v.strip())]
-    if len(numbers) == len(items):
-        return [int(v.strip()) if isinstance(v, str) else int(v) for _, v in items]
-    if numbers:
-        texts = [(i, v) for i, v in items if isinstance(v, str) and not _INTEGER.match(v.strip())]
+                f"{what} is empty at {name_rows(missing)}. Give every row a label, or drop "
+                "the label column to write a dataset without labels.")
+        return _label_values(items, what, declared), False
+    per_row = [[v for cell in row for v in (flat(cell) if is_list(cell) else [cell])
+                if not is_missing(v)] for row in zip(*cells)]
+    items = [(i, v) for i, labels in zip(frame.index.tolist(), per_row) for v in labels]
+    values = iter(_label_values(items, what, declared))
+    return [[next(values) for _ in labels] for labels in per_row], True
+
+
+def _label_values(items: list[tuple], what: str, declared: str | None) -> list:
+    """All-str or all-int labels; raises on numbers mixed with text, on fractions, and on
+    text declared IntegerLabel."""
+    if declared == STRING_LABEL:
+        return [v.strip() if isinstance(v, str) else str(v) for _, v in items]
+    # Integer strings count as numbers (CSV files are read as text).
+    texts = [(i, v) for i, v in items if isinstance(v, str) and not _INTEGER.match(v.strip())]
+    if texts and declared == INTEGER_LABEL:
         raise SchemaError(
-            f"column 'label' mixes numbers ({name_rows(i for i, _ in numbers)}, e.g. "
-            f"{numbers[0][1]}) and text ({name_rows(i for i, _ in texts)}, e.g. {texts[0][1]!r}). "
-            "Use class names everywhere or integer class ids everywhere."
-        )
-    return [v.strip() for _, v in items]
+            f"{what} is IntegerLabel but holds text at {name_rows(i for i, _ in texts)} (e.g. "
+            f"{texts[0][1]!r}). Declare it StringLabel to map names to ids.")
+    if texts and len(texts) < len(items):
+        numbers = [(i, v) for i, v in items
+                   if not isinstance(v, str) or _INTEGER.match(v.strip())]
+        raise SchemaError(
+            f"{what} mixes numbers ({name_rows(i for i, _ in numbers)}, e.g. "
+            f"{numbers[0][1]}) and text ({name_rows(i for i, _ in texts)}, e.g. "
+            f"{texts[0][1]!r}). Use class names everywhere or integer class ids everywhere.")
+    if texts:
+        return [v.strip() for _, v in items]
+    fractional = [(i, v) for i, v in items if isinstance(v, float) and not v.is_integer()]
+    if fractional:
+        raise SchemaError(
+            f"{what} has non-integer numbers at {name_rows(i for i, _ in fractional)} "
+            f"(e.g. {float(fractional[0][1])}). Labels are class ids or class names.")
+    return [int(v.strip()) if isinstance(v, str) else int(v) for _, v in items]
 
 
 # --- sources -------------------------------------------------------------------------
-
-_AUTOML_COLUMNS = {1: ["image_uri"], 2: ["image_uri", "label"], 3: ["split", "image_uri", "label"]}
-
 
 def _read_csv(path: str, header: bool | None) -> pd.DataFrame:
     """Reads an AutoML-style CSV as text; the index holds each row's line number."""
@@ -208,15 +293,11 @@ def _read_csv(path: str, header: bool | None) -> pd.DataFrame:
         lines, records = lines[1:], records[1:]
     else:
         width = max(len(r) for r in records)
-        if width not in _AUTOML_COLUMNS:
-            raise SchemaError(
-                f"the CSV file {path!r} has rows of {width} columns; without a header "
-                "row tfrecorder reads AutoML Vision rows: [split,]image_uri[,label]. "
-                "Add a header row naming the columns (split, image_uri, label)."
-            )
-        names = _AUTOML_COLUMNS[width]
-        if width == 2 and all(r[0].strip().upper() in _SPLIT_ALIASES for r in records):
-            names = ["split", "image_uri"]
+        names = _automl_columns(records, width)
+        if len(names) < width:  # AutoML multi-label rows: the trailing cells are labels
+            lead = len(names) - 1
+            records = [r[:lead] + [""] * (lead - len(r)) + [
+                [cell.strip() for cell in r[lead:] if cell.strip()]] for r in records]
     width = len(names)
     short = [n for n, r in zip(lines, records) if len(r) > width]
     if short:
@@ -226,6 +307,28 @@ def _read_csv(path: str, header: bool | None) -> pd.DataFrame:
         )
     padded = [r + [""] * (width - len(r)) for r in records]
     return pd.DataFrame(padded, columns=names, index=pd.Index(lines, name="line"), dtype=object)
+
+
+def _automl_columns(records: list[list[str]], width: int) -> list[str]:
+    """The columns of header-less AutoML Vision rows: `[split,]image_uri[,label...]`.
+
+    Two cells are `split,image_uri` when every first cell is a split name; with three or
+    more, the first is the split unless every first cell looks like an image path (then a
+    misspelt split is reported as such, not read as a path).
+    """
+    if width == 1:
+        return ["image_uri"]
+    if width == 2:
+        if all(r[0].strip().upper() in _SPLIT_ALIASES for r in records):
+            return ["split", "image_uri"]
+        return ["image_uri", "label"]
+    has_split = not all(_looks_like_path(r[0]) for r in records)
+    return ["split", "image_uri", "label"] if has_split else ["image_uri", "label"]
+
+
+def _looks_like_path(cell: str) -> bool:
+    cell = cell.strip().lower()
+    return "/" in cell or "\\" in cell or cell.endswith(_IMAGE_EXTENSIONS)
 
 
 def _is_folder(path: str) -> bool:

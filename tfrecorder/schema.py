@@ -1,0 +1,296 @@
+"""Column types: what each column of the table becomes in the records.
+
+Without a `schema`, columns are typed by name and dtype: `split`, `image_uri` and `label`
+are the AutoML Vision columns, and every other column passes through as a feature typed
+from its pandas dtype (integers and booleans -> int64, floats -> float32, text -> bytes,
+pandas categoricals -> ids in a saved vocabulary; cells holding lists -> lists). A
+`schema` maps column names to TFRecorder's type names to say otherwise, or to None to
+drop a column.
+
+Every value is normalized here to the plain Python value it is stored as (int, float,
+str, or a flat list of them), so the records' bytes do not depend on pandas dtypes or on
+which engine writes them. Errors name the column, the values and the rows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tfrecorder.errors import SchemaError
+
+# TFRecorder's type names. Label, split and image columns become the features `label`,
+# `split` and `image` (+ `image_uri`); inputs keep their column's name.
+SPLIT_KEY, IMAGE_URI = "SplitKey", "ImageUri"
+STRING_LABEL, INTEGER_LABEL = "StringLabel", "IntegerLabel"
+INPUT_KINDS = {"IntegerInput": "int64", "FloatInput": "float32", "StringInput": "string",
+               "CategoricalInput": "categorical"}
+TYPES = (SPLIT_KEY, IMAGE_URI, STRING_LABEL, INTEGER_LABEL, *INPUT_KINDS)
+LABEL_TYPES = (STRING_LABEL, INTEGER_LABEL)
+_LABEL = "Label"  # a `label` column not named in the schema: text or integer, as found
+_DEFAULT_TYPES = {"split": SPLIT_KEY, "image_uri": IMAGE_URI, "label": _LABEL}
+_BY_LOWER_NAME = {re.sub(r"[_\s]", "", name.lower()): name for name in TYPES}
+
+# Features tfrecorder writes itself; an input column cannot take these names.
+RESERVED = ("image", "image_format", "image_height", "image_width", "image_channels",
+            "image_name", "image_uri", "label", "split")
+
+_MAX_ROWS_NAMED = 5
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_INT64 = (-(2**63), 2**63 - 1)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class Column:
+    """An input column, as the feature it is stored as.
+
+    Attributes:
+        name: the column's (and the feature's) name.
+        kind: int64, float32, string, or categorical (text stored as int64 vocabulary ids).
+        shape: () for one value per row; (None,) for a list; (None, k) for a list of
+            k-value rows (e.g. boxes), stored flat.
+        categories: a pandas categorical's categories, the vocabulary's order; None: sorted.
+    """
+
+    name: str
+    kind: str
+    shape: tuple = ()
+    categories: tuple[str, ...] | None = None
+
+    @property
+    def dtype(self) -> str:
+        return "int64" if self.kind == "categorical" else self.kind
+
+
+def name_rows(index) -> str:
+    """'rows 3, 7 and 12 more' for an error message."""
+    index = list(index)
+    shown = ", ".join(str(i) for i in index[:_MAX_ROWS_NAMED])
+    more = f" and {len(index) - _MAX_ROWS_NAMED} more" if len(index) > _MAX_ROWS_NAMED else ""
+    return f"row{'s' if len(index) > 1 else ''} {shown}{more}"
+
+
+def is_missing(value) -> bool:
+    return value is None or value is pd.NA or value is pd.NaT or (
+        isinstance(value, float) and math.isnan(value)) or (
+        isinstance(value, str) and not value.strip())
+
+
+def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
+    """Every kept column's type name, from `schema`, else from its name or dtype.
+
+    Raises:
+        SchemaError: for an unknown type name, a schema column the table lacks, or two
+            split or two image columns.
+    """
+    schema = dict(schema or {})
+    repeated = sorted({name for name in frame.columns if list(frame.columns).count(name) > 1})
+    if repeated:
+        raise SchemaError(
+            f"the table has several columns named {repeated}. Give each column its own "
+            "name (several label columns: label, label_2, ... with schema= StringLabel).")
+    missing = [name for name in schema if name not in frame.columns]
+    if missing:
+        raise SchemaError(
+            f"schema names columns the table does not have: {missing} (its columns: "
+            f"{list(frame.columns)}). Fix the names, or add the columns.")
+    types = {}
+    for name in frame.columns:
+        if not isinstance(name, str):
+            raise SchemaError(f"column names must be text, not {name!r}: it names a feature. "
+                              "Rename the column, e.g. df.columns = df.columns.astype(str).")
+        if name in schema:
+            declared = schema[name]
+            if declared is None or (isinstance(declared, str) and declared.lower() == "drop"):
+                continue
+            types[name] = _type_name(name, declared)
+        else:
+            types[name] = _DEFAULT_TYPES.get(name) or _input_type(frame[name])
+    for role in (SPLIT_KEY, IMAGE_URI):
+        columns = [name for name, kind in types.items() if kind == role]
+        if len(columns) > 1:
+            raise SchemaError(
+                f"the table has {len(columns)} {role} columns: {columns}. Keep one: drop "
+                f"the others with schema={{{columns[-1]!r}: None}}, or give them another "
+                "type.")
+    return types
+
+
+def label_columns(types: Mapping[str, str]) -> list[str]:
+    """The label columns, in table order (two or more make multi-label rows)."""
+    return [name for name, kind in types.items() if kind in (*LABEL_TYPES, _LABEL)]
+
+
+def _type_name(column: str, declared) -> str:
+    name = getattr(declared, "__name__", declared)  # TFRecorder's types were classes
+    found = isinstance(name, str) and _BY_LOWER_NAME.get(re.sub(r"[_\s]", "", name.lower()))
+    if not found:
+        raise SchemaError(
+            f"schema gives column {column!r} the unknown type {declared!r}. Use one of "
+            f"{', '.join(TYPES)}, or None to drop the column.")
+    return found
+
+
+def _input_type(column: pd.Series) -> str:
+    """The type of a column the schema does not name, from its dtype (or its values)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return "CategoricalInput"
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
+        return "IntegerInput"
+    if pd.api.types.is_float_dtype(column):
+        return "FloatInput"
+    if pd.api.types.is_string_dtype(column) or column.dtype == object:
+        return {"int64": "IntegerInput", "float32": "FloatInput"}.get(
+            _element_kind(column), "StringInput")
+    raise SchemaError(
+        f"column {column.name!r} has dtype {column.dtype}, which a record cannot hold. "
+        f"Convert it (e.g. to text or to a number), or drop it with "
+        f"schema={{{column.name!r}: None}}.")
+
+
+def _element_kind(column: pd.Series) -> str:
+    """int64, float32 or string, from the values of an object column (lists looked into)."""
+    kinds = set()
+    for value in column.tolist():
+        for element in flat(value):
+            if isinstance(element, (bool, np.bool_, int, np.integer)):
+                kinds.add("int64")
+            elif isinstance(element, (float, np.floating)):
+                if not math.isnan(element):
+                    kinds.add("float32")
+            elif element is not None and element is not pd.NA:
+                kinds.add("string")
+    if kinds == {"int64"}:
+        return "int64"
+    if kinds <= {"int64", "float32"} and kinds:
+        return "float32"
+    return "string"
+
+
+def flat(value) -> list:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [e for item in value for e in flat(item)]
+    return [value]
+
+
+def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, list]:
+    """The Column for an input and its values, normalized to what is stored.
+
+    Args:
+        fill: the value for missing cells; None: a missing cell is an error.
+    """
+    name, kind = column.name, INPUT_KINDS[type_name]
+    categories = None
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = tuple(str(c) for c in column.cat.categories)
+        column = column.astype(object)
+    items = list(zip(column.index.tolist(), column.tolist()))
+    # A blank is a missing number, but text may be empty.
+    absent = _is_absent if kind == "string" else is_missing
+    missing = [i for i, v in items if not is_list(v) and absent(v)]
+    if missing and fill is None:
+        raise SchemaError(
+            f"column {name!r} has missing values (NaN, None or blank) at "
+            f"{name_rows(missing)}. Fill or drop those rows, or pass "
+            f"fill_missing={{{name!r}: value}}.")
+    if missing:
+        missing_rows = set(missing)
+        items = [(i, fill if i in missing_rows else v) for i, v in items]
+    lists = [i for i, v in items if is_list(v)]
+    if lists and len(lists) != len(items):
+        single = [i for i, v in items if not is_list(v)]
+        raise SchemaError(
+            f"column {name!r} mixes lists ({name_rows(lists)}) and single values "
+            f"({name_rows(single)}). Make every cell a list (e.g. [x] and []).")
+    shape, flat = (), [(i, v) for i, v in items]
+    if lists:
+        shape, flat = _list_shape(name, items), [(i, flat(v)) for i, v in items]
+    convert = _CONVERTERS[kind]
+    values, bad = [], []
+    for i, value in flat:
+        try:
+            values.append([convert(e) for e in value] if shape else convert(value))
+        except (TypeError, ValueError, OverflowError):
+            bad.append(i)
+    if bad:
+        example = dict(items)[bad[0]]
+        expected = {"int64": "integers", "float32": "numbers"}.get(kind, "text")
+        raise SchemaError(
+            f"column {name!r} is {type_name}, but holds values that are not {expected} at "
+            f"{name_rows(bad)} (e.g. {example!r}). Fix the values, or type the column "
+            "differently in schema=.")
+    if kind == "categorical" and categories is not None:
+        unknown = {v for value in values for v in (value if shape else [value])} - set(categories)
+        categories = categories + tuple(sorted(unknown))
+    return Column(name, kind, shape, categories), values
+
+
+def _is_absent(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def is_list(value) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
+
+
+def _list_shape(name: str, items: list) -> tuple:
+    """(None,) for flat lists; (None, k) for lists of k-value rows."""
+    inner = {len(e) if is_list(e) else None for _, v in items for e in v}
+    if inner == {None} or not inner:
+        return (None,)
+    if len(inner) == 1 and None not in inner and all(
+            not is_list(x) for _, v in items for e in v for x in e):
+        return (None, inner.pop())
+    raise SchemaError(
+        f"column {name!r} holds lists of lists of different lengths or depths; a record "
+        "holds flat lists, or lists of rows of one length (e.g. boxes of 4 numbers).")
+
+
+def _to_int(value) -> int:
+    if isinstance(value, str):
+        if not _INTEGER.match(value.strip()):
+            raise ValueError(value)
+        value = int(value.strip())
+    elif isinstance(value, (float, np.floating)):
+        if not float(value).is_integer():
+            raise ValueError(value)
+    elif not isinstance(value, (bool, np.bool_, int, np.integer)):
+        raise TypeError(value)
+    value = int(value)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise OverflowError(value)
+    return value
+
+
+def _to_float(value) -> float:
+    if isinstance(value, (bytes, list, tuple, dict)) or value is None:
+        raise TypeError(value)
+    result = float(value.strip()) if isinstance(value, str) else float(value)
+    if math.isnan(result):
+        raise ValueError(value)
+    if math.isfinite(result) and abs(result) > _FLOAT32_MAX:
+        raise OverflowError(value)
+    return result
+
+
+def _to_text(value) -> str | bytes:
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating)):
+        return str(value.item() if hasattr(value, "item") else value)
+    raise TypeError(value)
+
+
+def _to_category(value) -> str:
+    text = _to_text(value)
+    return text.decode() if isinstance(text, bytes) else text
+
+
+_CONVERTERS = {"int64": _to_int, "float32": _to_float, "string": _to_text,
+               "categorical": _to_category}
