@@ -208,12 +208,12 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, list]
         raise SchemaError(
             f"column {name!r} mixes lists ({name_rows(lists)}) and single values "
             f"({name_rows(single)}). Make every cell a list (e.g. [x] and []).")
-    shape, flat = (), [(i, v) for i, v in items]
+    shape, cells = (), items
     if lists:
-        shape, flat = _list_shape(name, items), [(i, flat(v)) for i, v in items]
+        shape, cells = _list_shape(name, items), [(i, flat(v)) for i, v in items]
     convert = _CONVERTERS[kind]
     values, bad = [], []
-    for i, value in flat:
+    for i, value in cells:
         try:
             values.append([convert(e) for e in value] if shape else convert(value))
         except (TypeError, ValueError, OverflowError):
