@@ -115,6 +115,11 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
             CSV file's columns are all text).
     """
     types = column_types(frame, schema)
+    fills = fill_missing if isinstance(fill_missing, Mapping) else {}
+    inputs = [name for name, type_name in types.items() if type_name in INPUT_KINDS]
+    if set(fills) - set(inputs):
+        raise SchemaError(f"fill_missing names columns that are not inputs: "
+                          f"{sorted(set(fills) - set(inputs))} (the inputs: {inputs}).")
     if frame.index.has_duplicates:
         frame = frame.reset_index(drop=True)
     rows = pd.DataFrame(index=frame.index)
@@ -128,23 +133,17 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     multi_label = False
     if label_columns(types):
         rows["label"], multi_label = _labels(frame, label_columns(types), types)
-    fills = fill_missing if isinstance(fill_missing, Mapping) else {}
-    inputs = []
-    for name, type_name in types.items():
-        if type_name not in INPUT_KINDS:
-            continue
+    columns = []
+    for name in inputs:
+        type_name = types[name]
         if text_numbers and name not in (schema or {}) and type_name == "StringInput":
             type_name = _number_type(frame[name]) or type_name
         column, values = input_column(frame[name], type_name,
                                       fills.get(name) if fills else fill_missing)
-        inputs.append(column)
+        columns.append(column)
         rows[name] = pd.Series(values, index=frame.index, dtype=object)
-    unknown = set(fills) - {c.name for c in inputs}
-    if unknown:
-        raise SchemaError(f"fill_missing names columns that are not inputs: "
-                          f"{sorted(unknown)} (the inputs: {[c.name for c in inputs]}).")
-    _check_inputs(frame, inputs, image_column, schema or {})
-    return Table(rows=rows, source=frame, inputs=tuple(inputs), multi_label=multi_label)
+    _check_inputs(frame, columns, image_column, schema or {})
+    return Table(rows=rows, source=frame, inputs=tuple(columns), multi_label=multi_label)
 
 
 def _check_inputs(frame: pd.DataFrame, inputs: list[Column], image_column: str | None,
