@@ -77,9 +77,11 @@ def name_rows(index) -> str:
 
 
 def is_missing(value) -> bool:
+    """None, NaN, NA or blank text (a CSV's empty cell)."""
+    if isinstance(value, str):  # the common case first: this runs for every cell
+        return not value.strip()
     return value is None or value is pd.NA or value is pd.NaT or (
-        isinstance(value, float) and math.isnan(value)) or (
-        isinstance(value, str) and not value.strip())
+        isinstance(value, float) and value != value)
 
 
 def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:

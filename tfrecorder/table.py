@@ -230,7 +230,8 @@ def _labels(frame: pd.DataFrame, names: list[str], types: Mapping) -> tuple[list
                     None)
     what = f"column {names[0]!r}" if len(names) == 1 else f"label columns {names}"
     cells = [frame[name].tolist() for name in names]
-    if len(names) == 1 and not any(is_list(v) for v in cells[0]):
+    if len(names) == 1 and not (frame[names[0]].dtype == object
+                                and any(is_list(v) for v in cells[0])):
         items = list(zip(frame.index.tolist(), cells[0]))
         missing = [i for i, v in items if is_missing(v)]
         if missing:
