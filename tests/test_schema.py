@@ -258,3 +258,13 @@ def test_both_engines_write_the_same_bytes_for_any_schema(every_type, tmp_path):
         assert shard_bytes(local) == shard_bytes(beam)
         manifests = [json.loads((out / "dataset.json").read_text()) for out in (local, beam)]
         assert manifests[0]["features"] == manifests[1]["features"]
+
+
+def test_a_dataflow_job_for_a_table_without_images(gcs_bucket):
+    """Nothing to upload first: the checks on image paths do not apply."""
+    result = tfrecorder.convert(
+        structured(), f"gs://{gcs_bucket}/structured/out", runner="DataflowRunner",
+        project="my-project", region="us-central1", num_shards=2,
+        temp_location=f"gs://{gcs_bucket}/structured/tmp", beam_options={"dry_run": True},
+        progress=False)
+    assert result.pipeline.job.proto_pipeline.ByteSize() > 0 and result.counts == {}

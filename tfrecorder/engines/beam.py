@@ -70,6 +70,8 @@ def _options(runner: str, beam_options: Mapping) -> PipelineOptions:
 def check_dataflow(output_dir: str, table: Table) -> None:
     """Refuses what Dataflow's workers could not reach: a local output folder or images."""
     _check_remote("output_dir", output_dir)
+    if not table.has_images:
+        return
     local = [i for i, uri in zip(table.rows.index, table.rows["uri"].tolist())
              if not fs.is_remote(uri)]
     if local:
