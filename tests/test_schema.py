@@ -268,3 +268,13 @@ def test_a_dataflow_job_for_a_table_without_images(gcs_bucket):
         temp_location=f"gs://{gcs_bucket}/structured/tmp", beam_options={"dry_run": True},
         progress=False)
     assert result.pipeline.job.proto_pipeline.ByteSize() > 0 and result.counts == {}
+
+
+def test_a_csv_of_structured_data_is_read_by_its_header(tmp_path):
+    csv = tmp_path / "churn.csv"
+    csv.write_text("customer,tenure,plan,label\nc1,12,basic,no\nc2,3,pro,yes\nc3,,pro,no\n")
+    table = load_table(csv, fill_missing={"tenure": 0}, schema={"plan": "CategoricalInput"})
+    assert not table.has_images and table.rows["label"].tolist() == ["no", "yes", "no"]
+    assert table.rows["tenure"].tolist() == [12, 3, 0]
+    with pytest.raises(SchemaError, match=r"column 'tenure' has missing values .* at row 4"):
+        load_table(csv)  # row 4: the CSV's line number

@@ -4,9 +4,10 @@ Every mistake in the input is found here, before a single image is read, and rep
 with the column, the offending values and the first rows that hold them. The table keeps
 the source rows exactly as given, so rejected rows can be reported in the user's terms.
 
-Input follows the AutoML Vision image CSV: `[split,]image_uri[,label]`, without a header
-row (a header is detected, or can be forced). Split values are case-insensitive TRAIN (or
-TRAINING), VALIDATION, TEST and UNASSIGNED; a blank split means UNASSIGNED.
+Input follows the AutoML Vision image CSV: `[split,]image_uri[,label...]` without a
+header row, or any columns under one (a header is detected, or can be forced). Split
+values are case-insensitive TRAIN (or TRAINING), VALIDATION, TEST and UNASSIGNED; a blank
+split means UNASSIGNED. Columns besides these are typed in `schema`.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
         source: the DataFrame, the path of a CSV file, or an image folder laid out as
             `label/file` or `split/label/file`.
         header: for CSV files, whether the first line names the columns; None detects it
-            (a first line that mentions `image_uri`).
+            (a first line that names `image_uri`, `split`, `label` or a schema column).
         schema, fill_missing: see `validate`.
     """
     if isinstance(source, pd.DataFrame):
@@ -96,7 +97,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
     if not fs.exists(path):
         raise FileNotFoundError(f"no such CSV file or image folder: {path!r}")
     base_dir = os.path.dirname(os.path.abspath(path)) if not fs.is_remote(path) else ""
-    return validate(_read_csv(path, header), base_dir=base_dir, schema=schema,
+    return validate(_read_csv(path, header, names=set(schema or ())), base_dir=base_dir,
+                    schema=schema,
                     fill_missing=fill_missing, text_numbers=True)
 
 
@@ -276,8 +278,12 @@ def _label_values(items: list[tuple], what: str, declared: str | None) -> list:
 
 # --- sources -------------------------------------------------------------------------
 
-def _read_csv(path: str, header: bool | None) -> pd.DataFrame:
-    """Reads an AutoML-style CSV as text; the index holds each row's line number."""
+def _read_csv(path: str, header: bool | None, names: set[str] = frozenset()) -> pd.DataFrame:
+    """Reads an AutoML-style CSV as text; the index holds each row's line number.
+
+    Without `header`, a first line is a header when it names `image_uri`, `split` or
+    `label`, or a column of the schema (`names`).
+    """
     text = fs.read_bytes(path).decode("utf-8-sig")
     lines, records = [], []
     for line_number, record in enumerate(csv.reader(text.splitlines()), start=1):
@@ -287,7 +293,8 @@ def _read_csv(path: str, header: bool | None) -> pd.DataFrame:
     if not records:
         raise SchemaError(f"the CSV file {path!r} has no rows.")
     if header is None:
-        header = any(cell.strip().lower() == "image_uri" for cell in records[0])
+        header = any(cell.strip().lower() in ("image_uri", "split", "label")
+                     or cell.strip() in names for cell in records[0])
     if header:
         names = [cell.strip() for cell in records[0]]
         lines, records = lines[1:], records[1:]
