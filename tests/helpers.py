@@ -59,7 +59,8 @@ def read_manifest(output_dir) -> dict:
 
 
 def read_split(output_dir, split: str) -> list[dict]:
-    """Every record of `split`, parsed with the manifest's feature spec and decoded."""
+    """Every record of `split` of an image dataset with scalar features, parsed and decoded
+    independently of tfrecorder's own reader."""
     import tensorflow as tf
 
     manifest = read_manifest(output_dir)

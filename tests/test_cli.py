@@ -1,5 +1,6 @@
 """The `tfrecorder` command, end to end: a real interpreter runs `python -m tfrecorder`."""
 
+import csv
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import time
 from inspect import signature
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from helpers import image_bytes, make_image, read_manifest, read_split
 
@@ -111,6 +113,33 @@ def test_convert_flags_map_to_the_library_options():
     assert (args.header, args.num_shards) == (False, 4)
 
 
+def test_schema_and_fill_missing_flags_collect_columns():
+    args = cli.build_parser().parse_args([
+        "convert", "in.csv", "out/", "--schema", "color=CategoricalInput",
+        "--schema", "my notes = drop", "--schema", "id=StringInput",
+        "--fill-missing", "age=0", "--fill-missing", "name=unknown",
+        "--fill-missing", "tags=[]", "--fill-missing", "weight=0.5",
+    ])
+    assert args.schema == {"color": "CategoricalInput", "my notes": None, "id": "StringInput"}
+    assert args.fill_missing == {"age": 0, "name": "unknown", "tags": [], "weight": 0.5}
+    args = cli.build_parser().parse_args(["convert", "a", "b", "--fill-missing", "-1"])
+    assert args.fill_missing == -1
+    args = cli.build_parser().parse_args(["convert", "a", "b", "--fill-missing", "n/a"])
+    assert args.fill_missing == "n/a"
+
+
+@pytest.mark.parametrize("args", [
+    ["--schema", "color"], ["--schema", "=StringInput"], ["--schema", "color="],
+    ["--fill-missing", "0", "--fill-missing", "age=1"],
+    ["--fill-missing", "age=1", "--fill-missing", "0"],
+])
+def test_malformed_schema_and_fill_missing_flags_are_usage_errors(args, capsys):
+    assert cli.main(["convert", "in.csv", "out/", *args]) == 2
+    err = capsys.readouterr().err
+    assert "usage: tfrecorder convert" in err
+    assert ("COLUMN=TYPE" in err) if args[0] == "--schema" else ("not both" in err)
+
+
 def test_an_unknown_split_value_is_one_error_line(tmp_path):
     table = tmp_path / "bad.csv"
     table.write_text("split,image_uri,label\nTRAIN,a.jpg,cat\nBOGUS,b.jpg,dog\n")
@@ -185,6 +214,58 @@ def test_unexpected_errors_keep_their_traceback(monkeypatch):
         cli.main(["convert", "in.csv", "out/"])
 
 
+@pytest.fixture
+def table_csv(tmp_path) -> Path:
+    """A CSV with a header, images, and extra columns: a number with a blank cell, a
+    colour, free text, and a float."""
+    lines = ["split,image_uri,label,age,color,notes,weight"]
+    for i in range(6):
+        image = tmp_path / "images" / f"img{i}.png"
+        image.parent.mkdir(exist_ok=True)
+        image.write_bytes(image_bytes(make_image((6, 5), seed=i), "PNG"))
+        age = "" if i == 2 else str(20 + i)
+        lines.append(f"{['TRAIN', 'VALIDATION', 'TEST'][i % 3]},images/{image.name},"
+                     f"{['cat', 'dog'][i % 2]},{age},{['red', 'blue', 'green'][i % 3]},"
+                     f"note {i},{i / 2}")
+    table = tmp_path / "table.csv"
+    table.write_text("\n".join(lines) + "\n")
+    return table
+
+
+def test_convert_a_csv_with_extra_columns_and_a_schema_end_to_end(table_csv, tmp_path):
+    out = tmp_path / "out"
+    line = assert_one_error_line(run("convert", table_csv, out, "--no-progress"),
+                                 "'age'", "--fill-missing age=VALUE")
+    assert "fill_missing=" not in line
+
+    process = run("convert", table_csv, out, "--schema", "color=CategoricalInput",
+                  "--schema", "notes=drop", "--fill-missing", "age=0", "--num-workers", "1",
+                  "--no-progress")
+    assert process.returncode == 0, process.stderr
+    assert ": 6 records" in process.stdout
+    features = read_manifest(out)["features"]
+    assert "notes" not in features
+    assert features["age"] == {"dtype": "int64", "shape": [], "role": "input"}
+    assert features["weight"] == {"dtype": "float32", "shape": [], "role": "input"}
+    assert features["color"] == {"dtype": "int64", "shape": [], "role": "input",
+                                 "vocabulary": ["blue", "green", "red"]}
+    rows = []
+    for split in SAMPLE_COUNTS:
+        with open(Path(tfrecorder.inspect(out, split, output_dir=tmp_path / split),
+                       "records.csv")) as f:
+            rows += list(csv.DictReader(f))
+    assert sorted((int(row["age"]), row["color_value"]) for row in rows) == [
+        (0, "green"), (20, "red"), (21, "blue"), (23, "red"), (24, "blue"), (25, "green")]
+
+    lines = [" ".join(line.split()) for line in run("info", out).stdout.splitlines()]
+    assert "color int64 [] input (categorical, 3 values)" in lines
+    assert "weight float32 [] input" in lines and "label int64 [] label (2 classes)" in lines
+
+    process = run("verify", out, "--no-progress")
+    assert process.returncode == 0, process.stderr
+    assert "OK: 6 records in 3 shards (6 records parsed, 6 images decoded)" in process.stdout
+
+
 # --- info ----------------------------------------------------------------------------------
 
 def test_info_describes_the_dataset_from_its_manifest(sample):
@@ -199,7 +280,25 @@ def test_info_describes_the_dataset_from_its_manifest(sample):
     assert "Compression:  none" in text and "Image format: auto" in text
     assert " MB" in text and "1 shard" in text
     for feature, spec in read_manifest(out)["features"].items():
-        assert any(line.split() == [feature, spec["dtype"]] for line in text.splitlines())
+        assert any(line.split()[:4] == [feature, spec["dtype"], "[]", spec["role"]]
+                   for line in text.splitlines())
+    assert "label (4 classes)" in text and "multi-label" not in text
+
+
+def test_info_shows_shapes_roles_vocabularies_and_multi_label(tmp_path, capsys):
+    out = tmp_path / "out"
+    table = pd.DataFrame({"split": ["TRAIN", "TRAIN", "TEST"],
+                          "label": [["cat", "dog"], [], ["dog"]],
+                          "boxes": [[[0, 0, 1, 1]], [], [[0.5, 0.5, 1, 1]]],
+                          "tags": pd.Categorical(["a", "b", "a"])})
+    tfrecorder.convert(table, out, progress=False, num_workers=1)
+    assert cli.main(["info", str(out)]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "Labels: 2 classes, multi-label: cat, dog" in lines
+    assert "Image format: none (the records hold no images)" in lines
+    assert "label int64 [None] label (multi-label, 2 classes)" in lines
+    assert "boxes float32 [None, 4] input" in lines
+    assert "tags int64 [] input (categorical, 2 values)" in lines
 
 
 def test_info_json_prints_the_manifest(sample):
@@ -219,7 +318,7 @@ def test_verify_a_sound_dataset(sample):
     out, _ = sample
     process = run("verify", out)
     assert process.returncode == 0, process.stderr
-    assert "OK: 16 records in 3 shards" in process.stdout
+    assert "OK: 16 records in 3 shards (16 records parsed, 16 images decoded)" in process.stdout
     assert "Traceback" not in process.stderr
 
 

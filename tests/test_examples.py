@@ -16,3 +16,16 @@ def test_quickstart_converts_and_loads_the_samples(tmp_path):
     assert "{'train': 7, 'validation': 5, 'test': 4}; rejected: 0" in lines[0]
     assert [line.split(":")[0].strip() for line in lines[1:]] == ["train", "validation", "test"]
     assert all("images (4, 224, 224, 3) uint8" in line for line in lines[1:3])
+
+
+def test_object_detection_writes_and_loads_boxes_and_classes(tmp_path):
+    out = subprocess.run([sys.executable, os.path.join(EXAMPLES, "object_detection.py"),
+                          str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("Wrote 48 records: ")
+    assert lines[1:4] == ["  boxes: float32 [None, 4]",
+                          "  classes: int64 [None] vocabulary ['circle', 'square']",
+                          "  num_objects: int64 []"]
+    assert lines[4].startswith("a batch: image (8, 96, 128, 3), boxes (8, None, 4), "
+                               "classes (8, None)")

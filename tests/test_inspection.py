@@ -1,12 +1,15 @@
 """inspect(): records as a CSV and image files, under names no record can subvert."""
 
 import csv
+import json
 import os
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
-from helpers import features_of, pixels, read_manifest, read_split, rewrite_split
+from conftest import LABELS
+from helpers import features_of, pixels, read_manifest, read_split, rewrite_split, write_image
 
 import tfrecorder
 
@@ -27,13 +30,18 @@ def test_inspect_writes_the_first_records_as_a_csv_and_images(
 
     records = read_split(out, "train")[:3]
     rows = read_csv(inspected)
-    features = [name for name in read_manifest(out)["features"] if name != "image"]
+    manifest = read_manifest(out)
+    features = [name for name in manifest["features"] if name != "image"]
+    vocabulary = manifest["labels"]["vocabulary"]
+    assert sorted(vocabulary) == sorted(LABELS)
+    features.insert(features.index("label") + 1, "label_name")
     assert list(rows[0]) == features + ["image_file"]
     assert sorted(os.listdir(inspected)) == sorted(
         ["records.csv"] + [row["image_file"] for row in rows])
     for index, (row, record) in enumerate(zip(rows, records, strict=True)):
         assert row["image_name"] == record["image_name"].decode()
         assert int(row["label"]) == record["label"]
+        assert row["label_name"] == vocabulary[record["label"]]
         assert row["image_uri"] == record["image_uri"].decode()
         assert int(row["image_height"]) == record["image_height"]
         stem, extension = os.path.splitext(record["image_name"].decode())
@@ -92,3 +100,83 @@ def test_hostile_image_names_become_safe_files_inside_the_output_folder(
     assert sorted(os.listdir(inspected)) == sorted(files + ["records.csv"])
     assert sorted(os.listdir(tmp_path)) == ["deep", "images", "out"]  # nothing escaped
     assert not os.path.exists(tmp_path / "evil.jpg")
+
+
+def schema_table(tmp_path, images: bool) -> pd.DataFrame:
+    table = pd.DataFrame({
+        "split": ["TRAIN"] * 4,
+        "label": [["cat", "dog"], ["dog"], [], ["=bird"]],
+        "age": [1, -2, 3, 4],
+        "score": [0.1, -1.5, 2.5, 2.0],
+        "boxes": [[[0.1, 0.2, 0.3, 0.4]], [], [[0, 0, 1, 1], [0.5, 0.5, 1, 1]], []],
+        "classes": [["cat"], [], ["dog", "cat"], ["bird"]],
+    })
+    if images:
+        table["image_uri"] = [write_image(tmp_path / "images" / f"s{i}.png", size=(5, 4),
+                                          fmt="PNG", seed=i) for i in range(len(table))]
+    return table
+
+
+@pytest.mark.parametrize("images", [True, False], ids=["images", "no_images"])
+def test_records_csv_holds_every_feature_with_lists_as_json_and_ids_with_names(
+        tmp_path, images):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(schema_table(tmp_path, images), out, progress=False, num_workers=1,
+                       schema={"classes": "CategoricalInput"})
+    inspected = tfrecorder.inspect(out, "train", num_records=4,
+                                   output_dir=tmp_path / "inspected")
+    rows = read_csv(inspected)
+    manifest = read_manifest(out)
+    assert manifest["labels"]["vocabulary"] == ["=bird", "cat", "dog"]
+    assert manifest["features"]["classes"]["vocabulary"] == ["bird", "cat", "dog"]
+    image_columns = ["image_format", "image_height", "image_width", "image_channels",
+                     "image_name", "image_uri"] if images else []
+    assert list(rows[0]) == [*image_columns, "label", "label_name", "split", "age", "score",
+                             "boxes", "classes", "classes_value",
+                             *(["image_file"] if images else [])]
+    images_written = [row["image_file"] for row in rows] if images else []
+    assert sorted(os.listdir(inspected)) == sorted(["records.csv", *images_written])
+
+    by_age = {int(row["age"]): row for row in rows}  # records are shuffled across rows
+    assert set(by_age) == {1, -2, 3, 4}
+    first, second, third, fourth = (by_age[age] for age in (1, -2, 3, 4))
+    assert (first["label"], first["label_name"]) == ("[1, 2]", '["cat", "dog"]')
+    assert (third["label"], third["label_name"]) == ("[]", "[]")
+    assert json.loads(fourth["label_name"]) == ["=bird"]  # inside JSON: no formula
+    assert first["boxes"] == "[[0.1, 0.2, 0.3, 0.4]]"  # float32 by its shortest decimals
+    assert third["boxes"] == "[[0.0, 0.0, 1.0, 1.0], [0.5, 0.5, 1.0, 1.0]]"
+    assert second["boxes"] == "[]"
+    assert (first["score"], second["score"]) == ("0.1", "-1.5")  # numbers are not quoted
+    assert (third["classes"], third["classes_value"]) == ("[2, 1]", '["dog", "cat"]')
+    assert first["split"] == "TRAIN"
+
+
+def test_text_that_a_spreadsheet_would_run_as_a_formula_is_quoted(tmp_path):
+    texts = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "-3", "+4.5e2",
+             "plain", "a=b", "-", "'quoted"]
+    out = str(tmp_path / "out")
+    table = pd.DataFrame({"split": ["TRAIN"] * len(texts), "text": texts,
+                          "order": range(len(texts)), "delta": [-1.5] * len(texts),
+                          "label": ["=cmd|' /C calc'!A0"] * len(texts)})
+    tfrecorder.convert(table, out, progress=False, num_workers=1,
+                       schema={"text": "StringInput"})
+    rows = sorted(read_csv(tfrecorder.inspect(out, "train", num_records=len(texts),
+                                              output_dir=tmp_path / "inspected")),
+                  key=lambda row: int(row["order"]))
+    assert [row["text"] for row in rows] == [
+        "'=HYPERLINK(\"http://x\")", "'+1+1", "'-2+3", "'@SUM(A1)", "'\tx", "-3", "+4.5e2",
+        "plain", "a=b", "'-", "'quoted"]
+    assert {row["label_name"] for row in rows} == {"'=cmd|' /C calc'!A0"}
+    assert {row["delta"] for row in rows} == {"-1.5"}
+    assert {row["label"] for row in rows} == {"0"}
+
+
+def test_a_hostile_image_name_is_quoted_in_the_csv(image_table, tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(image_table, out, progress=False)
+    manifest = read_manifest(out)
+    record = read_split(out, "train")[0]
+    rewrite_split(out, "train", [features_of(record, manifest, image_name="=1+2.jpg")])
+    (row,) = read_csv(tfrecorder.inspect(out, "train", output_dir=tmp_path / "inspected"))
+    assert row["image_name"] == "'=1+2.jpg"
+    assert row["image_file"].startswith("00000-_1_2.")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 from conftest import LABELS
-from helpers import download, image_bytes, make_image, pixels, read_manifest
+from helpers import download, image_bytes, make_image, pixels, read_manifest, write_image
 
 import tfrecorder
 from tfrecorder.load import shard_files
@@ -176,3 +176,282 @@ def test_fixed_shape_batches_decode_exactly_like_single_records(dataset):
     assert images.shape == (len(single), 20, 28, 3) and not np.array_equal(images, single)
     pairs = tfrecorder.load(dataset, "train", batch_size=3, as_supervised=True, **options)
     assert [tuple(x.shape) for x in pairs.element_spec] == [(None, 20, 28, 3), (None,)]
+
+
+# Flexible schemas: input features of every shape, multi-label labels, tables without images.
+
+NAMES = ["a", "b", "c", "d", "e", "f"]
+
+
+@pytest.fixture
+def rich_table(tmp_path) -> pd.DataFrame:
+    """Six tiny images with a multi-label label (one row without labels) and an input
+    column of every kind, empty lists included."""
+    uris = [write_image(tmp_path / "rich" / f"{i}.{fmt.lower()}", size=(8, 6), fmt=fmt, seed=i)
+            for i, fmt in enumerate(["PNG", "JPEG"] * 3)]
+    return pd.DataFrame({
+        "split": "TRAIN",
+        "image_uri": uris,
+        "label": [["cat", "dog"], ["dog"], [], ["bird"], ["bird", "cat", "dog"], ["cat"]],
+        "age": [1, -2, 3, 2**40, 5, 0],
+        "score": [0.1, 1.5, -2.25, 1e-3, 7.0, 3.3],
+        "name": NAMES,
+        "tags": [["x", "y"], [], ["z"], ["x"], [], ["y", "y", "x"]],
+        "boxes": [[[0.1, 0.2, 0.3, 0.4]], [], [[0, 0, 1, 1], [0.5, 0.5, 1, 1]],
+                  [[0.2, 0.2, 0.4, 0.4]], [], [[0.7, 0.1, 0.9, 0.3]] * 3],
+        "classes": [["cat"], [], ["dog", "cat"], ["bird"], ["dog"], []],
+        "color": pd.Categorical(["red", "blue", "red", "green", "blue", "red"],
+                                categories=["red", "green", "blue"]),
+    })
+
+
+@pytest.fixture
+def rich(rich_table, tmp_path) -> str:
+    out = str(tmp_path / "rich_out")
+    tfrecorder.convert(rich_table, out, schema={"classes": "CategoricalInput"}, num_shards=1,
+                       progress=False)
+    return out
+
+
+def records(ds, batched: bool, key: str = "name") -> dict:
+    """Every record of `ds` by its `key` feature, as numpy values (a batch's rows split
+    apart; a RaggedTensor's row is a dense tensor)."""
+    found = {}
+    for element in ds:
+        rows = ([{k: v[i] for k, v in element.items()} for i in range(len(element[key]))]
+                if batched else [element])
+        for row in rows:
+            value = row[key].numpy()
+            value = value.decode() if isinstance(value, bytes) else int(value)
+            found[value] = {k: v.numpy() for k, v in row.items()}
+    return found
+
+
+def expected_inputs(table: pd.DataFrame, manifest: dict) -> dict[str, dict]:
+    """What the input features of each row should read back as."""
+    features = manifest["features"]
+    classes, colors = features["classes"]["vocabulary"], features["color"]["vocabulary"]
+    return {row["name"]: {
+        "age": row["age"],
+        "score": np.float32(row["score"]),
+        "name": row["name"].encode(),
+        "tags": [t.encode() for t in row["tags"]],
+        "boxes": np.array(row["boxes"], np.float32).reshape(-1, 4),
+        "classes": [classes.index(c) for c in row["classes"]],
+        "color": colors.index(row["color"]),
+    } for _, row in table.iterrows()}
+
+
+def assert_inputs(found: dict, expected: dict) -> None:
+    assert sorted(found) == sorted(expected)
+    for name, values in expected.items():
+        for feature, value in values.items():
+            got = found[name][feature]
+            assert np.shape(got) == np.shape(value), (name, feature)
+            np.testing.assert_array_equal(got, value, err_msg=f"{name}: {feature}")
+
+
+def test_every_input_feature_comes_back_as_written(rich, rich_table):
+    manifest = read_manifest(rich)
+    assert manifest["features"]["boxes"]["shape"] == [None, 4]
+    ds = tfrecorder.load(rich, "train", shuffle=False)
+    spec = ds.element_spec
+    assert [spec[n].dtype for n in ("age", "score", "name", "classes", "color")] == [
+        tf.int64, tf.float32, tf.string, tf.int64, tf.int64]
+    assert spec["boxes"].shape.as_list() == [None, 4]
+    found = records(ds, batched=False)
+    assert_inputs(found, expected_inputs(rich_table, manifest))
+    for uri, name in zip(rich_table["image_uri"], rich_table["name"]):
+        np.testing.assert_array_equal(found[name]["image"], pixels(uri))
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"image_size": (5, 7)},
+    {"cache": True},
+    {"image_size": (5, 7), "cache": True},
+    {"repeat": True},
+    {"image_size": (5, 7), "repeat": True},
+], ids=lambda options: "-".join(options) or "plain")
+def test_batches_hold_lists_as_ragged_tensors(rich, rich_table, options):
+    single = records(tfrecorder.load(rich, "train", shuffle=False,
+                                     image_size=options.get("image_size")), batched=False)
+    ds = tfrecorder.load(rich, "train", batch_size=4, shuffle=False, **options)
+    spec = ds.element_spec
+    assert isinstance(spec["boxes"], tf.RaggedTensorSpec)
+    assert spec["boxes"].shape.as_list() == [None, None, 4]
+    assert [spec[n].shape.as_list() for n in ("tags", "classes", "label")] == [[None, None]] * 3
+    assert spec["age"].shape.as_list() == [None]
+    assert isinstance(spec["image"], tf.TensorSpec) and spec["image"].shape.rank == 4
+    batches = list(ds.take(3) if options.get("repeat") else ds)
+    assert [len(b["name"]) for b in batches] == ([4, 4, 4] if options.get("repeat") else [4, 2])
+    if options.get("repeat"):  # every record twice; the second time is checked below
+        names = sorted(n.decode() for b in batches for n in b["name"].numpy())
+        assert names == sorted(NAMES * 2)
+    batched = records(batches, batched=True)
+    assert sorted(batched) == sorted(single)
+    for name, features in single.items():
+        assert sorted(batched[name]) == sorted(features)
+        for feature, value in features.items():
+            assert np.shape(batched[name][feature]) == np.shape(value), (name, feature)
+            np.testing.assert_array_equal(batched[name][feature], value)
+    assert_inputs(batched, expected_inputs(rich_table, read_manifest(rich)))
+
+
+def test_multi_label_labels_are_lists_of_ids_or_multi_hot_vectors(rich, rich_table):
+    manifest = read_manifest(rich)
+    assert manifest["labels"]["multi_label"] and manifest["labels"]["num_classes"] == 3
+    vocabulary = manifest["labels"]["vocabulary"]
+    ids = {row["name"]: [vocabulary.index(c) for c in row["label"]]
+           for _, row in rich_table.iterrows()}
+    hot = {name: np.isin(np.arange(3), row).astype(np.float32) for name, row in ids.items()}
+    assert hot["c"].tolist() == [0, 0, 0] and hot["e"].tolist() == [1, 1, 1]
+
+    lists = records(tfrecorder.load(rich, "train"), batched=False)
+    assert {name: r["label"].tolist() for name, r in lists.items()} == ids
+    for options in ({}, {"batch_size": 4}, {"batch_size": 4, "image_size": (5, 7)}):
+        ds = tfrecorder.load(rich, "train", multi_hot=True, **options)
+        batched = "batch_size" in options
+        assert ds.element_spec["label"] == tf.TensorSpec([None, 3] if batched else [3],
+                                                         tf.float32)
+        found = records(ds, batched)
+        assert sorted(found) == sorted(hot)
+        for name, vector in hot.items():
+            np.testing.assert_array_equal(found[name]["label"], vector, err_msg=name)
+    pairs = tfrecorder.load(rich, "train", batch_size=4, image_size=(5, 7),
+                            as_supervised=True, multi_hot=True)
+    images, labels = next(iter(pairs))
+    assert images.shape == (4, 5, 7, 3) and labels.shape == (4, 3)
+    ragged = tfrecorder.load(rich, "train", batch_size=4, as_supervised=True)
+    assert isinstance(ragged.element_spec[1], tf.RaggedTensorSpec)
+
+
+def test_feature_spec_parses_lists_densely_per_record_and_raggedly_per_batch(rich):
+    """verify and inspect parse single records with this spec."""
+    from tfrecorder.load import feature_spec
+
+    manifest = read_manifest(rich)
+    spec = feature_spec(manifest)
+    assert isinstance(spec["age"], tf.io.FixedLenFeature)
+    assert isinstance(spec["tags"], tf.io.RaggedFeature)
+    assert isinstance(spec["boxes"], tf.io.RaggedFeature)
+    serialized = list(tf.data.TFRecordDataset(shard_files(rich, manifest, "train")))
+    for record in serialized:
+        one = tf.io.parse_single_example(record, spec)
+        assert all(isinstance(v, tf.Tensor) for v in one.values())
+        assert one["boxes"].shape[1:] == (4,) and one["tags"].shape.rank == 1
+    batch = tf.io.parse_example(tf.stack(serialized), spec)
+    assert isinstance(batch["boxes"], tf.RaggedTensor) and batch["boxes"].shape[2] == 4
+    assert isinstance(batch["age"], tf.Tensor) and batch["age"].shape == (len(serialized),)
+    with pytest.raises(ValueError, match=r"feature 'grid' has shape \[None, None\]; only"):
+        feature_spec({"features": {"grid": {"dtype": "int64", "shape": [None, None]}}})
+
+
+@pytest.fixture
+def table(tmp_path) -> tuple[str, pd.DataFrame]:
+    """A dataset without images: numbers, a list and multi-label labels."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "split": ["TRAIN"] * 10 + ["TEST"] * 2,
+        "x": rng.normal(size=12).round(3),
+        "n": np.arange(12),
+        "tags": [["p"] * (i % 3) for i in range(12)],
+        "label": [[["a"], ["b", "a"], [], ["c"]][i % 4] for i in range(12)],
+    })
+    out = str(tmp_path / "table")
+    tfrecorder.convert(frame, out, progress=False)
+    return out, frame
+
+
+def test_a_table_without_images_loads_batches_and_pairs(table):
+    out, frame = table
+    manifest = read_manifest(out)
+    assert not any(f["role"] == "image" for f in manifest["features"].values())
+    vocabulary = manifest["labels"]["vocabulary"]
+    train = frame[frame["split"] == "TRAIN"]
+    expected = {int(row["n"]): (np.float32(row["x"]), [b"p"] * len(row["tags"]),
+                                [vocabulary.index(c) for c in row["label"]])
+                for _, row in train.iterrows()}
+
+    def by_n(ds, batched):
+        found = records(ds, batched, key="n")
+        assert all(sorted(r) == ["label", "n", "split", "tags", "x"] for r in found.values())
+        return {n: (r["x"], r["tags"].tolist(), r["label"].tolist()) for n, r in found.items()}
+
+    assert by_n(tfrecorder.load(out, "train"), batched=False) == expected
+    for options in ({}, {"cache": True}, {"drop_remainder": True}):
+        ds = tfrecorder.load(out, "train", batch_size=4, **options)
+        assert isinstance(ds.element_spec["tags"], tf.RaggedTensorSpec)
+        assert isinstance(ds.element_spec["label"], tf.RaggedTensorSpec)
+        assert len(ds) == (2 if options.get("drop_remainder") else 3) == len(list(ds))
+        if not options.get("drop_remainder"):
+            assert by_n(ds, batched=True) == expected
+    repeated = tfrecorder.load(out, "train", batch_size=4, repeat=True, cache=True)
+    assert by_n(repeated.take(6), batched=True) == expected  # 24 records: all 10, twice, and 4
+    assert repeated.cardinality() == tf.data.INFINITE_CARDINALITY
+
+    features, labels = next(iter(tfrecorder.load(out, "test", batch_size=2, as_supervised=True,
+                                                 multi_hot=True)))
+    assert sorted(features) == ["n", "tags", "x"]
+    test = frame[frame["split"] == "TEST"]
+    assert sorted(features["n"].numpy().tolist()) == test["n"].tolist()
+    hot = {"a": [1, 0, 0], "b": [0, 1, 0], "c": [0, 0, 1]}
+    expected_hot = {int(row["n"]): np.sum([hot[c] for c in row["label"]] + [[0, 0, 0]], 0)
+                    for _, row in test.iterrows()}
+    for n, vector in zip(features["n"].numpy(), labels.numpy()):
+        np.testing.assert_array_equal(vector, expected_hot[int(n)])
+
+
+def test_a_keras_model_trains_on_a_multi_label_table(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(32, 2)).round(3)
+    out = str(tmp_path / "table")
+    tfrecorder.convert(pd.DataFrame({
+        "x0": x[:, 0], "x1": x[:, 1],
+        "label": [[c for c, on in zip("ab", row > 0) if on] for row in x],
+    }), out, progress=False)
+    train = tfrecorder.load(out, "train", batch_size=8, as_supervised=True, multi_hot=True)
+    inputs = {name: tf.keras.Input((), name=name) for name in ("x0", "x1")}
+    stacked = tf.keras.layers.Concatenate()(
+        [tf.keras.layers.Reshape((1,))(inputs[name]) for name in ("x0", "x1")])
+    model = tf.keras.Model(inputs, tf.keras.layers.Dense(2, activation="sigmoid")(stacked))
+    model.compile("adam", "binary_crossentropy")
+    history = model.fit(train, epochs=1, verbose=0)
+    assert len(history.history["loss"]) == 1 and np.isfinite(history.history["loss"][0])
+    assert model.predict(train.map(lambda f, y: f), verbose=0).shape == (
+        read_manifest(out)["splits"]["train"]["num_records"], 2)
+
+
+def test_options_that_do_not_apply_are_refused(dataset, rich, table, tmp_path):
+    out, _ = table
+    for options, named in [({"image_size": (8, 8)}, "image_size"), ({"channels": 3}, "channels"),
+                           ({"augment": "basic"}, "augment"),
+                           ({"image_size": (8, 8), "channels": 1}, "image_size and channels")]:
+        with pytest.raises(ValueError, match=f"has no images, so {named} cannot apply"):
+            tfrecorder.load(out, "train", **options)
+    with pytest.raises(ValueError, match="multi_hot is for multi-label datasets, and this one "
+                                         "has a single label per record"):
+        tfrecorder.load(dataset, multi_hot=True)
+    unlabelled = str(tmp_path / "unlabelled")
+    tfrecorder.convert(pd.DataFrame({"x": [1.0, 2.0]}), unlabelled, progress=False)
+    with pytest.raises(ValueError, match="multi_hot needs labels, and this dataset has none"):
+        tfrecorder.load(unlabelled, multi_hot=True)
+    bare = str(tmp_path / "bare")
+    tfrecorder.convert(pd.DataFrame({"split": ["TRAIN"], "label": ["a"]}), bare, progress=False)
+    with pytest.raises(ValueError, match="neither images nor input features"):
+        tfrecorder.load(bare, as_supervised=True)
+    assert len(tfrecorder.load(rich, "train", multi_hot=True, channels=1)) == len(NAMES)
+
+
+def test_a_cache_folder_keeps_each_split_apart(dataset, table, tmp_path):
+    for path in (dataset, table[0]):
+        folder = tmp_path / f"cache-{os.path.basename(path)}"
+        plain = tfrecorder.load(path, shuffle=False)
+        cached = tfrecorder.load(path, shuffle=False, cache=str(folder))
+        for split, ds in plain.items():
+            expected = [(f["split"].numpy(), f["label"].numpy().tolist()) for f in ds]
+            for _ in range(2):  # writes the cache, then reads it
+                assert [(f["split"].numpy(), f["label"].numpy().tolist())
+                        for f in cached[split]] == expected and expected
+        assert sorted(os.listdir(folder)) == sorted(
+            f"{split}{suffix}" for split in plain for suffix in (".index", ".data-00000-of-00001"))

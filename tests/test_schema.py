@@ -170,6 +170,8 @@ def test_csv_columns_under_a_header_are_typed_from_their_text(images, tmp_path):
      r"column 'label' is IntegerLabel but holds text at rows 0, 1"),
     ({"image_uri": ["/a.jpg"], "big": [1e39]}, {"big": "FloatInput"},
      r"column 'big' is FloatInput, but holds values that are not numbers"),
+    ({"image_uri": ["/a.jpg", "/b.jpg"], "label": [[0, -1], [2]]}, None,
+     r"column 'label' has negative class ids at row 0"),
     ({"image_uri": ["/a.jpg"], "b": [[[1, 2], [3]]]}, None,
      r"column 'b' holds lists of lists of different lengths"),
 ])

@@ -4,11 +4,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from helpers import features_of, read_manifest, read_split, rewrite_split
+from helpers import features_of, read_manifest, read_split, rewrite_split, write_image
 
 import tfrecorder
 from tfrecorder import VerificationError
+from tfrecorder.tfrecord import open_read, read_records
 
 
 @pytest.fixture
@@ -174,7 +176,8 @@ def test_shapes_formats_and_features_that_differ_from_the_record_are_found(datas
         f"{examples[1]['image_format'].decode()!r}, but the image bytes are not in that "
         "format",
         "train-00000-of-00001.tfrecord, record 3: does not parse with the manifest's "
-        "features: Feature: label (data type: int64) is required but could not be found.",
+        "features: label: Feature: label (data type: int64) is required but could not be "
+        "found.",
     ])
 
 
@@ -191,3 +194,159 @@ def test_the_message_counts_every_problem_and_quotes_the_first_few(dataset):
     assert "6 problems" in message and "... and 1 more" in message
     assert problems[4] in message and problems[5] not in message
     assert message.endswith("tfrecorder.convert(..., overwrite=True)).")
+
+
+# --- datasets with a schema: inputs, multi-label rows, no images ---------------------------
+
+def schema_table(tmp_path, images: bool = True) -> pd.DataFrame:
+    """Multi-label rows with number, text, box and categorical inputs; tiny images."""
+    table = pd.DataFrame({
+        "split": ["TRAIN", "TRAIN", "TRAIN", "VALIDATION", "TEST"],
+        "label": [["cat", "dog"], ["dog"], [], ["bird"], ["cat"]],
+        "age": [1, 2, 3, 4, 5],
+        "score": [0.5, 1.5, 2.5, 2.0, -1.0],
+        "name": ["a", "=b", "c", "d", "e"],
+        "boxes": [[[0.1, 0.2, 0.3, 0.4]], [], [[0, 0, 1, 1], [0.5, 0.5, 1, 1]],
+                  [[0.2, 0.2, 0.4, 0.4]], []],
+        "classes": [["cat"], [], ["dog", "cat"], ["bird"], ["dog"]],
+    })
+    if images:
+        table.insert(1, "image_uri", [
+            write_image(tmp_path / "images" / f"s{i}.png", size=(6 + i, 5), fmt="PNG", seed=i)
+            for i in range(len(table))])
+    return table
+
+
+def convert_schema(tmp_path, images: bool = True, **options) -> str:
+    out = str(tmp_path / ("with_images" if images else "no_images"))
+    tfrecorder.convert(schema_table(tmp_path, images), out, schema={"classes":
+                       "CategoricalInput"}, progress=False, num_workers=1, **options)
+    return out
+
+
+def examples_of(output_dir, split: str) -> list[dict]:
+    """Every record of `split` as `encode_example` takes it: each feature a list of its
+    values (ints, floats or bytes), so that encoding them again gives the same bytes."""
+    from tensorflow.core.example.example_pb2 import Example
+
+    manifest = read_manifest(output_dir)
+    examples = []
+    for shard in manifest["splits"][split]["shards"]:
+        with open_read(str(Path(output_dir, shard["file"])), manifest["compression"]) as f:
+            for record in read_records(f):
+                features = Example.FromString(record).features.feature
+                examples.append({
+                    name: list(getattr(feature, feature.WhichOneof("kind")).value)
+                    if feature.WhichOneof("kind") else []
+                    for name, feature in features.items()})
+    return examples
+
+
+@pytest.mark.parametrize("images", [True, False], ids=["images", "no_images"])
+def test_datasets_with_a_schema_and_multi_label_rows_verify(tmp_path, images):
+    out = convert_schema(tmp_path, images)
+    manifest = read_manifest(out)
+    assert manifest["labels"]["multi_label"]
+    assert ("image" in manifest["features"]) is images
+    report = tfrecorder.verify(out)
+    assert report.ok and report.num_records_parsed == 5
+    assert report.num_images_decoded == (5 if images else 0)
+    rewrite_split(out, "train", examples_of(out, "train"))  # the same records, re-encoded
+    assert tfrecorder.verify(out).ok
+
+
+def test_a_dataset_without_images_says_it_parses_records(tmp_path, capsys):
+    out = convert_schema(tmp_path, images=False, compression="gzip")
+    assert tfrecorder.verify(out, progress=True).ok
+    err = capsys.readouterr().err
+    assert "Parsing records" in err and "Decoding images" not in err
+
+
+def test_a_label_id_outside_the_vocabulary_is_named(dataset):
+    manifest = read_manifest(dataset)
+    records = read_split(dataset, "train")
+    examples = [features_of(r, manifest) for r in records]
+    examples[1]["label"] = 3
+    examples[2]["label"] = -1
+    rewrite_split(dataset, "train", examples)
+    name = [r["image_name"].decode() for r in records]
+    assert problems_of(dataset) == [
+        f"train-00000-of-00001.tfrecord, record 1 ({name[1]!r}): label id 3 is outside the "
+        "3 classes of the manifest's labels (ids 0 to 2)",
+        f"train-00000-of-00001.tfrecord, record 2 ({name[2]!r}): label id -1 is outside the "
+        "3 classes of the manifest's labels (ids 0 to 2)",
+    ]
+    assert tfrecorder.verify(dataset, decode_images=False).ok  # ids need parsing
+
+
+@pytest.mark.parametrize("images", [True, False], ids=["images", "no_images"])
+def test_multi_label_and_categorical_ids_outside_their_vocabularies_are_named(
+        tmp_path, images):
+    out = convert_schema(tmp_path, images)
+    examples = examples_of(out, "train")
+    examples[0]["label"] = [0, 5, 2, 9]
+    examples[2]["classes"] = [1, 3]
+    rewrite_split(out, "train", examples)
+    report_problems = problems_of(out)
+    where = [f"train-00000-of-00001.tfrecord, record {i}" + (
+        f" ({examples[i]['image_name'][0].decode()!r})" if images else "") for i in (0, 2)]
+    assert report_problems == [
+        f"{where[0]}: label ids 5, 9 are outside the 3 classes of the manifest's labels "
+        "(ids 0 to 2)",
+        f"{where[1]}: classes id 3 is outside the 3 values of its vocabulary (ids 0 to 2)",
+    ]
+
+
+def test_a_record_in_the_shard_of_another_split_is_named(tmp_path):
+    out = convert_schema(tmp_path, images=False)
+    examples = examples_of(out, "train")
+    examples[1]["split"] = [b"TEST"]
+    examples[2]["split"] = [b"VALIDATION"]
+    examples[2]["label"] = [7]
+    rewrite_split(out, "train", examples)
+    assert problems_of(out) == [
+        "train-00000-of-00001.tfrecord, record 1: split is 'TEST', but the record is in a "
+        "shard of the train split",
+        "train-00000-of-00001.tfrecord, record 2: label id 7 is outside the 3 classes of "
+        "the manifest's labels (ids 0 to 2)",
+        "train-00000-of-00001.tfrecord, record 2: split is 'VALIDATION', but the record is "
+        "in a shard of the train split",
+    ]
+
+
+def test_a_record_that_does_not_match_the_schema_is_named_without_images(tmp_path):
+    out = convert_schema(tmp_path, images=False)
+    examples = examples_of(out, "train")
+    examples[0]["age"] = [b"one"]
+    examples[1]["score"] = [1.0, 2.0]
+    examples[2]["boxes"] = [0.0, 0.5, 1.0]  # not rows of 4
+    rewrite_split(out, "train", examples)
+    problems = problems_of(out)
+    assert len(problems) == 3
+    for number, (problem, feature) in enumerate(zip(problems, ["age", "score", "boxes"])):
+        assert problem.startswith(f"train-00000-of-00001.tfrecord, record {number}: does not "
+                                  f"parse with the manifest's features: {feature}: ")
+    assert problems[2].endswith("a tensor with 3 values, but the requested shape requires "
+                                "a multiple of 4")
+
+
+def test_integer_labels_are_checked_against_num_classes(tmp_path):
+    out = str(tmp_path / "out")
+    table = pd.DataFrame({"split": ["TRAIN"] * 3, "x": [1.0, 2.0, 3.0], "label": [1, 0, 4]})
+    tfrecorder.convert(table, out, progress=False, num_workers=1)
+    assert read_manifest(out)["labels"]["num_classes"] == 5
+    assert tfrecorder.verify(out).ok
+    examples = examples_of(out, "train")
+    examples[0]["label"], examples[1]["label"] = [5], [-1]
+    rewrite_split(out, "train", examples)
+    assert problems_of(out) == [
+        "train-00000-of-00001.tfrecord, record 0: label id 5 is outside the manifest's "
+        "num_classes 5 (ids 0 to 4)",
+        "train-00000-of-00001.tfrecord, record 1: label id -1 is outside the manifest's "
+        "num_classes 5 (ids 0 to 4)"]
+
+
+def test_a_manifest_whose_num_classes_differs_from_its_vocabulary_is_named(dataset):
+    edit_manifest(dataset, lambda manifest: manifest["labels"].update(num_classes=2))
+    assert problems_of(dataset) == [
+        "dataset.json: labels has num_classes 2, but a vocabulary of 3 classes"]

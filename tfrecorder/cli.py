@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -25,9 +26,15 @@ from inspect import Parameter, signature
 import tfrecorder
 from tfrecorder import fs
 from tfrecorder.convert import ON_ERROR
-from tfrecorder.errors import DatasetExistsError, TFRecorderError, VerificationError
+from tfrecorder.errors import (
+    DatasetExistsError,
+    SchemaError,
+    TFRecorderError,
+    VerificationError,
+)
 from tfrecorder.load import SPLITS
 from tfrecorder.records import IMAGE_FORMATS
+from tfrecorder.schema import TYPES
 from tfrecorder.tfrecord import COMPRESSIONS
 
 PROG = "tfrecorder"
@@ -106,10 +113,14 @@ def _add_convert(commands) -> None:
     d = CONVERT_DEFAULTS
     command = _command(
         commands, "convert", "convert a CSV or image folder into a TFRecord dataset",
-        "Convert SOURCE, an AutoML Vision CSV ([split,]image_uri[,label] rows, with or "
-        "without a header) or an image folder (label/file or split/label/file), into "
-        "sharded TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
-        "tfrecorder convert images.csv out/ --image-size 224x224 --num-shards train=8",
+        "Convert SOURCE, a CSV (AutoML Vision rows [split,]image_uri[,label...] with or "
+        "without a header, or any columns under a header row; columns other than split, "
+        "image_uri and label pass through as features, typed by --schema or by their "
+        "values) or an image folder (label/file or split/label/file), into sharded "
+        "TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
+        "tfrecorder convert images.csv out/ --image-size 224x224 --num-shards train=8\n"
+        "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
+        "--schema notes=drop --fill-missing age=0",
     )
     command.set_defaults(run=_convert, **d)
     command.add_argument("source", metavar="SOURCE", help="a CSV file or an image folder")
@@ -119,6 +130,16 @@ def _add_convert(commands) -> None:
     table.add_argument("--header", action=argparse.BooleanOptionalAction,
                        help="whether the CSV's first line names its columns "
                             "(default: detect)")
+    table.add_argument("--schema", type=_schema_entry, action=_MergeDict,
+                       metavar="COLUMN=TYPE",
+                       help=f"what a column is: {', '.join(TYPES)}, or drop to leave it "
+                            "out (repeatable; default: split, image_uri and label by name, "
+                            "other columns typed by their values)")
+    table.add_argument("--fill-missing", type=_fill_entry, action=_FillMissing,
+                       metavar="[COLUMN=]VALUE",
+                       help="the value for missing cells of input columns: VALUE for all, "
+                            "or COLUMN=VALUE per column (repeatable); read as a Python "
+                            "literal where it is one (default: a missing value is an error)")
     table.add_argument("--unassigned-split", type=_fractions, metavar="TRAIN,VAL,TEST",
                        help="fractions for UNASSIGNED rows (and every row without a split "
                             "column), by a stable hash of the URI (default: "
@@ -183,11 +204,33 @@ def _key_value(value: str) -> dict:
     key, sep, text = value.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {value!r}")
+    return {key.strip().replace("-", "_"): _literal(text)}
+
+
+def _literal(text: str):
+    """`text` as a Python literal where it is one (2, True, 0.5, [1, 2]), else as text."""
     try:
-        parsed = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        parsed = text
-    return {key.strip().replace("-", "_"): parsed}
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _schema_entry(value: str) -> dict:
+    """COLUMN=TYPE; the column name is kept as it is, the type checked by `convert`."""
+    column, sep, kind = value.partition("=")
+    if not sep or not column.strip() or not kind.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected COLUMN=TYPE like color=CategoricalInput or notes=drop, not {value!r}")
+    kind = kind.strip()
+    return {column.strip(): None if kind.lower() == "drop" else kind}
+
+
+def _fill_entry(value: str) -> tuple[str | None, object]:
+    """(column, value) for COLUMN=VALUE, (None, value) for a VALUE for every column."""
+    column, sep, text = value.partition("=")
+    if sep and column.strip():
+        return column.strip(), _literal(text)
+    return None, _literal(value)
 
 
 class _MergeDict(argparse.Action):
@@ -197,12 +240,28 @@ class _MergeDict(argparse.Action):
         setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), **values})
 
 
+class _FillMissing(argparse.Action):
+    """One value for every column, or COLUMN=VALUE pairs collected into a dict."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        column, value = values
+        current = getattr(namespace, self.dest)
+        pairs = isinstance(current, dict)
+        if (pairs and column is None) or (not pairs and current is not None and column):
+            parser.error(f"{option_string}: give one VALUE for every column, or COLUMN=VALUE "
+                         "for each, not both")
+        setattr(namespace, self.dest,
+                value if column is None else {**(current or {}), column: value})
+
+
 def _convert(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
     try:
         result = tfrecorder.convert(args.source, args.output_dir, **options)
     except DatasetExistsError as error:
         raise DatasetExistsError(_overwrite_hint(str(error))) from None
+    except SchemaError as error:
+        raise SchemaError(_flag_hint(str(error))) from None
     width = max(len("rejected"), *(len(split) for split in result.counts))
     print(f"Converted {args.source} into {result.output_dir} in "
           f"{result.elapsed_seconds:.1f} s: {_count(result.num_records, 'record')}")
@@ -217,6 +276,24 @@ def _overwrite_hint(message: str) -> str:
     """The library's advice names its keyword argument; here it is a flag."""
     message = message.replace("overwrite=True", "--overwrite")
     return message if "--overwrite" in message else f"{message} Pass --overwrite to replace it."
+
+
+# The library's advice on a column, e.g. schema={'notes': None} or fill_missing={'age': value}.
+_COLUMN_ADVICE = re.compile(r"""(schema|fill_missing)=\{('[^']*'|"[^"]*"): ([^{}]*)\}""")
+
+
+def _flag_hint(message: str) -> str:
+    """The library's advice on schema= and fill_missing=, as flags."""
+    def flag(match: re.Match) -> str:
+        column, value = ast.literal_eval(match[2]), match[3]
+        if match[1] == "fill_missing":
+            return f"--fill-missing {shlex.quote(f'{column}=VALUE')}"
+        kind = "drop" if value == "None" else _literal(value)
+        return f"--schema {shlex.quote(f'{column}={kind}')}"
+
+    message = _COLUMN_ADVICE.sub(flag, message)
+    message = message.replace("or None to drop the column", "or drop to leave the column out")
+    return message.replace("schema=", "--schema")
 
 
 def _image_size(value: str) -> tuple[int, int]:
@@ -256,7 +333,7 @@ def _add_info(commands) -> None:
         commands, "info", "describe a dataset from its manifest",
         "Print what the manifest (dataset.json) of the dataset in PATH says: splits with "
         "their records, shards and sizes, rejected rows, labels, compression, image "
-        "options and features. Reads no shard.",
+        "options, and every feature's dtype, shape and role. Reads no shard.",
         "tfrecorder info out/",
     )
     command.set_defaults(run=_info)
@@ -286,24 +363,53 @@ def _info(args: argparse.Namespace) -> int:
     rejected = manifest["rejected"]
     print(f"Rejected:     {rejected['num_rows']} of {manifest['num_source_rows']} source rows "
           f"(see {fs.join(args.path, rejected['file'])})")
-    print(f"Labels:       {_labels(manifest.get('labels'))}")
+    labels, features = manifest.get("labels"), manifest["features"]
+    print(f"Labels:       {_labels(labels)}")
     print(f"Compression:  {manifest['compression'] or 'none'}")
-    print(f"Image format: {_image_options(manifest['options'])}")
+    images = (_image_options(manifest["options"]) if "image" in features
+              else "none (the records hold no images)")
+    print(f"Image format: {images}")
     print("Features:")
-    width = max(len(name) for name in manifest["features"])
-    for name, feature in manifest["features"].items():
-        shape = f" {feature['shape']}" if feature["shape"] else ""
-        print(f"  {name:<{width}}  {feature['dtype']}{shape}")
+    rows = [(name, feature["dtype"], _shape(feature["shape"]), _role(name, feature, labels))
+            for name, feature in features.items()]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  " + "  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths))
+              + f"  {row[3]}".rstrip())
     return 0
 
 
 def _labels(labels: dict | None) -> str:
     if labels is None:
         return "none"
+    multi = ", multi-label" if labels.get("multi_label") else ""
     if labels["vocabulary"] is None:
-        return "integer ids"
+        classes = labels.get("num_classes")
+        return f"integer ids{multi}" + (f" (num_classes {classes})" if classes is not None
+                                         else "")
     vocabulary = labels["vocabulary"]
-    return f"{_count(len(vocabulary), 'class', 'classes')}: {', '.join(vocabulary)}"
+    return f"{_count(len(vocabulary), 'class', 'classes')}{multi}: {', '.join(vocabulary)}"
+
+
+def _shape(shape: list) -> str:
+    """[], [None] or [None, 4]: the dimensions of one record's value (None: any length)."""
+    return "[" + ", ".join("None" if size is None else str(size) for size in shape) + "]"
+
+
+def _role(name: str, feature: dict, labels: dict | None) -> str:
+    """The feature's role, with its vocabulary's size, and whether labels are multi-label."""
+    notes = []
+    if feature.get("vocabulary") is not None:
+        notes.append(f"categorical, {_count(len(feature['vocabulary']), 'value')}")
+    if name == "label" and labels:
+        if labels.get("multi_label"):
+            notes.append("multi-label")
+        if labels["vocabulary"] is not None:
+            notes.append(_count(len(labels["vocabulary"]), "class", "classes"))
+        elif labels.get("num_classes") is not None:
+            notes.append(f"num_classes {labels['num_classes']}")
+    role = feature.get("role", "")
+    return f"{role} ({', '.join(notes)})" if notes else role
 
 
 def _image_options(options: dict) -> str:
@@ -322,14 +428,17 @@ def _add_verify(commands) -> None:
     command = _command(
         commands, "verify", "check every shard of a dataset against its manifest",
         "Read every shard of the dataset in PATH and check it against its manifest, and "
-        "(unless --no-decode) that every image decodes. Prints 'OK: N records in M "
-        "shards', or lists the problems and exits 1.",
+        "(unless --no-decode) that every record parses with the manifest's features, its "
+        "label and categorical ids are inside their vocabularies, its split is its "
+        "shard's, and its image decodes. Prints 'OK: N records in M shards', or lists the "
+        "problems and exits 1.",
         "tfrecorder verify out/ --no-decode",
     )
     command.set_defaults(run=_verify)
     command.add_argument("path", metavar="PATH", help="a dataset folder (local or gs://)")
     command.add_argument("--no-decode", dest="decode_images", action="store_false",
-                         help="skip decoding the images (much faster)")
+                         help="skip parsing the records and decoding the images (much "
+                              "faster)")
     command.add_argument("--no-progress", dest="progress", action="store_false",
                          help="hide the progress bar")
 
@@ -353,9 +462,13 @@ def _verify(args: argparse.Namespace) -> int:
             f"the dataset in {args.path!r} does not match its manifest "
             f"({_count(len(problems), 'problem')}, listed above). Restore the files from "
             "a copy, or convert again with --overwrite.", error.report) from None
-    decoded = f" ({report.num_images_decoded} images decoded)" if args.decode_images else ""
+    checked = ""
+    if args.decode_images:
+        images = report.num_images_decoded
+        checked = f" ({_count(report.num_records_parsed, 'record')} parsed" + (
+            f", {_count(images, 'image')} decoded)" if images else ")")
     print(f"OK: {_count(sum(report.num_records.values()), 'record')} in "
-          f"{_count(report.num_shards, 'shard')}{decoded}")
+          f"{_count(report.num_shards, 'shard')}{checked}")
     return 0
 
 
@@ -366,8 +479,8 @@ def _add_inspect(commands) -> None:
     command = _command(
         commands, "inspect", "write a few records as files you can look at",
         "Write the first records of a split of the dataset in PATH as files a person can "
-        "look at: their images, and their other features in records.csv. Prints the "
-        "folder written.",
+        "look at: their images, and their other features in records.csv (lists as JSON, "
+        "label and categorical ids with their names). Prints the folder written.",
         "tfrecorder inspect out/ --split validation --num-records 3 --output-dir look/",
     )
     command.set_defaults(run=_inspect)

@@ -3,12 +3,15 @@
 The file names come from the records' `image_name`, which is whatever the source table
 held, so they are treated as hostile: reduced to a safe base name, prefixed with the
 record's index (names cannot collide), and checked to land inside the output folder.
+Text cells of records.csv are as hostile: one a spreadsheet would run as a formula
+(starting with =, +, -, @, a tab or a carriage return) gets a leading single quote.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import tempfile
@@ -21,12 +24,16 @@ CSV_FILE = "records.csv"
 _EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "raw": ".png"}  # raw pixels are saved as PNG
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 100  # characters of the image name kept in a file name
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what spreadsheets may run as a formula
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # ...but read as a number
 
 
 def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
             output_dir: str | os.PathLike | None = None) -> str:
     """Writes the first records of a split as files: their images, and their other
-    features in `records.csv` (one row per record, with the `image_file` it wrote).
+    features in `records.csv`, one row per record: lists as JSON, label and categorical
+    ids followed by their names (columns `label_name` and `{feature}_value`), and the
+    `image_file` it wrote. A dataset without images gives records.csv alone.
 
     Args:
         path: the dataset folder (local or gs://).
@@ -38,6 +45,7 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
     Returns:
         The folder written to. JPEG and PNG images are written as they are stored; raw
         pixels are written as PNG. Each file is named `{index:05d}-{image name}.{ext}`.
+        Text cells that a spreadsheet would read as a formula start with a single quote.
     """
     if num_records < 0:
         raise ValueError(f"num_records must be 0 or more, not {num_records!r}")
@@ -48,23 +56,55 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
                   else os.fspath(output_dir))
     os.makedirs(output_dir, exist_ok=True)
 
+    has_images = "image" in manifest["features"]
     columns = [name for name in manifest["features"] if name != "image"]
+    vocabularies = _vocabularies(manifest)
+    header = []
+    for name in columns:
+        header.append(name)
+        if name in vocabularies:
+            header.append(_unused(f"{name}_name" if name == "label" else f"{name}_value",
+                                  manifest["features"]))
     spec = feature_spec(manifest)
     rows = []
     for index, record in enumerate(_first_records(files, manifest.get("compression"),
                                                   num_records)):
-        features = {name: value.numpy() for name, value in _parse(record, spec).items()}
-        file_name = _safe_file_name(index, features.get("image_name", b""),
-                                    features.get("image_format", b""))
-        with open(_inside(output_dir, file_name), "wb") as f:
-            f.write(_image_file_bytes(features))
-        rows.append([_cell(features[name]) for name in columns] + [file_name])
+        features = {name: _plain(value) for name, value in _parse(record, spec).items()}
+        row = []
+        for name in columns:
+            row.append(_cell(features[name]))
+            if name in vocabularies:
+                row.append(_cell(_names(features[name], vocabularies[name])))
+        if has_images:
+            file_name = _safe_file_name(index, features.get("image_name", b""),
+                                        features.get("image_format", b""))
+            with open(_inside(output_dir, file_name), "wb") as f:
+                f.write(_image_file_bytes(features))
+            row.append(file_name)
+        rows.append(row)
 
     with open(os.path.join(output_dir, CSV_FILE), "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(columns + ["image_file"])
+        writer.writerow(header + (["image_file"] if has_images else []))
         writer.writerows(rows)
     return output_dir
+
+
+def _vocabularies(manifest: dict) -> dict[str, list[str]]:
+    """The names of the ids of the label (text labels) and of categorical inputs."""
+    found = {name: feature["vocabulary"] for name, feature in manifest["features"].items()
+             if feature.get("vocabulary") is not None}
+    labels = manifest.get("labels") or {}
+    if labels.get("vocabulary") is not None and "label" in manifest["features"]:
+        found["label"] = labels["vocabulary"]
+    return found
+
+
+def _unused(name: str, features: dict) -> str:
+    """`name`, or with underscores added until no feature has it."""
+    while name in features:
+        name += "_"
+    return name
 
 
 def _first_records(files: list[str], compression: str | None, count: int):
@@ -119,7 +159,50 @@ def _inside(folder: str, file_name: str) -> str:
     return target
 
 
+def _plain(value):
+    """A parsed feature as plain Python: a value, or (nested) lists of values, whether
+    TensorFlow parsed it dense or ragged."""
+    import tensorflow as tf
+
+    if isinstance(value, tf.RaggedTensor):
+        return value.to_list()
+    value = value.numpy()
+    return value.tolist() if hasattr(value, "tolist") else value  # a string is bytes
+
+
+def _names(ids, vocabulary: list[str]):
+    """The vocabulary's names for `ids` (one id or a list); None for an id outside it."""
+    if isinstance(ids, list):
+        return [_names(i, vocabulary) for i in ids]
+    return vocabulary[ids] if 0 <= ids < len(vocabulary) else None
+
+
 def _cell(value) -> str | int | float:
+    """A CSV cell: numbers as they are, lists as JSON, text safe from spreadsheets."""
+    if isinstance(value, list):
+        return json.dumps(_readable(value), ensure_ascii=False)
+    value = _readable(value)
+    if value is None:
+        return ""
+    return _no_formula(value) if isinstance(value, str) else value
+
+
+def _readable(value):
+    """Text decoded, and float32 values by their shortest decimals (0.1, not
+    0.10000000149011612), inside lists too."""
+    import numpy as np
+
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="backslashreplace")
-    return value.item() if hasattr(value, "item") else value
+    if isinstance(value, float):
+        return float(str(np.float32(value)))
+    return value
+
+
+def _no_formula(text: str) -> str:
+    """`text`, with a leading single quote if a spreadsheet would run it as a formula."""
+    if text.startswith(_FORMULA_START) and not _NUMBER.fullmatch(text):
+        return "'" + text
+    return text

@@ -1,8 +1,10 @@
 """`load()`: a dataset folder -> tuned `tf.data` pipelines, ready for `model.fit`.
 
 Everything comes from the manifest: shard files, record counts (so datasets know their
-length), the parsing spec, compression, whether images are raw pixels, and the size of
-every image. That last fact keeps decoding cheap: when images are resized on load, JPEGs
+length), the parsing spec (every feature's dtype and shape, and its role: image, label,
+split or input), compression, whether images are raw pixels, and the size of every image.
+Datasets without images are parsed a batch at a time, as there is nothing to decode.
+Knowing every image's size keeps decoding cheap: when images are resized on load, JPEGs
 are decoded at a reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still at
 least as large as the target, which skips most of the work of a full decode and does the
 bulk of the downscaling as an average over pixels.
@@ -35,14 +37,31 @@ def shard_files(dataset_dir: str, manifest: dict, split: str) -> list[str]:
 
 
 def feature_spec(manifest: dict) -> dict:
-    """The `tf.io.parse_example` spec of the dataset's records, from the manifest."""
+    """The `tf.io.parse_example` spec of the dataset's records, from the manifest.
+
+    A feature of shape [] is a FixedLenFeature; a list ([None]) and a list of k-value
+    rows ([None, k], stored flat) are RaggedFeatures, the latter cut into rows of k. So
+    `tf.io.parse_single_example` returns dense tensors of shape [], [n] and [n, k], and
+    `tf.io.parse_example` a dense [B] and RaggedTensors [B, None] and [B, None, k]
+    (row splits int64, like `tf.data.Dataset.ragged_batch`).
+    """
     import tensorflow as tf
 
     dtypes = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}
-    return {
-        name: tf.io.FixedLenFeature(feature["shape"], dtypes[feature["dtype"]])
-        for name, feature in manifest["features"].items()
-    }
+    spec = {}
+    for name, feature in manifest["features"].items():
+        dtype, shape = dtypes[feature["dtype"]], feature["shape"]
+        if None not in shape:
+            spec[name] = tf.io.FixedLenFeature(shape, dtype)
+        elif shape[0] is None and None not in shape[1:]:
+            rows = [tf.io.RaggedFeature.UniformRowLength(k) for k in shape[1:]]
+            spec[name] = tf.io.RaggedFeature(dtype, partitions=rows,
+                                             row_splits_dtype=tf.int64)
+        else:
+            raise ValueError(
+                f"feature {name!r} has shape {shape}; only its first dimension may be of any "
+                "length (None). Is the manifest from a newer tfrecorder? Upgrade to read it.")
+    return spec
 
 
 def decode_image(features: dict, channels: int = 0):
@@ -80,7 +99,7 @@ def load(
     *,
     batch_size: int | None = None,
     image_size: tuple[int, int] | None = None,
-    channels: int = 3,
+    channels: int | None = None,
     shuffle: bool | None = None,
     shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER,
     seed: int | None = 0,
@@ -88,16 +107,21 @@ def load(
     augment: Callable | str | None = None,
     cache: bool | str = False,
     as_supervised: bool = False,
+    multi_hot: bool = False,
     drop_remainder: bool = False,
 ):
     """Loads a dataset written by tfrecorder as `tf.data` pipelines.
+
+    Elements are dicts of every feature; lists (e.g. boxes, as [n, 4] tensors) come in
+    batches as RaggedTensors. `image_size`, `channels` and `augment` are for datasets
+    with images only.
 
     Args:
         path: the dataset folder (local or gs://).
         split: "train", "validation" or "test" for one dataset; None for a dict of all.
         batch_size: batch the elements; with mixed image sizes, give `image_size` too.
         image_size: (height, width) to resize images to, so that batches stack.
-        channels: 3 (default) converts every image to RGB; 1 or 4 likewise; 0 keeps
+        channels: 3 (the default) converts every image to RGB; 1 or 4 likewise; 0 keeps
             each image's own channels.
         shuffle: shuffle shards and records; default: only the train split.
         shuffle_buffer: records held for shuffling (shards are shuffled when written).
@@ -105,9 +129,13 @@ def load(
         repeat: repeat forever (for `steps_per_epoch`-style training).
         augment: a function image -> image, or "basic" (random flips, crops and
             brightness); applied to the train split only.
-        cache: True caches decoded (and resized) elements in memory; a path caches
-            them in files there.
-        as_supervised: elements are (image, label) pairs instead of feature dicts.
+        cache: True caches decoded (and resized) elements in memory, or the records as
+            read for a dataset without images; a folder caches them in files there.
+        as_supervised: elements are (image, label) pairs instead of feature dicts; for a
+            dataset without images, (dict of the input features, label).
+        multi_hot: for multi-label datasets: each label is a float32 vector of
+            `num_classes` with 1 for the record's classes (for binary crossentropy),
+            instead of the list of its class ids.
         drop_remainder: drop a last, smaller batch.
 
     Returns:
@@ -116,36 +144,64 @@ def load(
     """
     path = os.fspath(path)
     manifest = read_manifest(path)
-    _check_options(manifest, image_size, channels, augment, as_supervised)
+    _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest["splits"]]
     datasets = {
         name: _pipeline(
             path, manifest, name, batch_size=batch_size, image_size=image_size,
-            channels=channels, shuffle=(name == "train") if shuffle is None else shuffle,
+            channels=3 if channels is None else channels,
+            shuffle=(name == "train") if shuffle is None else shuffle,
             shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat,
             augment=augment if name == "train" else None, cache=cache,
-            as_supervised=as_supervised, drop_remainder=drop_remainder,
+            as_supervised=as_supervised, multi_hot=multi_hot, drop_remainder=drop_remainder,
         )
         for name in splits
     }
     return datasets[split] if split is not None else datasets
 
 
-def _check_options(manifest, image_size, channels, augment, as_supervised) -> None:
+def _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot) -> None:
+    features = manifest["features"]
+    if "image" not in features:
+        given = [name for name, value in
+                 [("image_size", image_size), ("channels", channels), ("augment", augment)]
+                 if value is not None]
+        if given:
+            raise ValueError(
+                f"this dataset has no images, so {' and '.join(given)} cannot apply. Leave "
+                f"{'it' if len(given) == 1 else 'them'} out.")
+        if as_supervised and not _inputs(manifest):
+            raise ValueError(
+                "as_supervised pairs the input features with the label, and this dataset "
+                "has neither images nor input features. Load feature dicts instead.")
     if image_size is not None and (
         len(image_size) != 2 or not all(isinstance(v, int) and v > 0 for v in image_size)
     ):
         raise ValueError(f"image_size must be (height, width) > 0, not {image_size!r}")
-    if channels not in (0, 1, 3, 4):
+    if channels not in (None, 0, 1, 3, 4):
         raise ValueError(f"channels must be 0, 1, 3 or 4, not {channels!r}")
     if isinstance(augment, str) and augment not in AUGMENT_PRESETS:
         raise ValueError(f"augment must be a function or one of {AUGMENT_PRESETS}")
-    if as_supervised and "label" not in manifest["features"]:
+    if as_supervised and "label" not in features:
         raise ValueError("as_supervised needs labels, and this dataset has none.")
+    if multi_hot and "label" not in features:
+        raise ValueError("multi_hot needs labels, and this dataset has none.")
+    if multi_hot and not manifest.get("labels", {}).get("multi_label", False):
+        raise ValueError(
+            "multi_hot is for multi-label datasets, and this one has a single label per "
+            "record: its label is already a class id. Leave multi_hot out (or use "
+            "tf.one_hot on the label).")
+
+
+def _inputs(manifest: dict) -> list[str]:
+    """The names of the features written from input columns (not image, label or split)."""
+    return [name for name, feature in manifest["features"].items()
+            if feature.get("role") == "input"]
 
 
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
-              shuffle_buffer, seed, repeat, augment, cache, as_supervised, drop_remainder):
+              shuffle_buffer, seed, repeat, augment, cache, as_supervised, multi_hot,
+              drop_remainder):
     import tensorflow as tf
 
     autotune = tf.data.AUTOTUNE
@@ -155,6 +211,8 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     num_records = manifest["splits"][split]["num_records"]
     compression = "GZIP" if manifest["compression"] == "gzip" else ""
     spec = feature_spec(manifest)
+    num_classes = manifest["labels"]["num_classes"] if multi_hot else None
+    has_images = "image" in manifest["features"]
 
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle:
@@ -172,46 +230,107 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     transform = None
     if augment is not None:
         transform = _basic_augmentation(seed) if augment == "basic" else augment
-    if batch_size and image_size and not cache:
+    if not has_images:
+        # Nothing to decode: cache the records as read, and parse a whole batch at once.
+        if cache:
+            ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
+        if repeat:
+            ds = ds.repeat()
+        if batch_size:
+            ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+        ds = ds.map(lambda serialized: _parsed(serialized, spec, num_classes),
+                    num_parallel_calls=autotune, deterministic=ordered)
+    elif batch_size and image_size and not cache:
         # Fixed-shape batches: parse a whole batch of records in one vectorized op, then
         # decode its images; much less per-record overhead than one parse per record.
         if repeat:
             ds = ds.repeat()
         ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-        ds = ds.map(lambda batch: _decoded_batch(batch, spec, image_size, channels, transform),
+        ds = ds.map(lambda batch: _decoded_batch(_parsed(batch, spec, num_classes),
+                                                 image_size, channels, transform),
                     num_parallel_calls=autotune, deterministic=ordered)
     else:
         def parse(serialized):
-            features = tf.io.parse_single_example(serialized, spec)
+            features = _parsed(serialized, spec, num_classes)
             features["image"] = _decoded(features, image_size, channels)
             return features
 
         ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
         if cache:
-            ds = ds.cache("" if cache is True else os.fspath(cache))
-            if shuffle:
-                ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+            ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
         if transform is not None:
             ds = ds.map(lambda f: {**f, "image": transform(f["image"])},
                         num_parallel_calls=autotune, deterministic=ordered)
         if repeat:
             ds = ds.repeat()
         if batch_size:
-            ds = ds.batch(batch_size, drop_remainder=drop_remainder,
-                          num_parallel_calls=autotune, deterministic=ordered)
-    if as_supervised:
+            ds = _batched(ds, batch_size, drop_remainder, ordered)
+    if as_supervised and has_images:
         ds = ds.map(lambda f: (f["image"], f["label"]))
+    elif as_supervised:
+        inputs = _inputs(manifest)
+        ds = ds.map(lambda f: ({name: f[name] for name in inputs}, f["label"]))
     return ds.prefetch(autotune)
+
+
+def _cached(ds, split: str, cache: bool | str, shuffle: bool, shuffle_buffer: int,
+            seed: int | None):
+    """Caches `ds` in memory (True) or in files in the folder `cache`, one set per split
+    (sharing one would serve one split's cache for another); shuffles after the cache,
+    so that every epoch still has its own order."""
+    if cache is True:
+        ds = ds.cache()
+    else:
+        fs.makedirs(os.fspath(cache))
+        ds = ds.cache(fs.join(os.fspath(cache), split))
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    return ds
+
+
+def _parsed(serialized, spec: dict, num_classes: int | None) -> dict:
+    """Parses one record, or a batch of them; with `num_classes`, multi-label labels
+    become multi-hot vectors of that length."""
+    import tensorflow as tf
+
+    parse = tf.io.parse_example if serialized.shape.rank else tf.io.parse_single_example
+    features = parse(serialized, spec)
+    if num_classes is not None:
+        # Per record, also for a batch's RaggedTensor of labels; ids out of range are
+        # dropped.
+        multi_hot = tf.math.bincount(
+            features["label"], minlength=num_classes, maxlength=num_classes,
+            binary_output=True, dtype=tf.float32, axis=-1)
+        features["label"] = tf.ensure_shape(multi_hot, serialized.shape + [num_classes])
+    return features
+
+
+def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
+    """Batches parsed records. Lists (features with a dimension of any length) come out
+    as RaggedTensors, as `tf.io.parse_example` returns them; images are stacked densely
+    (`ragged_batch` would make images of unknown size ragged too), so must share a size."""
+    import tensorflow as tf
+
+    lists = [name for name, spec in ds.element_spec.items()
+             if name != "image" and not spec.shape.is_fully_defined()]
+    if lists:
+        # A list as a RaggedTensor of one row stacks with lists of other lengths; the
+        # extra dimension is merged away after batching.
+        ds = ds.map(lambda f: {**f, **{name: tf.RaggedTensor.from_tensor(f[name][None])
+                                       for name in lists}})
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder,
+                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
+    if lists:
+        ds = ds.map(lambda f: {**f, **{name: f[name].merge_dims(1, 2) for name in lists}})
+    return ds
 
 
 _IMAGE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
 
 
-def _decoded_batch(serialized, spec: dict, image_size, channels: int, transform):
-    """Parses a batch of records and decodes (and resizes) their images."""
+def _decoded_batch(features: dict, image_size, channels: int, transform) -> dict:
+    """Decodes (and resizes) the images of a parsed batch of records."""
     import tensorflow as tf
-
-    features = tf.io.parse_example(serialized, spec)
 
     def one(image_features):
         image = _decoded(image_features, image_size, channels)

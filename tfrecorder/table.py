@@ -273,7 +273,13 @@ def _label_values(items: list[tuple], what: str, declared: str | None) -> list:
         raise SchemaError(
             f"{what} has non-integer numbers at {name_rows(i for i, _ in fractional)} "
             f"(e.g. {float(fractional[0][1])}). Labels are class ids or class names.")
-    return [int(v.strip()) if isinstance(v, str) else int(v) for _, v in items]
+    ids = [int(v.strip()) if isinstance(v, str) else int(v) for _, v in items]
+    negative = [i for (i, _), label in zip(items, ids) if label < 0]
+    if negative:
+        raise SchemaError(
+            f"{what} has negative class ids at {name_rows(negative)}. Class ids count from "
+            "0; use class names, or ids 0, 1, 2, ...")
+    return ids
 
 
 # --- sources -------------------------------------------------------------------------

@@ -6,12 +6,15 @@ Checks run in three layers, cheapest first, each on what passed the one before:
    unlisted shard, a crashed run's `*.tmp-*` file) is, since a glob would pick it up;
 2. framing: every record's length and data checksum (`read_records`, which names the byte
    offset of a bad one), and every count and size against the manifest;
-3. images: every record parses with the manifest's feature spec and its image decodes to
-   the recorded shape. Decoding is nearly all of the cost, so it runs as one `tf.data`
-   pipeline (a parallel map) that only says which records failed; those few are then
-   decoded again, one by one, to say why. A shard whose framing is broken is not decoded.
+3. records: every record parses with the manifest's feature spec; its label and
+   categorical ids fall inside their vocabularies, its `split` names the split of its
+   shard, and its image (when the dataset has images) decodes to the recorded shape and
+   format. Decoding is nearly all of the cost, so this runs as one `tf.data` pipeline (a
+   parallel map) that only says which records failed; those few are then parsed again,
+   one by one, to say why. A shard whose framing is broken is not parsed.
 
-Every problem is collected as a sentence naming the file, so one run lists them all.
+Every problem is collected as a sentence naming the file (and the record), so one run
+lists them all.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError, open_read, read
 logger = logging.getLogger(__name__)
 
 _SHOWN_PROBLEMS = 5  # problems quoted in the error message; the report holds all
-_BATCH = 256  # records per batch handed from the decoding pipeline to Python
+_BATCH = 256  # records per batch handed from the checking pipeline to Python
+_SHOWN_IDS = 5  # out-of-range ids quoted per record
 _IMAGE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
 
 
@@ -47,6 +51,7 @@ class VerifyReport:
     num_records: dict[str, int]  # records with sound framing and checksums, per split
     num_shards: int  # shards the manifest lists
     num_images_decoded: int  # records that parsed and decoded to their recorded shape
+    num_records_parsed: int  # records that parsed with the manifest's features
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -56,10 +61,11 @@ class VerifyReport:
 
 @dataclass(frozen=True)
 class _Shard:
-    """A shard whose framing is sound, so its records can be decoded."""
+    """A shard whose framing is sound, so its records can be parsed."""
 
     name: str
     path: str
+    split: str
     num_records: int
 
 
@@ -69,8 +75,9 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
 
     Args:
         path: the dataset folder (local or gs://).
-        decode_images: also parse every record and decode its image (the slow part);
-            False checks files, framing, checksums, counts and sizes only.
+        decode_images: also parse every record, check its ids and split, and decode its
+            image (the slow part); False checks files, framing, checksums, counts and
+            sizes only, without TensorFlow.
         progress: show a progress bar over records.
 
     Returns:
@@ -106,17 +113,18 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
             num_records[split] += count
             problems += _check_shard(shard, count, error, fs.size(file))
             if error is None:
-                readable.append(_Shard(shard["file"], file, count))
+                readable.append(_Shard(shard["file"], file, split, count))
 
-    num_decoded = 0
-    if decode_images and readable:
-        spec_problems = _check_spec(manifest)
-        problems += spec_problems
-        if not spec_problems:
-            num_decoded, image_problems = _check_images(manifest, readable, progress)
-            problems += image_problems
+    num_parsed = num_decoded = 0
+    if decode_images:
+        checks, manifest_problems = _record_checks(manifest)
+        problems += manifest_problems
+        if readable:
+            num_parsed, num_decoded, record_problems = _check_records(manifest, readable,
+                                                                      checks, progress)
+            problems += record_problems
 
-    report = VerifyReport(path, num_records, len(listed), num_decoded, problems)
+    report = VerifyReport(path, num_records, len(listed), num_decoded, num_parsed, problems)
     if problems:
         raise VerificationError(_message(path, problems), report)
     logger.info("Verified %s: %d records in %d shards.", path, sum(num_records.values()),
@@ -209,58 +217,126 @@ def _check_shard(shard: dict, count: int, error: str | None, size: int) -> list[
     return problems
 
 
-def _check_spec(manifest: dict) -> list[str]:
-    absent = [name for name in _IMAGE_FEATURES if name not in manifest["features"]]
-    return [f"{MANIFEST}: lists no {name!r} feature, so images cannot be checked"
-            for name in absent]
+@dataclass(frozen=True)
+class _IdRange:
+    """The ids a feature's values must be: 0 to `size` - 1."""
+
+    feature: str
+    size: int
+    described: str  # what the ids index, for the message
+
+    def outside(self, ids):
+        """Which of `ids` (a NumPy array or a tensor) are out of range."""
+        return (ids >= self.size) | (ids < 0)
 
 
-def _check_images(manifest: dict, shards: Sequence[_Shard], progress: bool
-                  ) -> tuple[int, list[str]]:
-    """Decodes every record of `shards`; returns how many are sound, and a problem for
-    each that is not."""
+@dataclass(frozen=True)
+class _Checks:
+    """What is checked in each record besides parsing, as the manifest allows."""
+
+    images: bool  # decode the image to its recorded shape and format
+    id_ranges: tuple[_IdRange, ...]  # label and categorical ids inside their vocabularies
+    split: bool  # the `split` feature names the split of the record's shard
+
+
+def _record_checks(manifest: dict) -> tuple[_Checks, list[str]]:
+    """The checks the manifest allows, and its problems that rule some out."""
+    features, problems = manifest["features"], []
+    present = [name for name in _IMAGE_FEATURES if name in features]
+    if present:  # a dataset without images has none of them
+        problems += [f"{MANIFEST}: lists no {name!r} feature, so images cannot be checked"
+                     for name in _IMAGE_FEATURES if name not in features]
+    ranges = []
+    labels = manifest.get("labels")
+    if labels and "label" in features:
+        vocabulary = labels.get("vocabulary")
+        size = labels.get("num_classes", None if vocabulary is None else len(vocabulary))
+        if vocabulary is not None and size != len(vocabulary):
+            problems.append(f"{MANIFEST}: labels has num_classes {size}, but a vocabulary "
+                            f"of {len(vocabulary)} classes")
+        elif vocabulary is not None:
+            ranges.append(_IdRange("label", size, f"the {_count(size, 'class', 'classes')} "
+                                   f"of the manifest's labels (ids 0 to {size - 1})"))
+        elif size is not None:  # integer labels: num_classes is the largest id + 1
+            ranges.append(_IdRange("label", size,
+                                   f"the manifest's num_classes {size} (ids 0 to {size - 1})"))
+    for name, feature in features.items():
+        if "vocabulary" in feature:
+            size = len(feature["vocabulary"])
+            ranges.append(_IdRange(name, size, f"the {_count(size, 'value')} of its "
+                                   f"vocabulary (ids 0 to {size - 1})"))
+    checks = _Checks(len(present) == len(_IMAGE_FEATURES), tuple(ranges), "split" in features)
+    return checks, problems
+
+
+def _check_records(manifest: dict, shards: Sequence[_Shard], checks: _Checks,
+                   progress: bool) -> tuple[int, int, list[str]]:
+    """Parses every record of `shards` and checks it; returns how many parsed, how many
+    images decoded to their recorded shape, and a problem for each record that failed."""
     import numpy as np
     from tqdm.auto import tqdm
 
-    spec = feature_spec(manifest)
+    try:
+        spec = feature_spec(manifest)
+    except ValueError as error:  # a feature of a shape this version cannot parse
+        return 0, 0, [f"{MANIFEST}: {error}"]
     compression = manifest.get("compression")
-    ds = _decoding_pipeline(shards, spec, compression)
+    ds = _checking_pipeline(shards, spec, checks, compression)
     arrived = [np.zeros(shard.num_records, dtype=bool) for shard in shards]
+    flagged = [np.zeros(shard.num_records, dtype=bool) for shard in shards]
     total = sum(shard.num_records for shard in shards)
-    with tqdm(total=total, unit="img", desc="Decoding images", disable=not progress) as bar:
-        num_decoded, problems = _collect(ds, shards, arrived, bar)
-        for shard, seen in zip(shards, arrived):
+    desc, unit = ("Decoding images", "img") if checks.images else ("Parsing records", "rec")
+    with tqdm(total=total, unit=unit, desc=desc, disable=not progress) as bar:
+        num_parsed, num_decoded, problems = _collect(ds, shards, arrived, flagged, bar)
+        for shard, seen, bad in zip(shards, arrived, flagged):
             failed = np.flatnonzero(~seen)
-            if failed.size:
-                found, recovered = _describe_failures(shard, set(failed.tolist()), spec,
-                                                      compression)
+            if failed.size or bad.any():
+                found, parsed, decoded = _describe_failures(
+                    shard, set(failed.tolist()), set(np.flatnonzero(bad).tolist()), spec,
+                    checks, compression)
                 problems += found
-                num_decoded += recovered
+                num_parsed += parsed
+                num_decoded += decoded
                 bar.update(failed.size)
-    return num_decoded, problems
+    return num_parsed, num_decoded, problems
 
 
-def _decoding_pipeline(shards: Sequence[_Shard], spec: dict, compression: str | None):
-    """Batches of (shard index, record number, decoded shape, recorded shape, format,
-    format matches, image name), one per record that parses and decodes."""
+def _checking_pipeline(shards: Sequence[_Shard], spec: dict, checks: _Checks,
+                       compression: str | None):
+    """Batches of one summary per record that parses (and whose image decodes): its
+    shard index and record number, whether its values are sound, how many values it
+    holds, and for images the decoded shape, recorded shape, format, whether the format
+    matches, and the image's name."""
     import tensorflow as tf
 
-    def records(index, file):
+    def records(index, file, split):
         return tf.data.TFRecordDataset(
             file, compression_type="GZIP" if compression == "gzip" else ""
-        ).enumerate().map(lambda number, record: (index, number, record))
+        ).enumerate().map(lambda number, record: (index, split, number, record))
 
-    def summary(index, number, record):
+    def summary(index, split, number, record):
         features = tf.io.parse_single_example(record, spec)
-        shape = tf.shape(decode_image(features), out_type=tf.int64)
-        recorded = tf.stack([features["image_height"], features["image_width"],
-                             features["image_channels"]])
-        return (index, number, shape, recorded, features["image_format"],
-                _format_matches(features), features.get("image_name", ""))
+        # Lists of k-value rows are cut into rows after parsing, by ops that run only if
+        # an output uses them (graph optimization drops mere control dependencies), so
+        # every feature's values are counted: that checks every feature.
+        parts = tf.nest.flatten(features, expand_composites=True)
+        found = {"index": index, "number": number,
+                 "values_ok": _values_sound(features, checks, split),
+                 "num_values": tf.add_n([tf.constant(0, tf.int64)] + [
+                     tf.size(part, out_type=tf.int64) for part in parts])}
+        if checks.images:
+            found.update(
+                shape=tf.shape(decode_image(features), out_type=tf.int64),
+                recorded=tf.stack([features["image_height"], features["image_width"],
+                                   features["image_channels"]]),
+                format=features["image_format"], format_ok=_format_matches(features),
+                name=features["image_name"])
+        return found
 
     autotune = tf.data.AUTOTUNE
     ds = tf.data.Dataset.from_tensor_slices(
-        (tf.range(len(shards), dtype=tf.int64), [shard.path for shard in shards]))
+        (tf.range(len(shards), dtype=tf.int64), [shard.path for shard in shards],
+         [shard.split for shard in shards]))
     ds = ds.interleave(records, cycle_length=min(len(shards), 16),
                        num_parallel_calls=autotune, deterministic=False)
     # A record that fails to parse or decode raises inside the map; ignore_errors drops
@@ -269,27 +345,76 @@ def _decoding_pipeline(shards: Sequence[_Shard], spec: dict, compression: str | 
     return ds.batch(_BATCH).prefetch(autotune)
 
 
-def _collect(ds, shards: Sequence[_Shard], arrived: list, bar) -> tuple[int, list[str]]:
-    """Reads the pipeline's batches: marks the records that arrived, and describes those
-    that decoded to another shape or are not in their recorded format."""
+def _values_sound(features: dict, checks: _Checks, split):
+    """In the pipeline: whether every id is in range and the split matches the shard's;
+    `_value_problems` says what is wrong with the few records where this is False."""
+    import tensorflow as tf
+
+    sound = [tf.constant(True)]
+    sound += [tf.logical_not(tf.reduce_any(rule.outside(_flat(features[rule.feature]))))
+              for rule in checks.id_ranges]
+    if checks.split:
+        sound.append(tf.equal(tf.strings.lower(features["split"]), split))
+    return tf.reduce_all(tf.stack(sound))
+
+
+def _value_problems(features: dict, checks: _Checks, split: str) -> list[str]:
+    """What is wrong with one parsed record's values (eagerly), without naming it."""
+    problems = []
+    for rule in checks.id_ranges:
+        ids = _flat(features[rule.feature]).numpy()
+        bad = ids[rule.outside(ids)].tolist()
+        if bad:
+            shown = ", ".join(map(str, bad[:_SHOWN_IDS])) + (", ..." if len(bad) > _SHOWN_IDS
+                                                              else "")
+            problems.append(f"{rule.feature} id{'s' if len(bad) > 1 else ''} {shown} "
+                            f"{'are' if len(bad) > 1 else 'is'} outside {rule.described}")
+    if checks.split:
+        recorded = _text(features["split"].numpy())
+        if recorded.lower() != split:
+            problems.append(f"split is {recorded!r}, but the record is in a shard of the "
+                            f"{split} split")
+    return problems
+
+
+def _flat(tensor):
+    """A feature's values as one flat tensor, whether it parsed dense or ragged."""
+    import tensorflow as tf
+
+    if isinstance(tensor, tf.RaggedTensor):
+        return tensor.flat_values
+    return tf.reshape(tensor, [-1])
+
+
+def _collect(ds, shards: Sequence[_Shard], arrived: list, flagged: list, bar
+             ) -> tuple[int, int, list[str]]:
+    """Reads the pipeline's batches: marks the records that arrived and those whose values
+    are not sound, and describes images that decoded to another shape or are not in their
+    recorded format. Returns the records parsed, the images decoded and the problems."""
     import numpy as np
 
-    problems, num_decoded = [], 0
-    for index, number, shape, recorded, fmt, fmt_ok, name in ds.as_numpy_iterator():
+    problems, num_parsed, num_decoded = [], 0, 0
+    for batch in ds.as_numpy_iterator():
+        index, number = batch["index"], batch["number"]
         for i in np.unique(index):
             arrived[i][number[index == i]] = True
+            flagged[i][number[(index == i) & ~batch["values_ok"]]] = True
+        num_parsed += len(index)
+        bar.update(len(index))
+        if "shape" not in batch:
+            continue
+        shape, recorded, fmt_ok = batch["shape"], batch["recorded"], batch["format_ok"]
         good = (shape == recorded).all(axis=1) & fmt_ok
         num_decoded += int(good.sum())
         for k in np.flatnonzero(~good):
-            where = _where(shards[index[k]].name, number[k], name[k])
+            where = _where(shards[index[k]].name, number[k], batch["name"][k])
             if not fmt_ok[k]:
-                problems.append(f"{where}: image_format is {_text(fmt[k])!r}, but the image "
-                                "bytes are not in that format")
+                problems.append(f"{where}: image_format is {_text(batch['format'][k])!r}, "
+                                "but the image bytes are not in that format")
             if (shape[k] != recorded[k]).any():
                 problems.append(f"{where}: the image decodes to {_hwc(shape[k])}, but the "
                                 f"record says {_hwc(recorded[k])} (height x width x channels)")
-        bar.update(len(index))
-    return num_decoded, problems
+    return num_parsed, num_decoded, problems
 
 
 def _format_matches(features: dict):
@@ -305,35 +430,58 @@ def _format_matches(features: dict):
     return tf.reduce_any(tf.stack(matches))
 
 
-def _describe_failures(shard: _Shard, numbers: set[int], spec: dict,
-                       compression: str | None) -> tuple[list[str], int]:
-    """Decodes the records `numbers` of `shard` one by one, eagerly, to say why each
-    failed; returns the problems and the number that decoded after all."""
+def _describe_failures(shard: _Shard, failed: set[int], flagged: set[int], spec: dict,
+                       checks: _Checks, compression: str | None
+                       ) -> tuple[list[str], int, int]:
+    """Parses the records `failed` (they never left the pipeline) and `flagged` (their
+    values are not sound) of `shard` one by one, eagerly, to say why. Returns the
+    problems, and how many of `failed` parsed and decoded after all."""
     import tensorflow as tf
 
-    problems, recovered, last = [], 0, max(numbers)
+    problems, parsed, decoded, last = [], 0, 0, max(failed | flagged)
     with open_read(shard.path, compression) as stream:
         for number, record in enumerate(read_records(stream)):
-            if number in numbers:
+            if number in failed or number in flagged:
                 try:
                     features = tf.io.parse_single_example(record, spec)
                 except tf.errors.OpError as error:
                     problems.append(f"{_where(shard.name, number)}: does not parse with the "
-                                    f"manifest's features: {_tf_message(error)}")
+                                    f"manifest's features: {_parse_errors(record, spec, error)}")
                     continue
                 name = features["image_name"].numpy() if "image_name" in features else b""
-                try:
-                    decode_image(features)
-                except tf.errors.OpError as error:
-                    problems.append(f"{_where(shard.name, number, name)}: the image does not "
-                                    f"decode: {_tf_message(error)}")
-                    continue
-                logger.warning("%s, record %d: failed in the decoding pipeline but decoded "
-                               "alone; counted as sound.", shard.name, number)
-                recovered += 1
+                where = _where(shard.name, number, name)
+                problems += [f"{where}: {problem}"
+                             for problem in _value_problems(features, checks, shard.split)]
+                if number in failed:
+                    parsed += 1
+                    if checks.images:
+                        try:
+                            decode_image(features)
+                        except tf.errors.OpError as error:
+                            problems.append(f"{where}: the image does not decode: "
+                                            f"{_tf_message(error)}")
+                            continue
+                        decoded += 1
+                    logger.warning("%s, record %d: failed in the checking pipeline but "
+                                   "parsed%s alone.", shard.name, number,
+                                   " and decoded" if checks.images else "")
             if number >= last:
                 break
-    return problems, recovered
+    return problems, parsed, decoded
+
+
+def _parse_errors(record: bytes, spec: dict, error) -> str:
+    """Why a record does not parse, feature by feature (TensorFlow's message does not
+    always name the feature)."""
+    import tensorflow as tf
+
+    errors = []
+    for name, feature in spec.items():
+        try:
+            tf.io.parse_single_example(record, {name: feature})
+        except tf.errors.OpError as one:
+            errors.append(f"{name}: {_tf_message(one)}")
+    return "; ".join(errors) or _tf_message(error)
 
 
 def _where(shard: str, number: int, image_name: bytes = b"") -> str:
@@ -343,6 +491,10 @@ def _where(shard: str, number: int, image_name: bytes = b"") -> str:
 
 def _hwc(shape) -> str:
     return "x".join(str(int(v)) for v in shape)
+
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"
 
 
 def _text(value: bytes) -> str:
