@@ -41,6 +41,10 @@ def _header(number: int, length: int) -> bytes:
 
 def _feature(value: FeatureValue) -> list[bytes]:
     """The parts of one Feature message (headers and payloads, not yet joined)."""
+    if type(value) is int:  # the commonest feature: one int64, written in one go
+        packed = _varint(value)
+        int64s = _header(1, len(packed)) + packed
+        return [_header(_INT64_LIST, len(int64s)) + int64s]
     values = [value] if isinstance(value, (bytes, str, int, float)) else list(value)
     if not values:  # an empty Feature, which TensorFlow parses as an empty list of any type
         return []
@@ -70,10 +74,23 @@ def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
     Lengths are computed first and the parts joined once, so an image's bytes are copied
     once, not once per level of nesting.
     """
-    entries = []
+    entries, size = [], 0
     for name in sorted(features):
-        key = name.encode()
+        key = _keys.get(name) or _key(name)
         feature = _feature(features[name])
-        entry = [_header(1, len(key)), key, _header(2, sum(map(len, feature))), *feature]
-        entries += [_header(1, sum(map(len, entry))), *entry]
-    return b"".join([_header(1, sum(map(len, entries))), *entries])
+        length = sum(map(len, feature))
+        value = _header(2, length)
+        length += len(key) + len(value)
+        entry = _header(1, length)
+        entries += [entry, key, value, *feature]
+        size += len(entry) + length
+    return b"".join([_header(1, size), *entries])
+
+
+_keys: dict[str, bytes] = {}  # feature name -> its encoded key field; names repeat
+
+
+def _key(name: str) -> bytes:
+    key = name.encode()
+    _keys[name] = _header(1, len(key)) + key
+    return _keys[name]

@@ -86,9 +86,9 @@ def split_keys(table: Table) -> list[str]:
     if table.has_images:
         return table.rows["image_uri"].tolist()
     columns = [c for c in table.rows.columns if c != "split"]
-    return [json.dumps(values, default=str) for values in
-            zip(*(table.rows[c].tolist() for c in columns))] if columns else \
-        [str(i) for i in range(len(table.rows))]
+    encode = json.JSONEncoder(default=str).encode  # one encoder: json.dumps makes one a row
+    return [encode(values) for values in zip(*(table.rows[c].tolist() for c in columns))] \
+        if columns else [str(i) for i in range(len(table.rows))]
 
 
 def split_by_hash(uri: str, fractions: Sequence[float]) -> str:
