@@ -147,6 +147,8 @@ def _input_type(column: pd.Series) -> str:
         return "IntegerInput"
     if pd.api.types.is_float_dtype(column):
         return "FloatInput"
+    if isinstance(column.dtype, pd.StringDtype):  # text only: nothing to look into
+        return "StringInput"
     if pd.api.types.is_string_dtype(column) or column.dtype == object:
         return {"int64": "IntegerInput", "float32": "FloatInput"}.get(
             _element_kind(column), "StringInput")
