@@ -156,7 +156,7 @@ def test_csv_columns_under_a_header_are_typed_from_their_text(images, tmp_path):
     ({"image_uri": ["/a.jpg", "/b.jpg"], "age": [1.0, float("nan")]}, None,
      r"column 'age' has missing values .* at row 1\. .*fill_missing=\{'age': value\}"),
     ({"image_uri": ["/a.jpg", "/b.jpg"], "n": ["1", "two"]}, {"n": "IntegerInput"},
-     r"column 'n' is IntegerInput, but holds values that are not integers at row 1 "
+     r"column 'n' is IntegerInput, but holds values that are not 64-bit integers at row 1 "
      r"\(e\.g\. 'two'\)"),
     ({"image_uri": ["/a.jpg", "/b.jpg"], "v": [[1.0], 2.0]}, None,
      r"column 'v' mixes lists \(row 0\) and single values \(row 1\)"),
@@ -169,7 +169,7 @@ def test_csv_columns_under_a_header_are_typed_from_their_text(images, tmp_path):
     ({"image_uri": ["/a.jpg", "/b.jpg"], "label": ["cat", "dog"]}, {"label": "IntegerLabel"},
      r"column 'label' is IntegerLabel but holds text at rows 0, 1"),
     ({"image_uri": ["/a.jpg"], "big": [1e39]}, {"big": "FloatInput"},
-     r"column 'big' is FloatInput, but holds values that are not numbers"),
+     r"column 'big' is FloatInput, but holds values that are not 32-bit floats"),
     ({"image_uri": ["/a.jpg", "/b.jpg"], "label": [[0, -1], [2]]}, None,
      r"column 'label' has negative class ids at row 0"),
     ({"image_uri": ["/a.jpg"], "b": [[[1, 2], [3]]]}, None,

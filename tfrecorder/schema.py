@@ -227,7 +227,7 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, list]
             bad.append(i)
     if bad:
         example = dict(items)[bad[0]]
-        expected = {"int64": "integers", "float32": "numbers"}.get(kind, "text")
+        expected = {"int64": "64-bit integers", "float32": "32-bit floats"}.get(kind, "text")
         raise SchemaError(
             f"column {name!r} is {type_name}, but holds values that are not {expected} at "
             f"{name_rows(bad)} (e.g. {example!r}). Fix the values, or type the column "
