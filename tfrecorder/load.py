@@ -23,6 +23,8 @@ from tfrecorder.dataset import read_manifest
 
 SPLITS = ("train", "validation", "test")
 AUGMENT_PRESETS = ("basic",)
+# The features `decode_image` reads: a dataset with images has all of them.
+DECODE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
 
 
@@ -325,9 +327,6 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
     return ds
 
 
-_IMAGE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
-
-
 def _decoded_batch(features: dict, image_size, channels: int, transform) -> dict:
     """Decodes (and resizes) the images of a parsed batch of records."""
     import tensorflow as tf
@@ -337,7 +336,7 @@ def _decoded_batch(features: dict, image_size, channels: int, transform) -> dict
         return transform(image) if transform is not None else image
 
     features["image"] = tf.map_fn(
-        one, {name: features[name] for name in _IMAGE_FEATURES},
+        one, {name: features[name] for name in DECODE_FEATURES},
         fn_output_signature=tf.TensorSpec((*image_size, channels or None), tf.uint8))
     return features
 

@@ -27,6 +27,7 @@ from tfrecorder.schema import (
     IMAGE_URI,
     INPUT_KINDS,
     INTEGER_LABEL,
+    LABEL_TYPES,
     RESERVED,
     SPLIT_KEY,
     STRING_LABEL,
@@ -228,8 +229,7 @@ def _splits(column: pd.Series) -> list[str]:
 def _labels(frame: pd.DataFrame, names: list[str], types: Mapping) -> tuple[list, bool]:
     """The labels of every row (all str or all int), and whether rows are multi-label:
     a label column holding lists, or several label columns (their blank cells skipped)."""
-    declared = next((types[n] for n in names if types[n] in (STRING_LABEL, INTEGER_LABEL)),
-                    None)
+    declared = next((types[n] for n in names if types[n] in LABEL_TYPES), None)
     what = f"column {names[0]!r}" if len(names) == 1 else f"label columns {names}"
     cells = [frame[name].tolist() for name in names]
     if len(names) == 1 and not (frame[names[0]].dtype == object

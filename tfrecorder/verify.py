@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from tfrecorder import fs
 from tfrecorder.dataset import MANIFEST, dataset_files, read_manifest
 from tfrecorder.errors import VerificationError
-from tfrecorder.load import decode_image, feature_spec
+from tfrecorder.load import DECODE_FEATURES, decode_image, feature_spec
 from tfrecorder.records import SIGNATURES
 from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError, open_read, read_records
 
@@ -40,7 +40,6 @@ logger = logging.getLogger(__name__)
 _SHOWN_PROBLEMS = 5  # problems quoted in the error message; the report holds all
 _BATCH = 256  # records per batch handed from the checking pipeline to Python
 _SHOWN_IDS = 5  # out-of-range ids quoted per record
-_IMAGE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
 
 
 @dataclass(frozen=True)
@@ -242,10 +241,10 @@ class _Checks:
 def _record_checks(manifest: dict) -> tuple[_Checks, list[str]]:
     """The checks the manifest allows, and its problems that rule some out."""
     features, problems = manifest["features"], []
-    present = [name for name in _IMAGE_FEATURES if name in features]
+    present = [name for name in DECODE_FEATURES if name in features]
     if present:  # a dataset without images has none of them
         problems += [f"{MANIFEST}: lists no {name!r} feature, so images cannot be checked"
-                     for name in _IMAGE_FEATURES if name not in features]
+                     for name in DECODE_FEATURES if name not in features]
     ranges = []
     labels = manifest.get("labels")
     if labels and "label" in features:
@@ -265,7 +264,7 @@ def _record_checks(manifest: dict) -> tuple[_Checks, list[str]]:
             size = len(feature["vocabulary"])
             ranges.append(_IdRange(name, size, f"the {_count(size, 'value')} of its "
                                    f"vocabulary (ids 0 to {size - 1})"))
-    checks = _Checks(len(present) == len(_IMAGE_FEATURES), tuple(ranges), "split" in features)
+    checks = _Checks(len(present) == len(DECODE_FEATURES), tuple(ranges), "split" in features)
     return checks, problems
 
 
