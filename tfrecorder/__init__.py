@@ -18,6 +18,7 @@ from tfrecorder.errors import (
     DatasetExistsError,
     ImageError,
     SchemaError,
+    StorageError,
     TFRecorderError,
     VerificationError,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "DatasetExistsError",
     "ImageError",
     "SchemaError",
+    "StorageError",
     "TFRecorderError",
     "VerificationError",
     "VerifyReport",

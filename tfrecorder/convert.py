@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 import pandas as pd
 
 from tfrecorder import dataset, fs
+from tfrecorder import resume as resume_journal
 from tfrecorder.engines.local import write_local
 from tfrecorder.plan import (
     DEFAULT_UNASSIGNED_SPLIT,
@@ -26,7 +27,7 @@ from tfrecorder.plan import (
 )
 from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
 from tfrecorder.table import Table, load_table
-from tfrecorder.tfrecord import new_run_id
+from tfrecorder.tfrecord import TEMP_MARKER, new_run_id
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ def convert(
     on_error: str = "reject",
     num_workers: int | None = None,
     overwrite: bool = False,
+    resume: bool = False,
     progress: bool = True,
     runner: str | None = None,
     beam_options: Mapping | None = None,
@@ -101,7 +103,7 @@ def convert(
         source: a DataFrame, a CSV file (AutoML Vision rows `[split,]image_uri[,label...]`,
             or any columns under a header row) or an image folder (`label/file` or
             `split/label/file`).
-        output_dir: a local folder or a `gs://` (or other Beam file system) URI.
+        output_dir: a local folder or a `gs://`, `s3://` (or other fsspec) URI.
         header: whether a CSV's first line names its columns; None detects it.
         schema: what columns are, by name: TFRecorder's types "SplitKey", "ImageUri",
             "StringLabel", "IntegerLabel", "IntegerInput", "FloatInput",
@@ -131,6 +133,11 @@ def convert(
             "raise" stops at the first one.
         num_workers: worker processes (default: all cores; 1 runs in this process).
         overwrite: replace a dataset already in `output_dir`.
+        resume: continue a run that was interrupted (Ctrl-C, killed, a lost machine):
+            keep the shards it committed, after checking every record, and write the
+            rest; the dataset is the same, byte for byte, as an uninterrupted run's. A
+            run with another table or other options is refused. A resumable run that is
+            interrupted keeps its committed shards (without `resume`, it deletes them).
         progress: show a progress bar.
         runner: None writes with the local process pool; an Apache Beam runner name
             ("DirectRunner", "DataflowRunner", ...) runs the same plan as a Beam pipeline
@@ -161,6 +168,9 @@ def convert(
         raise ValueError(f"shard_size_mb must be positive, not {shard_size_mb!r}")
 
     check_options(unassigned_split, num_shards, compression)
+    if resume and overwrite:
+        raise ValueError("resume=True continues an interrupted run and overwrite=True "
+                         "replaces it: pass one of them.")
     beam_options = {**(beam_options or {}), **{
         name: value for name, value in
         (("project", project), ("region", region), ("temp_location", temp_location))
@@ -169,33 +179,42 @@ def convert(
         beam_options["extra_packages"] = [*(beam_options.get("extra_packages") or []),
                                           os.fspath(tfrecorder_wheel)]
     if runner is not None:
-        from tfrecorder.engines import beam  # imports Beam: only when a runner is asked for
-
-        beam.check_runner(runner, beam_options)
+        beam = _beam_engine()
     table = load_table(source, header=header, schema=schema, fill_missing=fill_missing)
     if runner == "DataflowRunner":
-        beam.check_dataflow(output_dir, table)
-    existing = dataset.check_output_dir(output_dir, overwrite)
+        beam.check_dataflow(output_dir, table)  # needs no network: first
+    if runner is not None:
+        beam.check_runner(runner, beam_options)
+    run_id = new_run_id()
+    # One request per bucket, before any image is read: credentials, buckets, permissions.
+    fs.check_access(table.remote_images, output_dir, f".tfrecorder-probe-{run_id}")
+    existing = dataset.check_output_dir(output_dir, overwrite, resume)
 
     record_bytes = (_estimate_record_bytes(table, image_options, seed)
                     if sizes_shards_by_bytes(num_shards) else 0.0)
     plan = make_plan(table, image_options=image_options, seed=seed, compression=compression,
                      unassigned_split=unassigned_split, num_shards=num_shards,
                      record_bytes=record_bytes, shard_bytes=int(shard_size_mb * 2**20))
-    dataset.clear_output_dir(output_dir, existing)
-    run_id = new_run_id()
     options = {**asdict(image_options), "compression": compression,
                "unassigned_split": list(unassigned_split), "num_shards": num_shards,
                "shard_size_mb": shard_size_mb}
     header = dataset.manifest_header(plan, table, options)
+    journal = resume_journal.open_journal(output_dir, run_id, header, plan, table,
+                                          resume=resume, existing=existing)
+    # A resumed run's shards stay (the journal has checked them); its temporary files go.
+    dataset.clear_output_dir(output_dir, [name for name in existing
+                                          if not resume or TEMP_MARKER in name])
+    journal.begin(header)
     metrics, job_id, pipeline = {}, None, None
     if runner is None:
-        written = write_local(plan, table, output_dir, run_id=run_id, num_workers=num_workers,
-                              on_error=on_error, progress=progress)
+        written = write_local(plan, table, output_dir, run_id=run_id, journal=journal,
+                              num_workers=num_workers, on_error=on_error, progress=progress)
         manifest = dataset.finish(output_dir, run_id, header, written.shards,
                                   written.rejections, table.source)
+        journal.close([shard.filename for shard in plan.shards])
     else:
         run = beam.write_beam(plan, table, output_dir, run_id=run_id, header=header,
+                              journal=journal,
                               runner=runner, beam_options=beam_options, on_error=on_error,
                               wait=wait if wait is not None else runner != "DataflowRunner")
         if run.manifest is None:  # submitted, still running: it writes its own manifest
@@ -225,6 +244,18 @@ def convert(
         job_url=_job_url(runner, job_id, beam_options),
         pipeline=pipeline,
     )
+
+
+def _beam_engine():
+    """The Beam engine module (it imports Beam: only when a runner is asked for)."""
+    try:
+        from tfrecorder.engines import beam
+    except ImportError as error:
+        if error.name is None or not error.name.startswith("apache_beam"):
+            raise
+        raise ImportError("runner= needs Apache Beam: pip install 'tfrecorder[beam]'.") \
+            from None
+    return beam
 
 
 def _job_url(runner: str | None, job_id: str | None, beam_options: Mapping) -> str | None:

@@ -22,17 +22,21 @@ from tfrecorder.errors import DatasetExistsError
 from tfrecorder.plan import Plan
 from tfrecorder.records import IMAGE_FEATURES, Rejection
 from tfrecorder.table import SPLITS, Table
-from tfrecorder.tfrecord import TEMP_MARKER, temp_path
+from tfrecorder.tfrecord import TEMP_MARKER
 
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
 FORMAT_VERSION = 1
+# The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
+RUN_STATE = "resume.json"
+RECEIPT_SUFFIX = ".receipt.json"
 
 # Every file a run may leave in the output folder, including temporary ones.
 _DATASET_FILE = re.compile(
-    r"^(?:(?:train|validation|test)-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?|"
-    + re.escape(MANIFEST) + "|" + re.escape(REJECTED) + r")(?:"
-    + re.escape(TEMP_MARKER) + r"\w+)?$"
+    r"^(?:(?:train|validation|test)-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?(?:"
+    + re.escape(RECEIPT_SUFFIX) + ")?|" + "|".join(map(re.escape, (MANIFEST, REJECTED,
+                                                                   RUN_STATE)))
+    + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
 )
 
 
@@ -52,20 +56,22 @@ def dataset_files(output_dir: str) -> list[str]:
     return [name for name in fs.list_dir(output_dir) if _DATASET_FILE.match(name)]
 
 
-def check_output_dir(output_dir: str, overwrite: bool) -> list[str]:
+def check_output_dir(output_dir: str, overwrite: bool, resume: bool = False) -> list[str]:
     """Refuses a folder that holds a dataset (or a crashed run's leftovers) unless
-    `overwrite`; returns those files, for `clear_output_dir`."""
+    `overwrite`, or for leftovers, `resume`; returns those files."""
     if not fs.is_remote(output_dir) and os.path.exists(output_dir) \
             and not os.path.isdir(output_dir):
         raise NotADirectoryError(f"output_dir {output_dir!r} is a file, not a folder.")
     existing = dataset_files(output_dir)
-    if existing and not overwrite:
-        what = ("a dataset" if MANIFEST in existing
+    finished = MANIFEST in existing
+    if existing and not overwrite and (finished or not resume):
+        what = ("a dataset" if finished
                 else "files of an incomplete dataset (an interrupted run)")
+        fix = ("Pass overwrite=True to replace it" if finished else
+               "Pass resume=True to continue that run, overwrite=True to replace it")
         raise DatasetExistsError(
             f"{output_dir!r} already holds {what}: {len(existing)} file(s) such as "
-            f"{existing[0]!r}. Pass overwrite=True to replace it, or choose another "
-            "output_dir."
+            f"{existing[0]!r}. {fix}, or choose another output_dir."
         )
     return existing
 
@@ -132,7 +138,7 @@ def finish(output_dir: str, run_id: str, header: dict, written: Sequence[Written
            rejections: Sequence[Rejection], source: pd.DataFrame) -> dict:
     """The last step of every engine: writes rejected.csv, then the manifest (by rename,
     so it is either absent or complete). Returns the manifest."""
-    _write_rejected(output_dir, source, rejections)
+    _write_rejected(output_dir, run_id, source, rejections)
     splits = {}
     for split in SPLITS:
         shards = [w for w in written if w.split == split]
@@ -146,14 +152,12 @@ def finish(output_dir: str, run_id: str, header: dict, written: Sequence[Written
             }
     manifest = {**header, "splits": splits,
                 "rejected": {"file": REJECTED, "num_rows": len(rejections)}}
-    path = fs.join(output_dir, MANIFEST)
-    temp = temp_path(path, run_id)
-    fs.write_bytes(temp, json.dumps(manifest, indent=2).encode() + b"\n")
-    fs.rename(temp, path)
+    fs.write_bytes(fs.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode()
+                   + b"\n", temp_suffix=TEMP_MARKER + run_id)
     return manifest
 
 
-def _write_rejected(output_dir: str, source: pd.DataFrame,
+def _write_rejected(output_dir: str, run_id: str, source: pd.DataFrame,
                     rejections: Sequence[Rejection]) -> None:
     """The rejected rows as given, plus a `reason` column."""
     rejections = sorted(rejections)
@@ -161,7 +165,8 @@ def _write_rejected(output_dir: str, source: pd.DataFrame,
     reason = "reason" if "reason" not in rows.columns else "rejection_reason"
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"
-    fs.write_bytes(fs.join(output_dir, REJECTED), rows.to_csv().encode())
+    fs.write_bytes(fs.join(output_dir, REJECTED), rows.to_csv().encode(),
+                   temp_suffix=TEMP_MARKER + run_id)
 
 
 def read_manifest(dataset_dir: str) -> dict:

@@ -31,3 +31,17 @@ class VerificationError(TFRecorderError, ValueError):
     def __init__(self, message: str, report=None):
         super().__init__(message)
         self.report = report
+
+
+class StorageError(TFRecorderError, OSError):
+    """A file or bucket could not be reached: missing credentials, a missing bucket, a
+    refused permission, or a store that kept failing. `.uri` names what was asked for."""
+
+    def __init__(self, message: str, uri: str | None = None):
+        super().__init__(message)
+        self.uri = uri
+
+
+class ResumeError(TFRecorderError, ValueError):
+    """`resume=True` found nothing to resume, or an interrupted run of another table or
+    other options."""

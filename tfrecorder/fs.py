@@ -1,10 +1,16 @@
-"""One file-system layer for every part of tfrecorder.
+"""One URL layer for every file tfrecorder reads or writes: local paths, `file://`,
+`gs://`, `s3://` and any other fsspec protocol.
 
-Local paths go straight to the operating system (the fast path, and no heavy imports in
-worker processes). Every other scheme (`gs://`, `s3://`, ...) goes through Apache Beam's
-`FileSystems`, which the Beam engine uses anyway; it is imported only when a remote URI is
-first touched. Both engines read images and write shards through these functions, so a
-URI that works for one works for the other.
+Local paths go straight to the operating system (the fast path, with no imports in worker
+processes). Everything else goes through fsspec: gcsfs for `gs://`, s3fs for `s3://`
+(the `gcs` and `s3` extras). fsspec is what pandas users already configure, its clients
+retry throttling and server errors with back-off, and it needs no Apache Beam, so the
+local engine reads buckets without Beam's 2.9 GB of dependencies. Both engines, the
+table loader and the readers all go through these functions, so a URI that works in one
+place works everywhere.
+
+Errors from a store become `StorageError`, a one-line message naming the URI, what the
+store answered and, where it helps, the fix.
 """
 
 from __future__ import annotations
@@ -12,8 +18,17 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import queue
+import threading
+import uuid
 from collections.abc import Iterator
 from typing import BinaryIO
+
+from tfrecorder.errors import StorageError
+
+# The packages that serve each protocol, for the error that says what to install.
+_EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3"),
+           "s3a": ("s3fs", "s3")}
 
 
 def is_remote(uri: str) -> bool:
@@ -21,93 +36,202 @@ def is_remote(uri: str) -> bool:
     return "://" in uri and not uri.startswith("file://")
 
 
-def _local(uri: str) -> str:
+def protocol(uri: str) -> str:
+    return uri.split("://", 1)[0] if is_remote(uri) else "file"
+
+
+def local_path(uri: str) -> str:
+    """A `file://` URI as a plain path; anything else as it is."""
     return uri[len("file://") :] if uri.startswith("file://") else uri
 
 
-def _beam():
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
 
-    return FileSystems, CompressionTypes.UNCOMPRESSED
+_filesystems: dict[tuple[int, str], object] = {}
+
+
+def filesystem(uri: str):
+    """The fsspec file system for a remote URI, one per protocol and process (a forked
+    worker builds its own: connections and event loops must not cross a fork)."""
+    name = protocol(uri)
+    key = (os.getpid(), name)
+    if key not in _filesystems:
+        if any(pid != key[0] for pid, _ in _filesystems):
+            _filesystems.clear()
+        _filesystems[key] = _new_filesystem(name)
+    return _filesystems[key]
+
+
+def _new_filesystem(name: str):
+    try:
+        if name in ("gs", "gcs"):
+            # gcsfs.core's class, not gcsfs.GCSFileSystem: the latter asks a gRPC control
+            # plane for every bucket's layout first, a 60 s stall where that is unreachable.
+            from gcsfs.core import GCSFileSystem
+
+            # An emulator takes no credentials (as with google-cloud-storage's client).
+            anonymous = os.environ.get("STORAGE_EMULATOR_HOST", "") not in ("", "default")
+            return GCSFileSystem(token="anon" if anonymous else None)
+        import fsspec
+
+        return fsspec.filesystem(name)
+    except ImportError as error:
+        package, extra = _EXTRAS.get(name, (None, None))
+        install = (f"pip install 'tfrecorder[{extra}]' (or {package})" if extra
+                   else "install the fsspec package for it")
+        raise StorageError(f"{name}:// URIs need {package or 'an fsspec back-end'}: "
+                           f"{install}.") from error
+    except ValueError as error:  # fsspec: "Protocol not known"
+        raise StorageError(f"{name}:// is not a file system tfrecorder knows: {error}") \
+            from None
 
 
 def join(base: str, *parts: str) -> str:
     if is_remote(base):
         return posixpath.join(base, *parts)
-    return os.path.join(_local(base), *parts)
+    return os.path.join(local_path(base), *parts)
 
 
 def basename(uri: str) -> str:
     return posixpath.basename(uri.rstrip("/")) if is_remote(uri) else os.path.basename(uri)
 
 
-_gcs_by_process: dict[int, object] = {}
+def dirname(uri: str) -> str:
+    """The folder holding `uri` (absolute for local paths)."""
+    if is_remote(uri):
+        return posixpath.dirname(uri.rstrip("/"))
+    return os.path.dirname(os.path.abspath(local_path(uri)))
 
 
-def _gcsio():
-    """One Beam `GcsIO` per process. Beam's `FileSystems` builds a new client, and so a
-    new connection, for every call: a TLS handshake per image. Keyed by process id, so a
-    forked worker never shares its parent's connections."""
-    pid = os.getpid()
-    if pid not in _gcs_by_process:
-        from apache_beam.io.gcp.gcsio import GcsIO
-
-        _gcs_by_process.clear()
-        _gcs_by_process[pid] = GcsIO()
-    return _gcs_by_process[pid]
+def _with_protocol(uri: str, path: str) -> str:
+    """fsspec lists paths without their protocol; put it back."""
+    return f"{protocol(uri)}://{path}"
 
 
 def read_bytes(uri: str) -> bytes:
     if not is_remote(uri):
-        with open(_local(uri), "rb") as f:
+        with open(local_path(uri), "rb") as f:
             return f.read()
-    if uri.startswith("gs://"):
-        with _gcsio().open(uri) as f:
-            return f.read()
-    filesystems, uncompressed = _beam()
-    with filesystems.open(uri, compression_type=uncompressed) as f:
-        return f.read()
+    with storage_errors(uri):
+        return filesystem(uri).cat_file(uri)
 
 
-def open_write(uri: str) -> BinaryIO:
-    """Opens `uri` for writing bytes, creating local parent folders as needed."""
+def open_read(uri: str) -> BinaryIO:
+    """A file to read in a stream (shards are read this way, not into memory)."""
     if not is_remote(uri):
-        path = _local(uri)
+        return open(local_path(uri), "rb")
+    with storage_errors(uri):
+        return filesystem(uri).open(uri, "rb", block_size=8 << 20)
+
+
+@contextlib.contextmanager
+def atomic_write(uri: str, temp_suffix: str) -> Iterator[BinaryIO]:
+    """Yields a file that appears at `uri` only once the block exits cleanly.
+
+    A local file is written beside `uri` (under `uri + temp_suffix`) and renamed. An
+    object store publishes an upload only when it completes, so a remote file is
+    uploaded under its own name (no copy afterwards), on a background thread so that the
+    caller goes on encoding, and the upload is abandoned on an error.
+    """
+    if not is_remote(uri):
+        path = local_path(uri)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        return open(path, "wb")
-    filesystems, uncompressed = _beam()
-    return filesystems.create(uri, compression_type=uncompressed)
-
-
-def write_bytes(uri: str, data: bytes) -> None:
-    with open_write(uri) as f:
-        f.write(data)
-
-
-def rename(source: str, destination: str) -> None:
-    """Moves a finished file into place (atomic on local file systems)."""
-    if not is_remote(source):
-        os.replace(_local(source), _local(destination))
+        temp = path + temp_suffix
+        try:
+            with open(temp, "wb") as file:
+                yield file
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(temp)
+            raise
         return
-    filesystems, _ = _beam()
-    filesystems.rename([source], [destination])
+    with storage_errors(uri):
+        upload = _BackgroundUpload(filesystem(uri).open(uri, "wb"))
+    try:
+        yield upload
+    except BaseException:
+        upload.discard()
+        raise
+    with storage_errors(uri):
+        upload.close()
+
+
+class _BackgroundUpload:
+    """A write-only file whose writes reach the remote file on another thread."""
+
+    _STOP = object()
+
+    def __init__(self, file):
+        self._file = file
+        self._chunks: queue.Queue = queue.Queue(maxsize=16)  # bounds memory in transit
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._upload, daemon=True)
+        self._thread.start()
+
+    def _upload(self) -> None:
+        while (chunk := self._chunks.get()) is not self._STOP:
+            if self._error is None:
+                try:
+                    self._file.write(chunk)
+                except BaseException as error:  # reported by the next write or close
+                    self._error = error
+
+    def write(self, data: bytes) -> int:
+        if self._error is not None:
+            raise self._error
+        self._chunks.put(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._chunks.put(self._STOP)
+        self._thread.join()
+        if self._error is not None:
+            self.discard()
+            raise self._error
+        self._file.close()
+
+    def discard(self) -> None:
+        if self._thread.is_alive():
+            self._error = self._error or RuntimeError("upload abandoned")
+            self._chunks.put(self._STOP)
+            self._thread.join()
+        # Nothing to clean when the store has no way to abandon an upload: the object
+        # never appears, and the store expires the unfinished upload.
+        with contextlib.suppress(Exception):
+            self._file.discard()
+
+
+def write_bytes(uri: str, data: bytes, temp_suffix: str | None = None) -> None:
+    """Writes a whole file atomically (see `atomic_write`)."""
+    with atomic_write(uri, temp_suffix or f".tmp-{uuid.uuid4().hex[:12]}") as f:
+        f.write(data)
 
 
 def size(uri: str) -> int:
     """The size of a file in bytes."""
     if not is_remote(uri):
-        return os.path.getsize(_local(uri))
-    filesystems, _ = _beam()
-    (result,) = filesystems.match([uri])
-    return result.metadata_list[0].size_in_bytes
+        return os.path.getsize(local_path(uri))
+    with storage_errors(uri):
+        return filesystem(uri).size(uri)
 
 
 def exists(uri: str) -> bool:
+    """Whether a file (not a folder) is at `uri`."""
     if not is_remote(uri):
-        return os.path.exists(_local(uri))
-    filesystems, _ = _beam()
-    return filesystems.exists(uri)
+        return os.path.isfile(local_path(uri))
+    with storage_errors(uri):
+        return filesystem(uri).isfile(uri)
+
+
+def is_folder(uri: str) -> bool:
+    """Whether `uri` is a folder: on an object store, a prefix with objects below it."""
+    if not is_remote(uri):
+        return os.path.isdir(local_path(uri))
+    with storage_errors(uri):
+        return filesystem(uri).isdir(uri)
 
 
 def delete(uris: list[str]) -> None:
@@ -115,40 +239,127 @@ def delete(uris: list[str]) -> None:
     for uri in uris:
         if not is_remote(uri):
             with contextlib.suppress(FileNotFoundError):
-                os.remove(_local(uri))
-        elif exists(uri):
-            _beam()[0].delete([uri])
+                os.remove(local_path(uri))
+            continue
+        with contextlib.suppress(FileNotFoundError), storage_errors(uri):
+            filesystem(uri).rm_file(uri)
 
 
 def list_files(root: str) -> Iterator[str]:
     """Yields every file below `root`, recursively, in sorted order."""
     if not is_remote(root):
-        root = _local(root)
+        root = local_path(root)
         for folder, subfolders, files in os.walk(root):
             subfolders.sort()
             for name in sorted(files):
                 yield os.path.join(folder, name)
         return
-    filesystems, _ = _beam()
-    pattern = root.rstrip("/") + "/**"
-    (result,) = filesystems.match([pattern])
-    yield from sorted(m.path for m in result.metadata_list)
+    with storage_errors(root):
+        found = filesystem(root).find(root.rstrip("/") + "/")
+    yield from sorted(_with_protocol(root, path) for path in found)
 
 
 def makedirs(uri: str) -> None:
-    """Creates a local folder; remote object stores have no folders to create."""
+    """Creates a local folder; object stores have no folders to create."""
     if not is_remote(uri):
-        os.makedirs(_local(uri), exist_ok=True)
+        os.makedirs(local_path(uri), exist_ok=True)
 
 
 def list_dir(uri: str) -> list[str]:
     """Names of the files directly inside `uri` (empty if it does not exist)."""
     if not is_remote(uri):
-        path = _local(uri)
+        path = local_path(uri)
         return sorted(n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))) \
             if os.path.isdir(path) else []
-    filesystems, _ = _beam()
     prefix = uri.rstrip("/") + "/"
-    (result,) = filesystems.match([prefix + "*"])
-    names = (m.path[len(prefix):] for m in result.metadata_list)
-    return sorted(n for n in names if n and "/" not in n)
+    with storage_errors(uri):
+        try:
+            entries = filesystem(uri).ls(prefix, detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+    names = (posixpath.basename(e["name"].rstrip("/")) for e in entries
+             if e.get("type") == "file")
+    return sorted(n for n in names if n)
+
+
+# --- errors ---------------------------------------------------------------------------
+
+_FIXES = {
+    "gs": "Check the bucket's name, and that `gcloud auth application-default login` (or "
+          "GOOGLE_APPLICATION_CREDENTIALS) gives an account that may use it.",
+    "s3": "Check the bucket's name, and that AWS credentials (AWS_PROFILE, "
+          "AWS_ACCESS_KEY_ID or ~/.aws/credentials) give an account that may use it.",
+}
+
+
+def answer(error: BaseException) -> str:
+    """What the store answered, in a few words: 'not found (404)', 'HTTP 503: ...'."""
+    if isinstance(error, StorageError):
+        return str(error)
+    if isinstance(error, FileNotFoundError) and error.filename is None:  # not the OS's
+        return "not found (404)"
+    code = getattr(error, "code", None)
+    if code is None:
+        response = getattr(error, "response", None)
+        if isinstance(response, dict):  # botocore's ClientError
+            details = response.get("Error", {})
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return f"{details.get('Code', 'error')} ({status}): {details.get('Message', '')}"\
+                .rstrip(": ")
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(code, int):
+        return f"HTTP {code}: {message}".rstrip(": ")
+    if isinstance(error, PermissionError):
+        return f"access denied (403): {message}".rstrip(": ")
+    name = type(error).__name__
+    return f"{name}: {message}" if message and name not in message else message or name
+
+
+@contextlib.contextmanager
+def storage_errors(uri: str) -> Iterator[None]:
+    """Turns a store's errors about `uri` into one StorageError (one line, no chain);
+    a missing file stays a FileNotFoundError, which callers handle."""
+    try:
+        yield
+    except (StorageError, FileNotFoundError):
+        raise
+    except Exception as error:
+        if not is_remote(uri) or isinstance(error, (KeyError, TypeError, AttributeError)):
+            raise
+        fix = _FIXES.get(protocol(uri), "")
+        raise StorageError(f"{uri}: {answer(error)}. {fix}".strip(), uri=uri) from None
+
+
+def check_access(read: list[str], write: str | None, probe_name: str) -> None:
+    """One cheap request per bucket, before any work: that credentials exist, the
+    buckets exist and may be read, and the output may be written. A missing object in
+    `read` is fine (its row is rejected later); a missing bucket is not.
+
+    Args:
+        read: one URI per bucket that will be read.
+        write: the remote output folder, or None.
+        probe_name: a file name this run owns; written into `write` and deleted.
+    """
+    for uri in read:
+        if not is_remote(uri):
+            continue
+        with storage_errors(uri):
+            try:
+                filesystem(uri).info(uri)
+            except FileNotFoundError:
+                _check_bucket(uri)
+    if write is not None and is_remote(write):
+        probe = join(write, probe_name)
+        _check_bucket(probe)
+        with storage_errors(write):
+            filesystem(probe).pipe_file(probe, b"")
+            filesystem(probe).rm_file(probe)
+
+
+def _check_bucket(uri: str) -> None:
+    bucket = uri.split("://", 1)[1].split("/", 1)[0]
+    with storage_errors(uri):
+        found = filesystem(uri).exists(f"{protocol(uri)}://{bucket}")
+    if not found:
+        raise StorageError(f"{uri}: the bucket {bucket!r} does not exist (404). "
+                           f"{_FIXES.get(protocol(uri), '')}".strip(), uri=uri)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import io
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -109,17 +109,22 @@ IMAGE_FEATURES = {
 }
 
 
-def encode_row(row: Row, options: ImageOptions) -> bytes | Rejection:
-    """The serialized Example for `row`, or a Rejection that says why there is none."""
+def encode_row(row: Row, options: ImageOptions,
+               read: Callable[[], bytes] | None = None) -> bytes | Rejection:
+    """The serialized Example for `row`, or a Rejection that says why there is none.
+
+    `read` returns the image's bytes (or raises what the store answered); by default the
+    file is read now. The engines pass readers that fetched ahead (`prefetch`).
+    """
     features = {**row.inputs, "split": row.split}
     if row.label is not None:
         features["label"] = row.label
     if row.uri is None:
         return encode_example(features)
     try:
-        data = fs.read_bytes(row.uri)
+        data = read() if read is not None else fs.read_bytes(row.uri)
     except Exception as e:  # any I/O failure is this row's problem, not the run's
-        return Rejection(row.position, f"cannot read file: {_describe(e)}")
+        return Rejection(row.position, f"cannot read file: {fs.answer(e)}")
     if not data:
         return Rejection(row.position, "empty file (0 bytes)")
     try:

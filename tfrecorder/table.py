@@ -13,8 +13,10 @@ split means UNASSIGNED. Columns besides these are typed in `schema`.
 from __future__ import annotations
 
 import csv
+import functools
 import logging
 import os
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -78,6 +80,21 @@ class Table:
     def has_images(self) -> bool:
         return "image_uri" in self.rows.columns
 
+    @functools.cached_property
+    def remote_images(self) -> list[str]:
+        """The first image URI in each bucket the table reads (gs://, s3://, ...)."""
+        if not self.has_images:
+            return []
+        uris = self.rows["uri"]
+        remote = uris[uris.str.contains("://", regex=False)
+                      & ~uris.str.startswith("file://")]
+        buckets = remote.str.extract(r"^([^:/]+://[^/]*)", expand=False)
+        return remote[~buckets.duplicated()].tolist()
+
+    @property
+    def has_remote_images(self) -> bool:
+        return bool(self.remote_images)
+
 
 def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = None,
                schema: Mapping | None = None, fill_missing=None) -> Table:
@@ -92,13 +109,13 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
     """
     if isinstance(source, pd.DataFrame):
         return validate(source, base_dir=os.getcwd(), schema=schema, fill_missing=fill_missing)
-    path = os.fspath(source)
-    if _is_folder(path):
+    path = fs.local_path(os.fspath(source))
+    if fs.is_folder(path):
         return validate(_folder_table(path), base_dir=path, schema=schema)
     if not fs.exists(path):
         raise FileNotFoundError(f"no such CSV file or image folder: {path!r}")
-    base_dir = os.path.dirname(os.path.abspath(path)) if not fs.is_remote(path) else ""
-    return validate(_read_csv(path, header, names=set(schema or ())), base_dir=base_dir,
+    # Relative image paths in a CSV are relative to the CSV's folder, local or remote.
+    return validate(_read_csv(path, header, names=set(schema or ())), base_dir=fs.dirname(path),
                     schema=schema,
                     fill_missing=fill_missing, text_numbers=True)
 
@@ -204,8 +221,12 @@ def _image_uris(column: pd.Series) -> list[str]:
 
 
 def _resolve(uri: str, base_dir: str) -> str:
+    uri = fs.local_path(uri)
     if fs.is_remote(uri) or os.path.isabs(uri) or not base_dir:
         return uri
+    if fs.is_remote(base_dir):
+        scheme, folder = base_dir.split("://", 1)
+        return f"{scheme}://{posixpath.normpath(posixpath.join(folder, uri))}"
     return os.path.normpath(os.path.join(base_dir, uri))
 
 
@@ -342,13 +363,6 @@ def _automl_columns(records: list[list[str]], width: int) -> list[str]:
 def _looks_like_path(cell: str) -> bool:
     cell = cell.strip().lower()
     return "/" in cell or "\\" in cell or cell.endswith(_IMAGE_EXTENSIONS)
-
-
-def _is_folder(path: str) -> bool:
-    if not fs.is_remote(path):
-        return os.path.isdir(path)
-    return path.endswith("/") or (
-        not fs.exists(path) and next(fs.list_files(path), None) is not None)
 
 
 _FOLDER_SPLITS = {"train", "training", "validation", "test", "unassigned"}

@@ -4,8 +4,8 @@ A TFRecord file is a sequence of `length, crc(length), data, crc(data)` frames w
 masked CRC32C checksums. Framing here (with the C CRC32C of `google-crc32c`) keeps
 TensorFlow out of the writer processes.
 
-`ShardWriter` writes a shard under a temporary name and renames it into place only when
-it is complete, so a crash never leaves a file that looks like a finished shard.
+`ShardWriter` writes a shard so that it appears under its name only when it is complete
+(`fs.atomic_write`), so a crash never leaves a file that looks like a finished shard.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def read_records(file) -> Iterator[bytes]:
 @contextlib.contextmanager
 def open_read(path: str, compression: str | None) -> Iterator:
     """Opens a shard for `read_records`, decompressing gzip shards."""
-    with open(path, "rb") if not fs.is_remote(path) else io.BytesIO(fs.read_bytes(path)) as raw:
+    with fs.open_read(path) as raw:
         yield gzip.GzipFile(fileobj=raw, mode="rb") if compression == "gzip" else raw
 
 
@@ -99,7 +99,7 @@ class _CountingFile:
 
 
 class ShardWriter:
-    """Writes one shard; commits it by rename on a clean exit, deletes it otherwise.
+    """Writes one shard; it appears under its name only when complete (`fs.atomic_write`).
 
     Args:
         path: the shard's final path or URI.
@@ -111,17 +111,23 @@ class ShardWriter:
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")
         self.path = path
-        self.temp_path = temp_path(path, run_id)
         self.num_records = 0
         self.num_bytes = 0
-        self._raw = fs.open_write(self.temp_path)
+        self._compression = compression
+        self._run_id = run_id
+
+    def __enter__(self) -> ShardWriter:
+        self._stack = contextlib.ExitStack()
+        self._raw = self._stack.enter_context(
+            fs.atomic_write(self.path, TEMP_MARKER + self._run_id))
         self._counted = _CountingFile(self._raw)
         # mtime=0 and no file name keep gzip output byte-identical between runs.
         self._file = (
             gzip.GzipFile(fileobj=self._counted, mode="wb", filename="", mtime=0)
-            if compression == "gzip"
+            if self._compression == "gzip"
             else self._counted
         )
+        return self
 
     def write(self, record: bytes) -> None:
         write_framed(self._file, record)
@@ -131,7 +137,7 @@ class ShardWriter:
         """Appends a local file of `num_records` framed records (a worker's segment).
 
         Into a local uncompressed shard the bytes are copied by the kernel (sendfile);
-        otherwise they stream through the compressor or the remote writer.
+        otherwise they stream through the compressor or the upload.
         """
         with open(path, "rb") as source:
             if self._file is self._counted and isinstance(self._raw, io.BufferedWriter):
@@ -145,15 +151,10 @@ class ShardWriter:
                 shutil.copyfileobj(source, self._file, 1 << 20)
         self.num_records += num_records
 
-    def __enter__(self) -> ShardWriter:
-        return self
-
     def __exit__(self, exc_type, exc, tb) -> None:
-        if self._file is not self._counted:
-            self._file.close()
-        self.num_bytes = self._counted.num_bytes
-        self._raw.close()
-        if exc_type is None:
-            fs.rename(self.temp_path, self.path)
-        else:
-            fs.delete([self.temp_path])
+        try:
+            if self._file is not self._counted and exc_type is None:
+                self._file.close()
+        finally:
+            self.num_bytes = self._counted.num_bytes
+            self._stack.__exit__(exc_type, exc, tb)

@@ -34,9 +34,11 @@ from tfrecorder.dataset import WrittenShard, finish, read_manifest
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import ConversionAborted, ImageError
 from tfrecorder.plan import Plan, planned_rows
-from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.prefetch import Prefetcher, encode_in_order
+from tfrecorder.records import ImageOptions, Rejection, Row
+from tfrecorder.resume import Journal
 from tfrecorder.table import Table, name_rows
-from tfrecorder.tfrecord import ShardWriter
+from tfrecorder.tfrecord import TEMP_MARKER, ShardWriter
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +106,7 @@ def write_beam(
     *,
     run_id: str,
     header: dict,
+    journal: Journal,
     runner: str,
     beam_options: Mapping | None = None,
     on_error: str = "reject",
@@ -117,13 +120,13 @@ def write_beam(
         if needs_package(runner, beam_options):
             beam_options["extra_packages"] = [*(beam_options.get("extra_packages") or []),
                                               str(build_worker_wheel(wheel_dir))]
-        return _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error,
-                    wait)
+        return _run(plan, table, output_dir, run_id, header, journal, runner, beam_options,
+                    on_error, wait)
     finally:  # pipeline.run() has staged (uploaded) the wheel by now
         shutil.rmtree(wheel_dir, ignore_errors=True)
 
 
-def _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error,
+def _run(plan, table, output_dir, run_id, header, journal, runner, beam_options, on_error,
          wait) -> BeamRun:
     """Stages the planned rows, builds and runs the pipeline; on failure, removes what it
     wrote."""
@@ -131,7 +134,7 @@ def _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error
     local_staging = temp_root is None
     staging = tempfile.mkdtemp(prefix="tfrecorder-") if local_staging else fs.join(
         temp_root, f"tfrecorder-{run_id}")
-    rows_path, source_path = _stage(plan, table, staging)
+    rows_path, source_path = _stage(plan, table, staging, run_id)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
     try:
         pipeline = beam.Pipeline(options=_options(runner, beam_options))
@@ -142,17 +145,18 @@ def _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error
         written = ({"key": keys, "rows": rows}
                    | "GroupByShard" >> beam.CoGroupByKey()
                    | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
-                       output_dir, run_id, shards, plan.image_options, plan.compression,
-                       on_error)))
+                       output_dir, shards, plan.image_options, plan.compression, on_error,
+                       journal)))
         _ = (written
              | "AllShards" >> beam.combiners.ToList()
-             | "WriteManifest" >> beam.Map(_finish, output_dir, run_id, header,
+             | "WriteManifest" >> beam.Map(_finish, output_dir, header, journal,
                                            [rows_path, source_path]))
         result = pipeline.run()
         if wait:
             result.wait_until_finish()
     except BaseException as error:
-        fs.delete([fs.join(output_dir, name) for _, name in shards])
+        if not journal.resumable:
+            journal.delete([name for _, name in shards])
         if not local_staging:
             fs.delete([rows_path, source_path])
         if isinstance(error, (ImageError, KeyboardInterrupt)):
@@ -161,6 +165,8 @@ def _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error
             f"the Beam pipeline failed; no dataset was written to {output_dir!r}: {error}"
         ) from error
     finally:
+        if beam_options.get("dry_run"):  # nothing ran: no journal either
+            journal.delete([])
         if beam_options.get("dry_run") or (local_staging and wait):  # nothing will read it
             if local_staging:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -172,13 +178,13 @@ def _run(plan, table, output_dir, run_id, header, runner, beam_options, on_error
     return BeamRun(result, read_manifest(output_dir), _metrics(result), job_id)
 
 
-def _stage(plan: Plan, table: Table, staging: str) -> tuple[str, str]:
+def _stage(plan: Plan, table: Table, staging: str, run_id: str) -> tuple[str, str]:
     """Writes the planned rows (JSON lines: shard, order in shard, Row) and the source
     table where the workers can read them."""
     fs.makedirs(staging)
     rows_path, source_path = fs.join(staging, "rows.jsonl"), fs.join(staging, "source.pkl")
     rows = planned_rows(plan, table)
-    with fs.open_write(rows_path) as f:
+    with fs.atomic_write(rows_path, TEMP_MARKER + run_id) as f:
         for index, shard in enumerate(plan.shards):
             for order, row in enumerate(islice(rows, len(shard.positions))):
                 f.write((json.dumps([index, order, *row]) + "\n").encode())
@@ -194,25 +200,35 @@ def _parse_row(line: str) -> tuple[int, tuple[int, Row]]:
 
 
 class _WriteShard(beam.DoFn):
-    """Encodes one shard's rows in plan order and writes the shard."""
+    """Encodes one shard's rows in plan order, reading images ahead, and writes the
+    shard; a shard the journal holds as committed (a resumed run) is kept."""
 
-    def __init__(self, output_dir, run_id, shards, options: ImageOptions, compression,
-                 on_error):
-        self.output_dir, self.run_id, self.shards = output_dir, run_id, shards
+    def __init__(self, output_dir, shards, options: ImageOptions, compression, on_error,
+                 journal: Journal):
+        self.output_dir, self.shards, self.journal = output_dir, shards, journal
         self.options, self.compression, self.on_error = options, compression, on_error
         self.read = Metrics.counter(_METRICS, "rows_read")
         self.written = Metrics.counter(_METRICS, "records_written")
         self.rejected = Metrics.counter(_METRICS, "rows_rejected")
 
+    def setup(self):
+        self.prefetcher = Prefetcher()
+
+    def teardown(self):
+        self.prefetcher.__exit__(None, None, None)
+
     def process(self, element):
         index, grouped = element
         split, filename = self.shards[index]
+        if filename in self.journal.committed:
+            yield index, *self.journal.committed[filename]
+            return
+        rows = (row for _, row in sorted(grouped["rows"], key=lambda item: item[0]))
         rejections = []
-        with ShardWriter(fs.join(self.output_dir, filename), self.run_id,
+        with ShardWriter(fs.join(self.output_dir, filename), self.journal.run_id,
                          self.compression) as writer:
-            for _, row in sorted(grouped["rows"], key=lambda item: item[0]):
+            for row, result in encode_in_order(rows, self.options, self.prefetcher):
                 self.read.inc()
-                result = encode_row(row, self.options)
                 if isinstance(result, Rejection):
                     if self.on_error == "raise":
                         raise ImageError(f"{row.image_uri!r}: {result.reason}")
@@ -221,13 +237,15 @@ class _WriteShard(beam.DoFn):
                 else:
                     writer.write(result)
                     self.written.inc()
-        yield index, WrittenShard(split, filename, writer.num_records, writer.num_bytes,
-                                  len(rejections)), rejections
+        shard = WrittenShard(split, filename, writer.num_records, writer.num_bytes,
+                             len(rejections))
+        self.journal.commit(shard, rejections)
+        yield index, shard, rejections
 
 
-def _finish(results, output_dir, run_id, header, staged):
-    """The pipeline's last step: rejected.csv and the manifest; then it deletes the files
-    the driver staged for it (the driver may be long gone)."""
+def _finish(results, output_dir, header, journal: Journal, staged):
+    """The pipeline's last step: rejected.csv and the manifest; then it deletes the
+    journal and the files the driver staged for it (the driver may be long gone)."""
     import pandas as pd
 
     results = sorted(results, key=lambda item: item[0])
@@ -235,7 +253,8 @@ def _finish(results, output_dir, run_id, header, staged):
     rejections = [r for _, _, rejected in results for r in rejected]
     rows_path, source_path = staged
     source = pd.read_pickle(io.BytesIO(fs.read_bytes(source_path)))
-    finish(output_dir, run_id, header, written, rejections, source)
+    finish(output_dir, journal.run_id, header, written, rejections, source)
+    journal.close([shard.filename for shard in written])
     if fs.is_remote(rows_path):
         fs.delete(staged)
 

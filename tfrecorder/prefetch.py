@@ -1,0 +1,100 @@
+"""Reading images ahead of the encoder, so that a bucket answering in 40-100 ms is read
+at the speed of the CPUs, as local disk is.
+
+Both engines' workers encode rows strictly in plan order (so shards stay byte-identical)
+and ask a `Prefetcher` for each row's bytes some rows before they encode it. Remote reads
+run on a pool of threads: each fsspec read waits on the network without holding the GIL,
+so one process keeps dozens of requests in flight while its main thread decodes.
+Local files are read when they are encoded: the page cache answers in microseconds and
+threads would only add overhead.
+
+Memory stays bounded: callers stop asking for more rows while `full` (too many reads
+unconsumed, or too many bytes fetched and not yet encoded).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from tfrecorder import fs
+from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+
+# Requests in flight per process. 64 hide 100 ms of latency behind about 1.5 ms of
+# decoding per image, with room to spare.
+MAX_IN_FLIGHT = 64
+MAX_BUFFERED_BYTES = 64 << 20  # fetched, not yet encoded (plus what is in flight)
+
+
+class Prefetcher:
+    """Starts reads ahead of use; a context manager that stops its threads on exit."""
+
+    def __init__(self, max_in_flight: int = MAX_IN_FLIGHT,
+                 max_buffered_bytes: int = MAX_BUFFERED_BYTES):
+        self.max_in_flight = max_in_flight
+        self.max_buffered_bytes = max_buffered_bytes
+        self._pool: ThreadPoolExecutor | None = None  # made on the first remote read
+        self._lock = threading.Lock()
+        self._unconsumed = 0
+        self._buffered = 0
+
+    @property
+    def full(self) -> bool:
+        """True while the caller should consume before asking for more."""
+        return (self._unconsumed >= self.max_in_flight
+                or self._buffered >= self.max_buffered_bytes)
+
+    def reader(self, uri: str | None) -> Callable[[], bytes] | None:
+        """A function returning the bytes at `uri` (or raising what the store said);
+        for remote URIs the read starts now."""
+        if uri is None:
+            return None
+        if not fs.is_remote(uri):
+            return functools.partial(fs.read_bytes, uri)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.max_in_flight,
+                                            thread_name_prefix="tfrecorder-read")
+        with self._lock:
+            self._unconsumed += 1
+        return functools.partial(self._consume, self._pool.submit(self._read, uri))
+
+    def _read(self, uri: str) -> bytes:
+        data = fs.read_bytes(uri)
+        with self._lock:
+            self._buffered += len(data)
+        return data
+
+    def _consume(self, future: Future) -> bytes:
+        try:
+            data = future.result()
+        finally:
+            with self._lock:
+                self._unconsumed -= 1
+        with self._lock:
+            self._buffered -= len(data)
+        return data
+
+    def __enter__(self) -> Prefetcher:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
+def encode_in_order(rows: Iterable[Row], options: ImageOptions, prefetcher: Prefetcher,
+                    window: int = MAX_IN_FLIGHT) -> Iterator[tuple[Row, bytes | Rejection]]:
+    """Encodes `rows` in their order, reading up to `window` rows ahead."""
+    ahead: deque = deque()
+    for row in rows:
+        ahead.append((row, prefetcher.reader(row.uri)))
+        while ahead and (len(ahead) >= window or prefetcher.full):
+            row, read = ahead.popleft()
+            yield row, encode_row(row, options, read)
+    while ahead:
+        row, read = ahead.popleft()
+        yield row, encode_row(row, options, read)

@@ -1,0 +1,161 @@
+"""The run journal: what a conversion has committed, so that a killed run can continue.
+
+Before its first shard, every run writes `resume.json` into the output folder: the
+manifest header it is going to write and a digest of its table and plan. After each
+shard is committed, a receipt `<shard>.receipt.json` records its counts, its size and the
+rows it rejected. The manifest is still written last, so a folder with a journal and no
+`dataset.json` is an interrupted run, never a dataset.
+
+`convert(resume=True)` compares the new run with the journal: the same header and digest
+keep every shard whose receipt matches and whose records all check out, and write the
+rest, which gives the bytes of an uninterrupted run. Anything else is refused with what
+differs. The journal is deleted once the manifest is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import pickle
+from dataclasses import asdict, dataclass, field
+
+from tfrecorder import fs
+from tfrecorder.dataset import RECEIPT_SUFFIX, RUN_STATE, WrittenShard
+from tfrecorder.errors import ResumeError
+from tfrecorder.plan import Plan
+from tfrecorder.records import Rejection
+from tfrecorder.table import Table
+from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError, open_read, read_records
+
+logger = logging.getLogger(__name__)
+
+STATE = RUN_STATE
+
+
+def receipt_name(shard_filename: str) -> str:
+    return shard_filename + RECEIPT_SUFFIX
+
+
+@dataclass
+class Journal:
+    """This run's journal. `committed`: shard file name -> (the shard, its rejections),
+    for shards already written (kept from an interrupted run, or committed by this one)."""
+
+    output_dir: str
+    run_id: str
+    digest: str
+    resumable: bool  # keep committed shards when stopped, for a later resume
+    committed: dict[str, tuple[WrittenShard, list[Rejection]]] = field(default_factory=dict)
+
+    def begin(self, header: dict) -> None:
+        """Writes the run's fingerprint, before the first shard."""
+        self._write(STATE, {"digest": self.digest, "header": header})
+
+    def commit(self, shard: WrittenShard, rejections: list[Rejection]) -> None:
+        """Records a committed shard (after its file is in place)."""
+        self.committed[shard.filename] = (shard, list(rejections))
+        receipt = {"digest": self.digest, "shard": asdict(shard),
+                   "rejections": [list(r) for r in rejections]}
+        self._write(receipt_name(shard.filename), receipt)
+
+    def delete(self, shard_names: list[str]) -> None:
+        """Deletes these shards (written by this run) with the whole journal: the
+        clean-up of a run that cannot be resumed."""
+        names = [*shard_names, *map(receipt_name, shard_names), STATE]
+        fs.delete([fs.join(self.output_dir, name) for name in names])
+
+    def close(self, shard_names: list[str]) -> None:
+        """Deletes the journal once the manifest is written."""
+        names = [*map(receipt_name, shard_names), STATE]
+        fs.delete([fs.join(self.output_dir, name) for name in names])
+
+    def _write(self, name: str, content: dict) -> None:
+        fs.write_bytes(fs.join(self.output_dir, name), json.dumps(content).encode(),
+                       temp_suffix=TEMP_MARKER + self.run_id)
+
+
+def table_digest(plan: Plan, table: Table) -> str:
+    """A digest of every planned row: the table's cells (as validated) and each shard's
+    rows. Plain lists pickle to the same bytes in every run and version."""
+    rows = table.rows
+    content = (list(rows.columns), rows.index.tolist(), [rows[c].tolist() for c in rows],
+               [(s.filename, s.positions) for s in plan.shards])
+    return hashlib.sha256(pickle.dumps(content, protocol=4)).hexdigest()
+
+
+def open_journal(output_dir: str, run_id: str, header: dict, plan: Plan, table: Table, *,
+                 resume: bool, existing: list[str]) -> Journal:
+    """This run's journal. With `resume`, the interrupted run's journal among `existing`
+    (the folder's dataset files) is checked against this run, and the shards it
+    committed that still check out are kept. Writes nothing: see `Journal.begin`."""
+    journal = Journal(output_dir, run_id, table_digest(plan, table), resumable=resume)
+    if resume and existing:
+        _resume(journal, header, plan, existing)
+    return journal
+
+
+def _resume(journal: Journal, header: dict, plan: Plan, existing: list[str]) -> None:
+    output_dir = journal.output_dir
+    if STATE not in existing:
+        raise ResumeError(
+            f"{output_dir!r} holds files of an incomplete dataset but no {STATE}, so "
+            "there is nothing to resume. Pass overwrite=True to start again.")
+    state = json.loads(fs.read_bytes(fs.join(output_dir, STATE)))
+    differences = _differences(state["header"], header)
+    if not differences and state["digest"] != journal.digest:
+        differences = ["the table's rows (or their order) differ from the interrupted run's"]
+    if differences:
+        raise ResumeError(
+            f"cannot resume the run in {output_dir!r}: it was started with other inputs "
+            f"({'; '.join(differences)}). Rerun with the same table and options, or pass "
+            "overwrite=True (without resume) to start again.")
+    shards = {s.filename: s for s in plan.shards}
+    for name in existing:
+        if not name.endswith(RECEIPT_SUFFIX):
+            continue
+        shard_name = name[: -len(RECEIPT_SUFFIX)]
+        receipt = json.loads(fs.read_bytes(fs.join(output_dir, name)))
+        written = WrittenShard(**receipt["shard"])
+        problem = (_check(output_dir, written, plan.compression)
+                   if receipt["digest"] == journal.digest and shard_name in shards
+                   and shard_name in existing else "its receipt is for another run")
+        if problem:
+            logger.warning("Resume: writing %s again (%s).", shard_name, problem)
+            fs.delete([fs.join(output_dir, name)])
+            continue
+        journal.committed[shard_name] = (written, [Rejection(*r) for r in receipt["rejections"]])
+    logger.info("Resuming in %s: %d of %d shards were committed and check out.", output_dir,
+                len(journal.committed), len(plan.shards))
+
+
+def _differences(before: dict, now: dict) -> list[str]:
+    """What differs between two manifest headers, option by option."""
+    found = []
+    options_before, options_now = before.get("options", {}), now.get("options", {})
+    for name in sorted(set(options_before) | set(options_now)):
+        if options_before.get(name) != options_now.get(name):
+            found.append(f"{name} was {options_before.get(name)!r}, now "
+                         f"{options_now.get(name)!r}")
+    for name in sorted(set(before) | set(now)):
+        if name != "options" and before.get(name) != now.get(name):
+            found.append(f"the {name.replace('_', ' ')} differ" if name != "created_by" else
+                         f"written by {before.get(name)}, now {now.get(name)}")
+    return found
+
+
+def _check(output_dir: str, shard: WrittenShard, compression: str | None) -> str | None:
+    """Why a committed shard cannot be kept, or None: its size and every record's
+    checksum must match the receipt."""
+    path = fs.join(output_dir, shard.filename)
+    try:
+        size = fs.size(path)
+        if size != shard.num_bytes:
+            return f"{size} bytes, the receipt says {shard.num_bytes}"
+        with open_read(path, compression) as file:
+            count = sum(1 for _ in read_records(file))
+    except (OSError, EOFError, CorruptRecordError) as error:
+        return f"it cannot be read back: {error}"
+    if count != shard.num_records:
+        return f"{count} records, the receipt says {shard.num_records}"
+    return None
