@@ -46,7 +46,8 @@ def test_the_worker_wheel_declares_only_what_workers_need(tmp_path):
         metadata = archive.read(f"tfrecorder-{tfrecorder.__version__}.dist-info/METADATA")
     requires = [line.split(":", 1)[1].strip().split(">")[0].split("[")[0].lower()
                 for line in metadata.decode().splitlines() if line.startswith("Requires-Dist")]
-    assert {"pandas", "pillow", "simplejpeg", "google-crc32c"} <= set(requires)
+    assert {"pandas", "pillow", "simplejpeg", "google-crc32c", "fsspec", "gcsfs",
+            "s3fs"} <= set(requires)
     assert not {"tensorflow", "apache-beam", "pytest"} & set(requires)
     assert "tfrecorder/engines/beam.py" in names and "tfrecorder/records.py" in names
     assert not [name for name in names if "__pycache__" in name or name.startswith("tests")]

@@ -16,6 +16,7 @@ store answered and, where it helps, the fix.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import posixpath
 import queue
@@ -70,7 +71,15 @@ def _new_filesystem(name: str):
 
             # An emulator takes no credentials (as with google-cloud-storage's client).
             anonymous = os.environ.get("STORAGE_EMULATOR_HOST", "") not in ("", "default")
+            # gcsfs logs a traceback for every refused request before raising it; the
+            # error reaches the caller anyway, as one line (unless logging is set up).
+            logging.getLogger("gcsfs").addHandler(logging.NullHandler())
             return GCSFileSystem(token="anon" if anonymous else None)
+        if name in ("s3", "s3a"):
+            from s3fs import S3FileSystem
+
+            # botocore's pool holds 10 connections: not enough for the reads in flight.
+            return S3FileSystem(config_kwargs={"max_pool_connections": 128})
         import fsspec
 
         return fsspec.filesystem(name)
@@ -285,10 +294,10 @@ def list_dir(uri: str) -> list[str]:
 # --- errors ---------------------------------------------------------------------------
 
 _FIXES = {
-    "gs": "Check the bucket's name, and that `gcloud auth application-default login` (or "
-          "GOOGLE_APPLICATION_CREDENTIALS) gives an account that may use it.",
-    "s3": "Check the bucket's name, and that AWS credentials (AWS_PROFILE, "
-          "AWS_ACCESS_KEY_ID or ~/.aws/credentials) give an account that may use it.",
+    "gs": "Check the bucket's name and the credentials: `gcloud auth application-default "
+          "login` or GOOGLE_APPLICATION_CREDENTIALS must give an account that may use it.",
+    "s3": "Check the bucket's name and the credentials: AWS_PROFILE, AWS_ACCESS_KEY_ID or "
+          "~/.aws/credentials must give an account that may use it.",
 }
 
 
@@ -307,6 +316,8 @@ def answer(error: BaseException) -> str:
             return f"{details.get('Code', 'error')} ({status}): {details.get('Message', '')}"\
                 .rstrip(": ")
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if message.startswith("Forbidden: "):  # gcsfs's 403
+        return "access denied (403)"
     if isinstance(code, int):
         return f"HTTP {code}: {message}".rstrip(": ")
     if isinstance(error, PermissionError):

@@ -21,6 +21,7 @@ resumable run (`resume=True`) keeps the shards it committed, for the next run.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 import multiprocessing
@@ -30,6 +31,8 @@ import queue
 import signal
 import sys
 import tempfile
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -118,8 +121,8 @@ def write_local(
                            "was written to %s.", type(error).__name__, output_dir)
         if isinstance(error, _WorkerDied):
             raise ConversionAborted(
-                f"a worker process died (killed, or out of memory?); no dataset was "
-                f"written to {output_dir!r}. Rerun, perhaps with fewer num_workers."
+                f"a worker process died ({error}: killed, or out of memory?); no dataset "
+                f"was written to {output_dir!r}. Rerun, perhaps with fewer num_workers."
             ) from None
         raise
     finally:
@@ -261,14 +264,37 @@ class _WorkerDied(Exception):
     pass
 
 
+def _exit_reason(exitcode: int) -> str:
+    if exitcode < 0:
+        return f"signal {signal.Signals(-exitcode).name}"
+    return f"exit code {exitcode}"
+
+
 class _Failure(NamedTuple):
     """What a worker sends instead of a result when it fails (its error, picklable)."""
 
     error: BaseException
 
 
-def _work(tasks, results, options: ImageOptions, ahead: int) -> None:
+def _die_with(driver: int) -> None:
+    """Ends this worker when the driver dies (killed, a lost VM's OOM killer): an orphan
+    would go on writing segments into a folder that a resumed run is cleaning up."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    else:
+        def watch() -> None:
+            while os.getppid() == driver:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != driver:  # it died before we asked
+        os._exit(1)
+
+
+def _work(tasks, results, options: ImageOptions, ahead: int, driver: int) -> None:
     """A worker process: encodes segments from `tasks` until it takes None."""
+    _die_with(driver)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     try:
         for encoded in encode_segments(lambda block: tasks.get(block), options, ahead):
@@ -303,7 +329,8 @@ class _Workers:
             self.tasks, self.results = context.Queue(), context.Queue()
             self.processes = [
                 context.Process(target=_work, daemon=True,
-                                args=(self.tasks, self.results, self.options, self.ahead))
+                                args=(self.tasks, self.results, self.options, self.ahead,
+                                      os.getpid()))
                 for _ in range(self.num_workers)]
             for process in self.processes:
                 process.start()
@@ -342,8 +369,9 @@ class _Workers:
             try:
                 return self.results.get(timeout=0.5)
             except queue.Empty:
-                if any(p.exitcode not in (None, 0) for p in self.processes):
-                    raise _WorkerDied() from None
+                died = [p.exitcode for p in self.processes if p.exitcode not in (None, 0)]
+                if died:
+                    raise _WorkerDied(_exit_reason(died[0])) from None
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if not self.processes:

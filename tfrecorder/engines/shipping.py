@@ -81,6 +81,9 @@ def build_worker_wheel(directory: str | Path) -> Path:
 
 def _metadata(version: str, requirements: list[str]) -> str:
     """Core metadata whose Requires-Dist keeps only what workers import."""
+    # Workers read and write buckets: the gcs and s3 extras' back-ends come along.
+    requirements = [r.split(";")[0].strip() if re.search(r"extra == .(gcs|s3).", r) else r
+                    for r in requirements]
     kept = [r for r in requirements if "extra ==" not in r
             and re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower() not in _DRIVER_ONLY]
     return "".join([

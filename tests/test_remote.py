@@ -1,0 +1,264 @@
+"""Converting from and to buckets, through real local GCS and S3 servers (tests/stores.py):
+the CSV, the images and the dataset on a store, reads overlapped with decoding, retries,
+one clear error before any work, and resuming a killed run."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import pixels, read_manifest, read_split, shard_bytes, write_image
+
+import tfrecorder
+from tfrecorder import ResumeError, StorageError
+
+STORES = ["gcs_store", "s3_store"]
+
+
+@pytest.fixture(params=STORES)
+def store(request):
+    return request.getfixturevalue(request.param)
+
+
+def download(store, prefix: str, local_dir: Path) -> Path:
+    """Every object directly below `prefix`, copied into `local_dir`."""
+    local_dir.mkdir(parents=True, exist_ok=True)
+    for uri in store.list(prefix):
+        (local_dir / uri.rsplit("/", 1)[1]).write_bytes(store.read_bytes(uri))
+    return local_dir
+
+
+def csv_with_relative_paths(image_table: pd.DataFrame, folder: Path) -> Path:
+    """The table as an AutoML CSV in `folder`, its images in `folder/images/<label>/`, named
+    relative to the CSV: the same file converts locally and from a bucket."""
+    rows = []
+    for split, source, label in image_table.itertuples(index=False):
+        relative = f"images/{label}/{os.path.basename(source)}"
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_bytes(Path(source).read_bytes())
+        rows.append((split, relative, label))
+    path = folder / "data.csv"
+    pd.DataFrame(rows).to_csv(path, header=False, index=False)
+    return path
+
+
+def upload_folder(store, folder: Path, prefix: str) -> None:
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            store.upload(path, f"{prefix}/{path.relative_to(folder).as_posix()}")
+
+
+@pytest.mark.parametrize("runner", [None, "DirectRunner"])
+def test_csv_images_and_dataset_on_a_store(store, image_table, tmp_path, runner):
+    """A CSV of relative paths on the store converts into a dataset on the store equal,
+    byte for byte, to the local conversion of the same files; every pixel checks."""
+    csv = csv_with_relative_paths(image_table, tmp_path / "src")
+    prefix = f"{store.root}/{store.kind}-{runner}"
+    upload_folder(store, tmp_path / "src", f"{prefix}/src")
+    local = tmp_path / "local"
+    tfrecorder.convert(str(csv), str(local), num_shards=2, progress=False)
+
+    result = tfrecorder.convert(f"{prefix}/src/data.csv", f"{prefix}/out", num_shards=2,
+                                runner=runner, progress=False)
+
+    assert result.num_records == 24 and result.num_rejected == 0
+    copy = download(store, f"{prefix}/out", tmp_path / "copy")
+    assert sorted(os.listdir(copy)) == sorted(os.listdir(local))  # no journal, no temp files
+    assert shard_bytes(copy) == shard_bytes(local)
+    assert read_manifest(copy) == read_manifest(local)
+    for split in ("train", "validation", "test"):
+        for record in read_split(copy, split):
+            source = tmp_path / "src" / record["image_uri"].decode()
+            np.testing.assert_array_equal(record["pixels"], pixels(source))
+
+
+def remote_images(store, tmp_path, count: int, prefix: str) -> pd.DataFrame:
+    """`count` small JPEGs on the store, in a table."""
+    uris = []
+    for i in range(count):
+        path = write_image(tmp_path / "img" / f"{i:03d}.jpg", size=(64, 48), seed=i)
+        uris.append(store.upload(path, f"{store.root}/{prefix}/{i:03d}.jpg"))
+    return pd.DataFrame({"image_uri": uris, "label": [f"c{i % 3}" for i in range(count)]})
+
+
+@pytest.mark.parametrize("runner", [None, "DirectRunner"])
+def test_reads_overlap_with_decoding(store, tmp_path, runner):
+    """With 100 ms per request, many reads are in flight at once: counted by the server."""
+    table = remote_images(store, tmp_path, 96, f"overlap-{runner}")
+    store.set_latency(0.1)
+    store.reset_stats()
+    result = tfrecorder.convert(table, str(tmp_path / "out"), num_shards=1, runner=runner,
+                                progress=False)
+    assert result.num_records == 96
+    # One read at a time per worker would give at most 2 (one shard on Beam: 1).
+    assert store.stats()["max_in_flight"] >= 24
+
+
+def test_transient_errors_are_retried_and_missing_objects_rejected(store, tmp_path):
+    table = remote_images(store, tmp_path, 6, "flaky")
+    table.loc[len(table)] = [f"{store.root}/flaky/missing.jpg", "c0"]
+    store.fail("flaky/002.jpg", 503, times=2)
+    store.fail("flaky/004.jpg", 500, times=1)
+    result = tfrecorder.convert(table, str(tmp_path / "out"), progress=False)
+    assert result.num_records == 6 and result.num_rejected == 1
+    assert store.stats()["failed"] == 3
+    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv")
+    assert rejected["image_uri"].tolist() == [f"{store.root}/flaky/missing.jpg"]
+    assert "not found (404)" in rejected["reason"][0]
+
+
+@pytest.mark.parametrize("where", ["images", "output"])
+def test_a_missing_bucket_is_one_clear_error_before_any_work(store, tmp_path, where):
+    table = remote_images(store, tmp_path, 2, "buckets")
+    out = str(tmp_path / "out")
+    missing = f"{store.protocol}://no-such-bucket-{where}"
+    if where == "images":
+        table.loc[len(table)] = [f"{missing}/a.jpg", "c0"]
+    else:
+        out = f"{missing}/out"
+    with pytest.raises(StorageError, match="bucket 'no-such-bucket-.*' does not exist") as e:
+        tfrecorder.convert(table, out, progress=False)
+    assert "\n" not in str(e.value) and e.value.__cause__ is None and e.value.uri
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_refused_credentials_are_one_clear_error_before_any_work(store, tmp_path):
+    table = remote_images(store, tmp_path, 8, "denied")
+    store.reset_stats()
+    store.fail("denied", 403)
+    with pytest.raises(StorageError, match="403") as e:
+        tfrecorder.convert(table, str(tmp_path / "out"), progress=False)
+    assert "denied/000.jpg" in str(e.value) and "credentials" in str(e.value)
+    assert store.stats()["requests"] <= 3  # one probe (and a bucket check), no retries
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_the_cli_says_what_is_wrong_in_one_line(store, tmp_path):
+    env = {**os.environ}
+    process = subprocess.run(
+        [sys.executable, "-m", "tfrecorder", "convert",
+         f"{store.protocol}://no-such-bucket/data.csv", str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert process.returncode != 0
+    lines = process.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no-such-bucket" in lines[0], process.stderr
+
+
+# --- resume ------------------------------------------------------------------------------
+
+SLOW_REMOTE_RUN = """
+import sys, pandas as pd, tfrecorder
+table = pd.read_csv(sys.argv[1])
+tfrecorder.convert(table, sys.argv[2], num_shards=12, progress=False, resume=True)
+"""
+
+
+def wait_gone(pid: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ")[1].startswith("Z"):  # a zombie has exited
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def receipts(out: Path) -> list[str]:
+    return sorted(n for n in os.listdir(out) if n.endswith(".receipt.json")) \
+        if out.exists() else []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT])
+def test_a_stopped_run_resumes_to_the_same_bytes(gcs_store, tmp_path, stop):
+    images = remote_images(gcs_store, tmp_path, 48, "resume")
+    table = pd.concat([images] * 10 + [pd.DataFrame(  # 481 rows: reads take a while
+        {"image_uri": [f"{gcs_store.root}/resume/missing.jpg"], "label": ["c1"]})],
+        ignore_index=True)
+    table_csv = tmp_path / "table.csv"
+    table.to_csv(table_csv, index=False)
+    clean = tmp_path / "clean"
+    tfrecorder.convert(table, str(clean), num_shards=12, progress=False)
+
+    out = tmp_path / "out"
+    gcs_store.set_latency(0.3)  # slow enough to stop it halfway
+    process = subprocess.Popen([sys.executable, "-c", SLOW_REMOTE_RUN, str(table_csv),
+                                str(out)])
+    deadline = time.monotonic() + 120
+    while len(receipts(out)) < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    with open(f"/proc/{process.pid}/task/{process.pid}/children") as f:
+        workers = [int(pid) for pid in f.read().split()]
+    process.send_signal(stop)
+    process.wait()
+    assert len(workers) == 2
+    for pid in workers:  # no orphan goes on writing into the folder
+        with contextlib.suppress(ChildProcessError, ProcessLookupError):
+            assert wait_gone(pid)
+    assert not any(".tmp-" in n for n in os.listdir(out)) or stop == signal.SIGKILL
+    kept = receipts(out)
+    assert 3 <= len(kept) < 12 * 3 and not (out / "dataset.json").exists()
+    gcs_store.set_latency(0)
+    before = {n: (out / n.removesuffix(".receipt.json")).stat().st_mtime_ns for n in kept}
+
+    with pytest.raises(ResumeError, match="num_shards was 12, now 6"):
+        tfrecorder.convert(table, str(out), num_shards=6, progress=False, resume=True)
+    result = tfrecorder.convert(table, str(out), num_shards=12, progress=False, resume=True)
+
+    assert sorted(os.listdir(out)) == sorted(os.listdir(clean))  # journal gone
+    assert shard_bytes(out) == shard_bytes(clean)
+    assert read_manifest(out) == read_manifest(clean)
+    assert (out / "rejected.csv").read_bytes() == (clean / "rejected.csv").read_bytes()
+    assert result.num_rejected == 1
+    for name, mtime in before.items():  # committed shards were kept, not written again
+        assert (out / name.removesuffix(".receipt.json")).stat().st_mtime_ns == mtime
+
+
+def test_a_stopped_resumable_run_keeps_its_shards_and_rewrites_a_corrupt_one(
+        image_table, tmp_path, caplog):
+    bad = tmp_path / "late.jpg"
+    bad.write_bytes(b"not yet an image")
+    table = pd.concat([image_table, pd.DataFrame(
+        {"split": ["TEST"], "image_uri": [str(bad)], "label": ["cat"]})], ignore_index=True)
+    out = tmp_path / "out"
+    with pytest.raises(tfrecorder.ImageError):  # stops in the test split, the last one
+        tfrecorder.convert(table, str(out), num_shards=3, on_error="raise", progress=False,
+                           resume=True)
+    assert receipts(out) == sorted(f"{split}-0000{i}-of-00003.tfrecord.receipt.json"
+                                   for split in ("train", "validation") for i in range(3))
+    assert not any(".tmp-" in name for name in os.listdir(out))
+    victim = out / "train-00001-of-00003.tfrecord"
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    write_image(bad, seed=99)  # fixed since
+
+    tfrecorder.convert(table, str(out), num_shards=3, progress=False, resume=True)
+    clean = tmp_path / "clean"
+    tfrecorder.convert(table, str(clean), num_shards=3, progress=False)
+    assert shard_bytes(out) == shard_bytes(clean)
+    assert sorted(os.listdir(out)) == sorted(os.listdir(clean))
+    assert "writing train-00001-of-00003.tfrecord again" in caplog.text
+
+
+def test_resume_needs_an_interrupted_run_of_the_same_table(image_table, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(tfrecorder.ImageError):
+        tfrecorder.convert(image_table.assign(image_uri=lambda t: t.image_uri.where(
+            t.index != 23, "missing.jpg")), str(out), num_shards=2, on_error="raise",
+            progress=False, resume=True)
+    with pytest.raises(ResumeError, match="table's rows"):
+        tfrecorder.convert(image_table, str(out), num_shards=2, progress=False, resume=True)
+    with pytest.raises(ValueError, match="pass one of them"):
+        tfrecorder.convert(image_table, str(out), resume=True, overwrite=True)
+    # Without resume, the leftovers are refused with the way forward.
+    with pytest.raises(tfrecorder.DatasetExistsError, match="resume=True"):
+        tfrecorder.convert(image_table, str(out), num_shards=2, progress=False)
