@@ -222,8 +222,9 @@ def test_a_stopped_run_resumes_to_the_same_bytes(gcs_store, tmp_path, stop):
         assert (out / name.removesuffix(".receipt.json")).stat().st_mtime_ns == mtime
 
 
+@pytest.mark.parametrize("runner", [None, "DirectRunner"])
 def test_a_stopped_resumable_run_keeps_its_shards_and_rewrites_a_corrupt_one(
-        image_table, tmp_path, caplog):
+        image_table, tmp_path, caplog, runner):
     bad = tmp_path / "late.jpg"
     bad.write_bytes(b"not yet an image")
     table = pd.concat([image_table, pd.DataFrame(
@@ -240,13 +241,17 @@ def test_a_stopped_resumable_run_keeps_its_shards_and_rewrites_a_corrupt_one(
     data[len(data) // 2] ^= 0xFF
     victim.write_bytes(bytes(data))
     write_image(bad, seed=99)  # fixed since
+    kept = out / "validation-00002-of-00003.tfrecord"
+    os.utime(kept, ns=(1, 1))  # a shard written again would get a new time
 
-    tfrecorder.convert(table, str(out), num_shards=3, progress=False, resume=True)
+    tfrecorder.convert(table, str(out), num_shards=3, progress=False, resume=True,
+                       runner=runner)  # either engine continues the other's run
     clean = tmp_path / "clean"
     tfrecorder.convert(table, str(clean), num_shards=3, progress=False)
     assert shard_bytes(out) == shard_bytes(clean)
     assert sorted(os.listdir(out)) == sorted(os.listdir(clean))
     assert "writing train-00001-of-00003.tfrecord again" in caplog.text
+    assert kept.stat().st_mtime_ns == 1
 
 
 def test_resume_needs_an_interrupted_run_of_the_same_table(image_table, tmp_path):
@@ -262,3 +267,19 @@ def test_resume_needs_an_interrupted_run_of_the_same_table(image_table, tmp_path
     # Without resume, the leftovers are refused with the way forward.
     with pytest.raises(tfrecorder.DatasetExistsError, match="resume=True"):
         tfrecorder.convert(image_table, str(out), num_shards=2, progress=False)
+
+
+def test_shards_are_uploaded_while_images_are_still_read(store, tmp_path):
+    images = remote_images(store, tmp_path, 40, "streaming")
+    table = pd.concat([images] * 10, ignore_index=True)  # more rows than reads in flight
+    store.set_latency(0.02)
+    store.reset_stats()
+    out = f"{store.root}/streaming-out"
+    tfrecorder.convert(table, out, num_shards=8, num_workers=2, progress=False)
+    log = store.stats()["log"]
+    uploads = [i for i, line in enumerate(log) if line.split()[0] in ("POST", "PUT")
+               and "streaming-out/train-" in line]
+    reads = [i for i, line in enumerate(log) if line.startswith("GET")
+             and "streaming/" in line]
+    assert len(log) < 1000 and uploads and reads
+    assert uploads[0] < reads[-1]  # the first shard went up before the last image came in

@@ -25,7 +25,8 @@ from tfrecorder.plan import (
     shuffled_order,
     sizes_shards_by_bytes,
 )
-from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.prefetch import Prefetcher, encode_in_order
+from tfrecorder.records import ImageOptions, Rejection, Row
 from tfrecorder.table import Table, load_table
 from tfrecorder.tfrecord import TEMP_MARKER, new_run_id
 
@@ -267,14 +268,15 @@ def _job_url(runner: str | None, job_id: str | None, beam_options: Mapping) -> s
 
 
 def _estimate_record_bytes(table: Table, options: ImageOptions, seed: int) -> float:
-    """Mean record size over a fixed sample of rows, reading image headers only."""
+    """Mean record size over a fixed sample of rows, reading image headers only (and the
+    sample's images at once, where they are in a bucket)."""
     options = replace(options, validate=False)
     sample = shuffled_order(len(table.rows), seed)[:_SIZE_SAMPLE]
     inputs = [c.name for c in table.inputs]
-    results = (
-        encode_row(Row(int(p), row.get("uri"), row.get("image_uri"), row.get("label"),
-                       "TRAIN", {name: row[name] for name in inputs}), options)
-        for p, row in zip(sample, table.rows.iloc[sample].to_dict("records"))
-    )
-    sizes = [len(r) for r in results if not isinstance(r, Rejection)]
+    rows = (Row(int(p), row.get("uri"), row.get("image_uri"), row.get("label"), "TRAIN",
+                {name: row[name] for name in inputs})
+            for p, row in zip(sample, table.rows.iloc[sample].to_dict("records")))
+    with Prefetcher() as prefetcher:
+        sizes = [len(result) for _, result in encode_in_order(rows, options, prefetcher)
+                 if not isinstance(result, Rejection)]
     return sum(sizes) / len(sizes) if sizes else _FALLBACK_RECORD_BYTES

@@ -82,7 +82,8 @@ class Prefetcher:
 
     def __exit__(self, *exc_info) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            # No thread is left behind to be copied by a fork.
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
 
