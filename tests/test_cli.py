@@ -1,5 +1,6 @@
 """The `tfrecorder` command, end to end: a real interpreter runs `python -m tfrecorder`."""
 
+import argparse
 import csv
 import json
 import os
@@ -85,11 +86,16 @@ def test_convert_flags_take_effect(tmp_path):
 
 
 def test_every_convert_option_has_a_flag_with_the_library_default():
-    args = cli.build_parser().parse_args(["convert", "in.csv", "out/"])
+    parser = cli.build_parser()
+    args = parser.parse_args(["convert", "in.csv", "out/"])
     options = {name for name, p in signature(tfrecorder.convert).parameters.items()
                if p.kind is p.KEYWORD_ONLY}
     assert {name: getattr(args, name) for name in options} == cli.CONVERT_DEFAULTS
     assert set(cli.CONVERT_DEFAULTS) == options
+    # A default alone (set_defaults) is not a flag: each option must be settable.
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    flags = {a.dest for a in commands.choices["convert"]._actions if a.option_strings}
+    assert options <= flags, options - flags
 
 
 def test_convert_flags_map_to_the_library_options():
@@ -109,8 +115,8 @@ def test_convert_flags_map_to_the_library_options():
         "beam_options": {"direct_num_workers": 2, "direct_running_mode": "x"},
     }
     args = cli.build_parser().parse_args(["convert", "a", "b", "--no-header",
-                                          "--num-shards", "4"])
-    assert (args.header, args.num_shards) == (False, 4)
+                                          "--num-shards", "4", "--resume"])
+    assert (args.header, args.num_shards, args.resume) == (False, 4, True)
 
 
 def test_schema_and_fill_missing_flags_collect_columns():
@@ -169,6 +175,7 @@ def test_bad_option_values_are_one_error_line(tmp_path, args, words):
 
 @pytest.mark.parametrize("args", [
     ["convert", SAMPLE_CSV, "out", "--bogus"],
+    ["convert", SAMPLE_CSV, "out", "--resume", "--overwrite"],
     ["convert", SAMPLE_CSV, "out", "--image-size", "32"],
     ["convert", SAMPLE_CSV, "out", "--num-shards", "train=x"],
     ["convert", SAMPLE_CSV],

@@ -149,8 +149,8 @@ def test_clear_errors(dataset, image_table, tmp_path):
 
 
 def test_gs_paths_come_from_the_manifest(dataset, gcs_bucket):
-    """TensorFlow reads gs:// itself (and cannot be pointed at the emulator), so this
-    checks the dataset is built from the right gs:// shard paths, without reading them."""
+    """Shard paths are the manifest's file names under the gs:// folder (reading them
+    back: tests/test_remote_read.py)."""
     from gcs_emulator import upload
 
     prefix = f"gs://{gcs_bucket}/load/out"

@@ -4,9 +4,10 @@ A thin layer: it parses arguments, calls the public functions of `tfrecorder`, a
 what they return. The defaults and choices of `convert`'s flags are read from the library
 (its signature and option constants), so the command cannot drift from `tfrecorder.convert`.
 
-Exit codes: 0 success; 1 a user error (bad table, existing dataset, failed verification),
-printed as one `tfrecorder: error: ...` line without a traceback; 2 a usage error; 130
-Ctrl-C. Any other exception is a bug and keeps its traceback.
+Exit codes: 0 success; 1 a user error (bad table, existing dataset, failed verification,
+a store that cannot be reached), printed as one `tfrecorder: error: ...` line without a
+traceback; 2 a usage error; 130 Ctrl-C. Any other exception is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from inspect import Parameter, signature
 import tfrecorder
 from tfrecorder import fs
 from tfrecorder.convert import ON_ERROR
+from tfrecorder.dataset import read_manifest
 from tfrecorder.errors import (
     DatasetExistsError,
+    ResumeError,
     SchemaError,
     TFRecorderError,
     VerificationError,
@@ -40,6 +43,7 @@ from tfrecorder.tfrecord import COMPRESSIONS
 PROG = "tfrecorder"
 
 # Errors whose message alone tells the user what to fix: printed on one line, exit 1.
+# (TFRecorderError includes StorageError, ResumeError and DatasetExistsError.)
 USER_ERRORS = (TFRecorderError, ValueError, FileNotFoundError, FileExistsError,
                NotADirectoryError)
 
@@ -125,7 +129,7 @@ def _add_convert(commands) -> None:
     command.set_defaults(run=_convert, **d)
     command.add_argument("source", metavar="SOURCE", help="a CSV file or an image folder")
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
-                         help="the dataset folder to write (local or gs://)")
+                         help="the dataset folder to write (local, gs:// or s3://)")
     table = command.add_argument_group("table")
     table.add_argument("--header", action=argparse.BooleanOptionalAction,
                        help="whether the CSV's first line names its columns "
@@ -173,8 +177,12 @@ def _add_convert(commands) -> None:
                         help=f"target shard size (default: {d['shard_size_mb']})")
     output.add_argument("--compression", choices=[c for c in COMPRESSIONS if c],
                         help="compress the shards (default: none)")
-    output.add_argument("--overwrite", action="store_true",
-                        help="replace a dataset already in OUTPUT_DIR")
+    again = output.add_mutually_exclusive_group()
+    again.add_argument("--overwrite", action="store_true",
+                       help="replace a dataset already in OUTPUT_DIR")
+    again.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run into OUTPUT_DIR: keep the shards "
+                            "it finished (after checking them) and write the rest")
     run = command.add_argument_group("run")
     run.add_argument("--num-workers", type=int, metavar="N",
                      help="worker processes (default: all cores)")
@@ -258,8 +266,8 @@ def _convert(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
     try:
         result = tfrecorder.convert(args.source, args.output_dir, **options)
-    except DatasetExistsError as error:
-        raise DatasetExistsError(_overwrite_hint(str(error))) from None
+    except (DatasetExistsError, ResumeError) as error:
+        raise type(error)(_as_flags(str(error))) from None
     except SchemaError as error:
         raise SchemaError(_flag_hint(str(error))) from None
     width = max(len("rejected"), *(len(split) for split in result.counts))
@@ -272,10 +280,10 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _overwrite_hint(message: str) -> str:
-    """The library's advice names its keyword argument; here it is a flag."""
-    message = message.replace("overwrite=True", "--overwrite")
-    return message if "--overwrite" in message else f"{message} Pass --overwrite to replace it."
+def _as_flags(message: str) -> str:
+    """The library's advice names its keyword arguments; here they are flags."""
+    return re.sub(r"\b(overwrite|resume)=True", r"--\1",
+                  message.replace("(without resume)", "(without --resume)"))
 
 
 # The library's advice on a column, e.g. schema={'notes': None} or fill_missing={'age': value}.
@@ -337,13 +345,12 @@ def _add_info(commands) -> None:
         "tfrecorder info out/",
     )
     command.set_defaults(run=_info)
-    command.add_argument("path", metavar="PATH", help="a dataset folder (local or gs://)")
+    command.add_argument("path", metavar="PATH",
+                         help="a dataset folder (local, gs:// or s3://)")
     command.add_argument("--json", action="store_true", help="print the manifest itself")
 
 
 def _info(args: argparse.Namespace) -> int:
-    from tfrecorder.dataset import read_manifest
-
     manifest = read_manifest(args.path)
     if args.json:
         print(json.dumps(manifest, indent=2))
@@ -435,7 +442,8 @@ def _add_verify(commands) -> None:
         "tfrecorder verify out/ --no-decode",
     )
     command.set_defaults(run=_verify)
-    command.add_argument("path", metavar="PATH", help="a dataset folder (local or gs://)")
+    command.add_argument("path", metavar="PATH",
+                         help="a dataset folder (local, gs:// or s3://)")
     command.add_argument("--no-decode", dest="decode_images", action="store_false",
                          help="skip parsing the records and decoding the images (much "
                               "faster)")
@@ -484,7 +492,8 @@ def _add_inspect(commands) -> None:
         "tfrecorder inspect out/ --split validation --num-records 3 --output-dir look/",
     )
     command.set_defaults(run=_inspect)
-    command.add_argument("path", metavar="PATH", help="a dataset folder (local or gs://)")
+    command.add_argument("path", metavar="PATH",
+                         help="a dataset folder (local, gs:// or s3://)")
     command.add_argument("--split", default=d["split"], choices=SPLITS,
                          help="the split to read (default: %(default)s)")
     command.add_argument("--num-records", type=int, default=d["num_records"], metavar="N",

@@ -172,6 +172,7 @@ def _write_rejected(output_dir: str, run_id: str, source: pd.DataFrame,
 def read_manifest(dataset_dir: str) -> dict:
     path = fs.join(dataset_dir, MANIFEST)
     if not fs.exists(path):
+        fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
         raise FileNotFoundError(
             f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
         )

@@ -9,6 +9,7 @@ Text cells of records.csv are as hostile: one a spreadsheet would run as a formu
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -17,8 +18,7 @@ import re
 import tempfile
 
 from tfrecorder.dataset import read_manifest
-from tfrecorder.load import decode_image, feature_spec, shard_files
-from tfrecorder.tfrecord import open_read, read_records
+from tfrecorder.load import decode_image, feature_spec, shard_files, shard_records
 
 CSV_FILE = "records.csv"
 _EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "raw": ".png"}  # raw pixels are saved as PNG
@@ -36,7 +36,7 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
     `image_file` it wrote. A dataset without images gives records.csv alone.
 
     Args:
-        path: the dataset folder (local or gs://).
+        path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         split: "train", "validation" or "test".
         num_records: how many records: the first of the split, in shard order.
         output_dir: a local folder to write into (created if needed); by default a new
@@ -112,8 +112,8 @@ def _first_records(files: list[str], compression: str | None, count: int):
     if count == 0:
         return
     for file in files:
-        with open_read(file, compression) as stream:
-            for record in read_records(stream):
+        with contextlib.closing(shard_records(file, compression)) as records:
+            for record in records:
                 yield record
                 count -= 1
                 if count == 0:

@@ -9,6 +9,10 @@ are decoded at a reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is stil
 least as large as the target, which skips most of the work of a full decode and does the
 bulk of the downscaling as an average over pixels.
 
+Local shards are read by TensorFlow itself; shards in a bucket through `tfrecorder.fs`,
+like every other file tfrecorder reads (see `shard_reader`), with the same records in the
+same order.
+
 TensorFlow is imported here, and only here (and by inspect/verify through these
 helpers), never by the writer.
 """
@@ -16,16 +20,18 @@ helpers), never by the writer.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import fs
 from tfrecorder.dataset import read_manifest
+from tfrecorder.tfrecord import open_read, read_records
 
 SPLITS = ("train", "validation", "test")
 AUGMENT_PRESETS = ("basic",)
 # The features `decode_image` reads: a dataset with images has all of them.
 DECODE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
+_CHUNK_BYTES = 1 << 20  # records of a remote shard handed to TensorFlow at once
 
 
 def shard_files(dataset_dir: str, manifest: dict, split: str) -> list[str]:
@@ -36,6 +42,45 @@ def shard_files(dataset_dir: str, manifest: dict, split: str) -> list[str]:
             f"{sorted(manifest['splits'])}."
         )
     return [fs.join(dataset_dir, shard["file"]) for shard in manifest["splits"][split]["shards"]]
+
+
+def shard_records(path: str, compression: str | None) -> Iterator[bytes]:
+    """The records of one shard, read through `tfrecorder.fs`, every checksum checked."""
+    with open_read(path, compression) as stream:
+        yield from read_records(stream)
+
+
+def shard_reader(remote: bool, compression: str | None) -> Callable:
+    """A function from a shard's path (a string tensor) to a `tf.data.Dataset` of its
+    serialized records, for `interleave`.
+
+    Local shards are read by TFRecordDataset, in C++. Remote ones are read through
+    `tfrecorder.fs`, so with the credentials and endpoints the writer used: TensorFlow's
+    own file systems have no s3:// and a gs:// that ignores STORAGE_EMULATOR_HOST. Their
+    records are streamed in Python and handed over about a megabyte at a time, since
+    one Python call per record would cost more than reading it.
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    if not remote:
+        compression_type = "GZIP" if compression == "gzip" else ""
+        return lambda path: tf.data.TFRecordDataset(path, compression_type=compression_type)
+
+    def chunks(path: bytes) -> Iterator:
+        chunk, size = [], 0
+        for record in shard_records(path.decode(), compression):
+            chunk.append(record)
+            size += len(record)
+            if size >= _CHUNK_BYTES:
+                # An object array: NumPy's bytes type would strip trailing zero bytes.
+                yield np.array(chunk, dtype=object)
+                chunk, size = [], 0
+        if chunk:
+            yield np.array(chunk, dtype=object)
+
+    return lambda path: tf.data.Dataset.from_generator(
+        chunks, args=(path,), output_signature=tf.TensorSpec([None], tf.string)).unbatch()
 
 
 def feature_spec(manifest: dict) -> dict:
@@ -119,7 +164,7 @@ def load(
     with images only.
 
     Args:
-        path: the dataset folder (local or gs://).
+        path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         split: "train", "validation" or "test" for one dataset; None for a dict of all.
         batch_size: batch the elements; with mixed image sizes, give `image_size` too.
         image_size: (height, width) to resize images to, so that batches stack.
@@ -132,7 +177,8 @@ def load(
         augment: a function image -> image, or "basic" (random flips, crops and
             brightness); applied to the train split only.
         cache: True caches decoded (and resized) elements in memory, or the records as
-            read for a dataset without images; a folder caches them in files there.
+            read for a dataset without images; a local folder caches them in files
+            there (worth it for a dataset in a bucket, read again every epoch).
         as_supervised: elements are (image, label) pairs instead of feature dicts; for a
             dataset without images, (dict of the input features, label).
         multi_hot: for multi-label datasets: each label is a float32 vector of
@@ -211,7 +257,6 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     ordered = seed is not None or not shuffle
     files = shard_files(path, manifest, split)
     num_records = manifest["splits"][split]["num_records"]
-    compression = "GZIP" if manifest["compression"] == "gzip" else ""
     spec = feature_spec(manifest)
     num_classes = manifest["labels"]["num_classes"] if multi_hot else None
     has_images = "image" in manifest["features"]
@@ -220,7 +265,7 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     ds = ds.interleave(
-        lambda f: tf.data.TFRecordDataset(f, compression_type=compression),
+        shard_reader(fs.is_remote(path), manifest["compression"]),
         cycle_length=min(len(files), 16), num_parallel_calls=autotune,
         deterministic=ordered,
     )

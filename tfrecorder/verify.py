@@ -19,6 +19,7 @@ lists them all.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import logging
@@ -30,10 +31,16 @@ from dataclasses import dataclass, field
 
 from tfrecorder import fs
 from tfrecorder.dataset import MANIFEST, dataset_files, read_manifest
-from tfrecorder.errors import VerificationError
-from tfrecorder.load import DECODE_FEATURES, decode_image, feature_spec
+from tfrecorder.errors import StorageError, VerificationError
+from tfrecorder.load import (
+    DECODE_FEATURES,
+    decode_image,
+    feature_spec,
+    shard_reader,
+    shard_records,
+)
 from tfrecorder.records import SIGNATURES
-from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError, open_read, read_records
+from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +80,7 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
     """Reads every shard and checks it against the manifest.
 
     Args:
-        path: the dataset folder (local or gs://).
+        path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         decode_images: also parse every record, check its ids and split, and decode its
             image (the slow part); False checks files, framing, checksums, counts and
             sizes only, without TensorFlow.
@@ -86,6 +93,7 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
         VerificationError: with the number of problems and the first few; its `.report`
             lists every one.
         FileNotFoundError: the folder holds no manifest.
+        StorageError: the store could not be read (this says nothing of the dataset).
     """
     from tqdm.auto import tqdm  # here, not at import: it costs ~80 ms
 
@@ -192,12 +200,13 @@ def _read_shard(file: str, compression: str | None, bar) -> tuple[int, str | Non
     short (None when the whole file was read)."""
     count = 0
     try:
-        with open_read(file, compression) as stream:
-            for _ in read_records(stream):
-                count += 1
-                bar.update(1)
+        for _ in shard_records(file, compression):
+            count += 1
+            bar.update(1)
     except CorruptRecordError as error:
         return count, str(error) + (" of the uncompressed stream" if compression else "")
+    except StorageError:  # the store failed, not the shard
+        raise
     except (OSError, EOFError, zlib.error) as error:  # gzip: truncated or garbled
         return count, f"unreadable {'gzip data' if compression else 'file'}: {error}"
     return count, None
@@ -308,10 +317,10 @@ def _checking_pipeline(shards: Sequence[_Shard], spec: dict, checks: _Checks,
     matches, and the image's name."""
     import tensorflow as tf
 
+    read = shard_reader(fs.is_remote(shards[0].path), compression)
+
     def records(index, file, split):
-        return tf.data.TFRecordDataset(
-            file, compression_type="GZIP" if compression == "gzip" else ""
-        ).enumerate().map(lambda number, record: (index, split, number, record))
+        return read(file).enumerate().map(lambda number, record: (index, split, number, record))
 
     def summary(index, split, number, record):
         features = tf.io.parse_single_example(record, spec)
@@ -438,8 +447,8 @@ def _describe_failures(shard: _Shard, failed: set[int], flagged: set[int], spec:
     import tensorflow as tf
 
     problems, parsed, decoded, last = [], 0, 0, max(failed | flagged)
-    with open_read(shard.path, compression) as stream:
-        for number, record in enumerate(read_records(stream)):
+    with contextlib.closing(shard_records(shard.path, compression)) as records:
+        for number, record in enumerate(records):
             if number in failed or number in flagged:
                 try:
                     features = tf.io.parse_single_example(record, spec)
