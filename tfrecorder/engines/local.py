@@ -22,6 +22,7 @@ resumable run (`resume=True`) keeps the shards it committed, for the next run.
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
 import math
 import multiprocessing
@@ -332,8 +333,15 @@ class _Workers:
                                 args=(self.tasks, self.results, self.options, self.ahead,
                                       os.getpid()))
                 for _ in range(self.num_workers)]
-            for process in self.processes:
-                process.start()
+            # Objects the workers inherit are frozen out of their garbage collector: one
+            # collected in a worker could run TensorFlow's destructors (when the caller
+            # has imported it), which abort a forked process.
+            gc.freeze()
+            try:
+                for process in self.processes:
+                    process.start()
+            finally:
+                gc.unfreeze()
         return self.encode
 
     def encode(self, segments: Iterable[Segment]) -> Iterator[Encoded]:
