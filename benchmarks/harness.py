@@ -27,10 +27,19 @@ def parser(description: str, images: int, rounds: int) -> argparse.ArgumentParse
 
 def seconds_in_fresh_process(script: str, name: str, input_path: str, out: str) -> float:
     """Runs `script --contender name`, which prints the seconds its work took."""
+    return float(last_line_in_fresh_process(script, name, input_path, out))
+
+
+def last_line_in_fresh_process(script: str, name: str, input_path: str, out: str) -> str:
+    """Runs `script --contender name` and returns the last line it printed (a contender
+    that reports more than its seconds prints them as one JSON line)."""
     result = subprocess.run(
         [sys.executable, script, "--contender", name, "--input", input_path, "--out", out],
-        capture_output=True, text=True, check=True)
-    return float(result.stdout.strip().splitlines()[-1])
+        capture_output=True, text=True)
+    if result.returncode:
+        sys.stderr.write(result.stderr[-5000:])  # why the contender failed
+        result.check_returncode()
+    return result.stdout.strip().splitlines()[-1]
 
 
 def rounds(names: Sequence[str], seconds: Callable[[str], float], count: int,

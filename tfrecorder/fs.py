@@ -3,11 +3,12 @@
 
 Local paths go straight to the operating system (the fast path, with no imports in worker
 processes). Everything else goes through fsspec: gcsfs for `gs://`, s3fs for `s3://`
-(the `gcs` and `s3` extras). fsspec is what pandas users already configure, its clients
-retry throttling and server errors with back-off, and it needs no Apache Beam, so the
-local engine reads buckets without Beam's 2.9 GB of dependencies. Both engines, the
-table loader and the readers all go through these functions, so a URI that works in one
-place works everywhere.
+(the `gcs` and `s3` extras). fsspec is what pandas users already configure, and its
+clients retry throttling and server errors with back-off. Measured against Apache Beam's
+`GcsIO` (benchmarks/bench_remote.py --clients): 2.3x the objects/s from 64 threads at a
+third of the CPU, and no Beam (0.67 GB, 70 packages) for the local engine. Both engines,
+the table loader and the readers all go through these functions, so a URI that works in
+one place works everywhere.
 
 Errors from a store become `StorageError`, a one-line message naming the URI, what the
 store answered and, where it helps, the fix.
