@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +140,20 @@ def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
     shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes}
     info.update(num_records=w.num_records, num_bytes=w.num_bytes, shards=[shard])
     Path(output_dir, "dataset.json").write_text(json.dumps(manifest))
+
+
+def run_cli(*args, timeout=300) -> subprocess.CompletedProcess:
+    """`python -m tfrecorder ARGS`, with this process's environment (stores' endpoints)."""
+    return subprocess.run([sys.executable, "-m", "tfrecorder", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_error_line(process: subprocess.CompletedProcess, *words: str) -> str:
+    """Exit 1 and a single `tfrecorder: error:` line on stderr, naming every word."""
+    assert process.returncode == 1, process.stderr
+    assert "Traceback" not in process.stderr, process.stderr
+    lines = process.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfrecorder: error: "), process.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import image_bytes, make_image, read_manifest, read_split
+from helpers import (
+    assert_one_error_line,
+    image_bytes,
+    make_image,
+    read_manifest,
+    read_split,
+    run_cli,
+)
 
 import tfrecorder
 from tfrecorder import cli
@@ -24,27 +31,11 @@ SAMPLE_COUNTS = {"train": 7, "validation": 5, "test": 4}
 SAMPLE_LABELS = ["cat", "coffee", "rocket", "texture"]
 
 
-def run(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tfrecorder", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def assert_one_error_line(process: subprocess.CompletedProcess, *words: str) -> str:
-    """Exit 1 and a single `tfrecorder: error:` line on stderr, naming every word."""
-    assert process.returncode == 1, process.stderr
-    assert "Traceback" not in process.stderr, process.stderr
-    lines = process.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tfrecorder: error: "), process.stderr
-    for word in words:
-        assert word in lines[0]
-    return lines[0]
-
-
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     """The bundled sample CSV converted with default options (progress bar included)."""
     out = tmp_path_factory.mktemp("cli") / "samples"
-    return out, run("convert", SAMPLE_CSV, out, "--num-workers", "1")
+    return out, run_cli("convert", SAMPLE_CSV, out, "--num-workers", "1")
 
 
 # --- convert -------------------------------------------------------------------------------
@@ -66,7 +57,7 @@ def test_convert_prints_a_summary_and_writes_the_dataset(sample):
 
 def test_convert_flags_take_effect(tmp_path):
     out = tmp_path / "out"
-    process = run("convert", SAMPLE_CSV, out, "--no-header", "--num-shards", "train=2",
+    process = run_cli("convert", SAMPLE_CSV, out, "--no-header", "--num-shards", "train=2",
                   "--image-size", "32x48", "--compression", "gzip", "--seed", "3",
                   "--jpeg-quality", "80", "--unassigned-split", "0.5,0.25,0.25",
                   "--num-workers", "1", "--no-progress")
@@ -149,7 +140,7 @@ def test_malformed_schema_and_fill_missing_flags_are_usage_errors(args, capsys):
 def test_an_unknown_split_value_is_one_error_line(tmp_path):
     table = tmp_path / "bad.csv"
     table.write_text("split,image_uri,label\nTRAIN,a.jpg,cat\nBOGUS,b.jpg,dog\n")
-    process = run("convert", table, tmp_path / "out", "--no-progress")
+    process = run_cli("convert", table, tmp_path / "out", "--no-progress")
     assert_one_error_line(process, "'BOGUS'", "split")
     assert not (tmp_path / "out").exists()
 
@@ -157,10 +148,10 @@ def test_an_unknown_split_value_is_one_error_line(tmp_path):
 def test_converting_into_an_existing_dataset_suggests_overwrite(tmp_path):
     out = tmp_path / "out"
     options = ["--num-workers", "1", "--no-progress"]
-    assert run("convert", SAMPLE_CSV, out, *options).returncode == 0
-    line = assert_one_error_line(run("convert", SAMPLE_CSV, out, *options), "--overwrite")
+    assert run_cli("convert", SAMPLE_CSV, out, *options).returncode == 0
+    line = assert_one_error_line(run_cli("convert", SAMPLE_CSV, out, *options), "--overwrite")
     assert "overwrite=True" not in line
-    assert run("convert", SAMPLE_CSV, out, "--overwrite", *options).returncode == 0
+    assert run_cli("convert", SAMPLE_CSV, out, "--overwrite", *options).returncode == 0
 
 
 @pytest.mark.parametrize("args, words", [
@@ -169,7 +160,7 @@ def test_converting_into_an_existing_dataset_suggests_overwrite(tmp_path):
     (["--image-size", "0x10"], ["image_size"]),
 ])
 def test_bad_option_values_are_one_error_line(tmp_path, args, words):
-    process = run("convert", SAMPLE_CSV, tmp_path / "out", "--no-progress", *args)
+    process = run_cli("convert", SAMPLE_CSV, tmp_path / "out", "--no-progress", *args)
     assert_one_error_line(process, *words)
 
 
@@ -182,7 +173,7 @@ def test_bad_option_values_are_one_error_line(tmp_path, args, words):
     [],
 ])
 def test_usage_errors_exit_2(args):
-    process = run(*args)
+    process = run_cli(*args)
     assert process.returncode == 2, process.stderr
     assert "usage: tfrecorder" in process.stderr and "Traceback" not in process.stderr
 
@@ -241,11 +232,11 @@ def table_csv(tmp_path) -> Path:
 
 def test_convert_a_csv_with_extra_columns_and_a_schema_end_to_end(table_csv, tmp_path):
     out = tmp_path / "out"
-    line = assert_one_error_line(run("convert", table_csv, out, "--no-progress"),
+    line = assert_one_error_line(run_cli("convert", table_csv, out, "--no-progress"),
                                  "'age'", "--fill-missing age=VALUE")
     assert "fill_missing=" not in line
 
-    process = run("convert", table_csv, out, "--schema", "color=CategoricalInput",
+    process = run_cli("convert", table_csv, out, "--schema", "color=CategoricalInput",
                   "--schema", "notes=drop", "--fill-missing", "age=0", "--num-workers", "1",
                   "--no-progress")
     assert process.returncode == 0, process.stderr
@@ -264,11 +255,11 @@ def test_convert_a_csv_with_extra_columns_and_a_schema_end_to_end(table_csv, tmp
     assert sorted((int(row["age"]), row["color_value"]) for row in rows) == [
         (0, "green"), (20, "red"), (21, "blue"), (23, "red"), (24, "blue"), (25, "green")]
 
-    lines = [" ".join(line.split()) for line in run("info", out).stdout.splitlines()]
+    lines = [" ".join(line.split()) for line in run_cli("info", out).stdout.splitlines()]
     assert "color int64 [] input (categorical, 3 values)" in lines
     assert "weight float32 [] input" in lines and "label int64 [] label (2 classes)" in lines
 
-    process = run("verify", out, "--no-progress")
+    process = run_cli("verify", out, "--no-progress")
     assert process.returncode == 0, process.stderr
     assert "OK: 6 records in 3 shards (6 records parsed, 6 images decoded)" in process.stdout
 
@@ -277,7 +268,7 @@ def test_convert_a_csv_with_extra_columns_and_a_schema_end_to_end(table_csv, tmp
 
 def test_info_describes_the_dataset_from_its_manifest(sample):
     out, _ = sample
-    process = run("info", out)
+    process = run_cli("info", out)
     assert process.returncode == 0, process.stderr
     text = process.stdout
     for split, count in SAMPLE_COUNTS.items():
@@ -310,20 +301,20 @@ def test_info_shows_shapes_roles_vocabularies_and_multi_label(tmp_path, capsys):
 
 def test_info_json_prints_the_manifest(sample):
     out, _ = sample
-    process = run("info", out, "--json")
+    process = run_cli("info", out, "--json")
     assert process.returncode == 0, process.stderr
     assert json.loads(process.stdout) == read_manifest(out)
 
 
 def test_info_of_a_folder_without_a_dataset_is_one_error_line(tmp_path):
-    assert_one_error_line(run("info", tmp_path), "dataset.json")
+    assert_one_error_line(run_cli("info", tmp_path), "dataset.json")
 
 
 # --- verify and inspect --------------------------------------------------------------------
 
 def test_verify_a_sound_dataset(sample):
     out, _ = sample
-    process = run("verify", out)
+    process = run_cli("verify", out)
     assert process.returncode == 0, process.stderr
     assert "OK: 16 records in 3 shards (16 records parsed, 16 images decoded)" in process.stdout
     assert "Traceback" not in process.stderr
@@ -336,7 +327,7 @@ def test_verify_a_corrupt_shard_lists_the_problem_and_exits_1(sample, tmp_path):
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))
-    process = run("verify", out, "--no-decode", "--no-progress")
+    process = run_cli("verify", out, "--no-decode", "--no-progress")
     assert_one_error_line(process, "1 problem", "--overwrite")
     assert "FAILED: 1 problem" in process.stdout and shard.name in process.stdout
 
@@ -344,7 +335,7 @@ def test_verify_a_corrupt_shard_lists_the_problem_and_exits_1(sample, tmp_path):
 def test_inspect_writes_records_into_the_folder_it_prints(sample, tmp_path):
     out, _ = sample
     look = tmp_path / "look"
-    process = run("inspect", out, "--split", "validation", "--num-records", "2",
+    process = run_cli("inspect", out, "--split", "validation", "--num-records", "2",
                   "--output-dir", look)
     assert process.returncode == 0, process.stderr
     folder = process.stdout.strip()

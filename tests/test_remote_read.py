@@ -4,14 +4,12 @@ locally; and the command line's one-line errors for stores."""
 
 import logging
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import write_image
+from helpers import assert_one_error_line, run_cli, write_image
 
 import tfrecorder
 from tfrecorder import StorageError, VerificationError
@@ -64,21 +62,6 @@ def remote(store, local) -> dict[str, str]:
     """The local datasets, uploaded to the store."""
     return {name: upload_dataset(store, folder, f"{store.root}/read/{name}")
             for name, folder in local.items()}
-
-
-def run(*args) -> subprocess.CompletedProcess:
-    """`python -m tfrecorder`, with this process's environment: the store's endpoints."""
-    return subprocess.run([sys.executable, "-m", "tfrecorder", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
-
-
-def assert_one_error_line(process: subprocess.CompletedProcess, *words: str) -> None:
-    assert process.returncode == 1, process.stderr
-    assert "Traceback" not in process.stderr, process.stderr
-    lines = process.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tfrecorder: error: "), process.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 def elements(ds) -> list:
@@ -178,7 +161,7 @@ def test_a_store_failing_mid_read_is_a_storage_error_not_a_corrupt_shard(store, 
         tfrecorder.verify(prefix, decode_images=False)
     assert caught.value.uri == f"{prefix}/train-00000-of-00003.tfrecord"
     # ...and on the command line, one line: the store clients' own logs are quiet.
-    assert_one_error_line(run("verify", prefix, "--no-decode", "--no-progress"), "403",
+    assert_one_error_line(run_cli("verify", prefix, "--no-decode", "--no-progress"), "403",
                           "train-00000-of-00003.tfrecord")
 
 
@@ -196,29 +179,29 @@ def test_inspect_writes_locally_what_the_local_copy_gives(store, local, remote, 
 # --- the command line --------------------------------------------------------------------------
 
 def test_cli_info_describes_a_remote_dataset(store, local, remote):
-    found, expected = run("info", remote["plain"]), run("info", local["plain"])
+    found, expected = run_cli("info", remote["plain"]), run_cli("info", local["plain"])
     assert found.returncode == 0, found.stderr
     assert found.stdout == expected.stdout.replace(str(local["plain"]), remote["plain"])
 
 
 def test_cli_names_a_missing_bucket_or_dataset_on_one_line(store):
-    assert_one_error_line(run("info", f"{store.protocol}://no-such-bucket/data"),
+    assert_one_error_line(run_cli("info", f"{store.protocol}://no-such-bucket/data"),
                           "no-such-bucket", "does not exist")
     for command in ("info", "verify", "inspect"):
-        assert_one_error_line(run(command, f"{store.root}/no/dataset"),
+        assert_one_error_line(run_cli(command, f"{store.root}/no/dataset"),
                               f"{store.root}/no/dataset", "holds no dataset.json")
 
 
 def test_cli_converts_into_a_store_with_resume(store, table_csv, local):
     out = f"{store.root}/cli/out"
-    process = run("convert", table_csv, out, "--resume", "--no-progress", "--num-shards",
+    process = run_cli("convert", table_csv, out, "--resume", "--no-progress", "--num-shards",
                   "train=3")
     assert process.returncode == 0, process.stderr
     assert store.read_bytes(f"{out}/dataset.json") == (local["plain"] / "dataset.json"
                                                         ).read_bytes()
     # A finished dataset is not resumed, and the advice is in flags.
-    assert_one_error_line(run("convert", table_csv, out, "--resume"), "--overwrite")
+    assert_one_error_line(run_cli("convert", table_csv, out, "--resume"), "--overwrite")
     # Nor is an incomplete one that has no journal.
     store.upload_bytes(b"", f"{store.root}/cli/crashed/train-00000-of-00003.tfrecord")
-    assert_one_error_line(run("convert", table_csv, f"{store.root}/cli/crashed", "--resume"),
+    assert_one_error_line(run_cli("convert", table_csv, f"{store.root}/cli/crashed", "--resume"),
                           "nothing to resume", "--overwrite")
