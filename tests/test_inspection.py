@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import tempfile
 import re
 
 import numpy as np
@@ -55,7 +56,8 @@ def test_inspect_writes_the_first_records_as_a_csv_and_images(
 
 
 def test_inspect_defaults_to_a_new_temporary_folder_and_stops_at_the_split_end(
-        image_table, tmp_path):
+        image_table, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # pytest removes them
     out = str(tmp_path / "out")
     tfrecorder.convert(image_table, out, progress=False)
     inspected = tfrecorder.inspect(out, "test", num_records=1000)
