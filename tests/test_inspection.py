@@ -3,8 +3,8 @@
 import csv
 import json
 import os
-import tempfile
 import re
+import tempfile
 
 import numpy as np
 import pandas as pd

@@ -199,13 +199,14 @@ def encode_segments(take: Callable[[bool], Segment | None], options: ImageOption
             if not ended and len(pending) <= ahead and not prefetcher.full:
                 try:
                     segment = take(not pending)
-                except queue.Empty:
-                    segment = ...
-                if segment is None:
-                    ended = True
-                    continue
-                if segment is not ...:
-                    pending.append((segment, [prefetcher.reader(r.uri) for r in segment.rows]))
+                except queue.Empty:  # none ready: encode what we hold
+                    pass
+                else:
+                    if segment is None:
+                        ended = True
+                    else:
+                        readers = [prefetcher.reader(row.uri) for row in segment.rows]
+                        pending.append((segment, readers))
                     continue
             segment, readers = pending.popleft()
             yield _encode_segment(segment, options, readers)
