@@ -134,7 +134,7 @@ def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
         os.remove(os.path.join(output_dir, shard["file"]))
     suffix = ".tfrecord.gz" if manifest["compression"] == "gzip" else ".tfrecord"
     name = f"{split}-00000-of-00001{suffix}"
-    with ShardWriter(os.path.join(output_dir, name), "test", manifest["compression"]) as w:
+    with ShardWriter(os.path.join(output_dir, name), ".tmp-test", manifest["compression"]) as w:
         for example in examples:
             w.write(encode_example(example))
     shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes}

@@ -93,7 +93,7 @@ def test_records_reach_tensorflow_byte_for_byte(store, tmp_path):
     import tensorflow as tf
 
     records = [b"a\x00", b"\x00\x00", b"", b"b" * 5000, *(bytes([i]) * 70_000 for i in range(40))]
-    with ShardWriter(str(tmp_path / "shard"), "test") as writer:
+    with ShardWriter(str(tmp_path / "shard"), ".tmp-test") as writer:
         for record in records:
             writer.write(record)
     uri = store.upload(tmp_path / "shard", f"{store.root}/records/shard")

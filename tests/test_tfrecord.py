@@ -17,7 +17,7 @@ def read(path, compression=""):
 @pytest.mark.parametrize("compression", [None, "gzip"])
 def test_tensorflow_reads_what_the_writer_writes(tmp_path, compression):
     path = str(tmp_path / "shard.tfrecord")
-    with ShardWriter(path, "run1", compression) as writer:
+    with ShardWriter(path, ".tmp-run1", compression) as writer:
         for record in RECORDS:
             writer.write(record)
     assert read(path, "GZIP" if compression else "") == RECORDS
@@ -40,13 +40,13 @@ def test_framing_matches_tensorflow_writer(tmp_path):
 def test_gzip_output_is_deterministic(tmp_path):
     paths = [str(tmp_path / f"{i}.tfrecord.gz") for i in range(2)]
     for path in paths:
-        with ShardWriter(path, "run", "gzip") as writer:
+        with ShardWriter(path, ".tmp-run", "gzip") as writer:
             writer.write(b"same record")
     assert Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes()
 
 
 def test_a_failed_shard_leaves_no_file(tmp_path):
-    with pytest.raises(RuntimeError), ShardWriter(str(tmp_path / "s.tfrecord"), "run") as w:
+    with pytest.raises(RuntimeError), ShardWriter(str(tmp_path / "s.tfrecord"), ".tmp-run") as w:
         w.write(b"partial")
         assert os.listdir(tmp_path) == ["s.tfrecord.tmp-run"]  # not yet a shard
         raise RuntimeError("crash")
@@ -55,4 +55,4 @@ def test_a_failed_shard_leaves_no_file(tmp_path):
 
 def test_unknown_compression_is_refused(tmp_path):
     with pytest.raises(ValueError, match="compression"):
-        ShardWriter(str(tmp_path / "s"), "run", "zip")
+        ShardWriter(str(tmp_path / "s"), ".tmp-run", "zip")

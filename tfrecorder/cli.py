@@ -32,7 +32,9 @@ from tfrecorder.errors import (
     DatasetExistsError,
     ResumeError,
     SchemaError,
+    Terminated,
     TFRecorderError,
+    TooManyRejectedError,
     VerificationError,
 )
 from tfrecorder.load import SPLITS
@@ -73,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USER_ERRORS as error:
         print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
         return 1
+    except Terminated as stop:
+        print(f"{PROG}: stopped by signal {stop.signum}", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -168,6 +173,9 @@ def _add_convert(commands) -> None:
     images.add_argument("--on-error", choices=ON_ERROR,
                         help="reject: write unreadable images' rows to rejected.csv; "
                              f"raise: stop at the first (default: {d['on_error']})")
+    images.add_argument("--max-rejected", type=float, metavar="FRACTION",
+                        help="fail (leaving no dataset) when more than this fraction of "
+                             f"the rows is rejected (default: {d['max_rejected']})")
     output = command.add_argument_group("output")
     output.add_argument("--num-shards", type=_num_shards, metavar="N|SPLIT=N,...",
                         help="shards per split: one number, or per split like "
@@ -266,7 +274,7 @@ def _convert(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
     try:
         result = tfrecorder.convert(args.source, args.output_dir, **options)
-    except (DatasetExistsError, ResumeError) as error:
+    except (DatasetExistsError, ResumeError, TooManyRejectedError) as error:
         raise type(error)(_as_flags(str(error))) from None
     except SchemaError as error:
         raise SchemaError(_flag_hint(str(error))) from None
@@ -282,6 +290,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _as_flags(message: str) -> str:
     """The library's advice names its keyword arguments; here they are flags."""
+    message = re.sub(r"\bmax_rejected\b", "--max-rejected", message)
     return re.sub(r"\b(overwrite|resume)=True", r"--\1",
                   message.replace("(without resume)", "(without --resume)"))
 

@@ -7,17 +7,22 @@ or any file is written.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 
-from tfrecorder import dataset, fs
+from tfrecorder import dataset, fs, output
 from tfrecorder import resume as resume_journal
+from tfrecorder.dataset import DEFAULT_MAX_REJECTED, RejectionLimit
 from tfrecorder.engines.local import write_local
+from tfrecorder.errors import Terminated
 from tfrecorder.plan import (
     DEFAULT_UNASSIGNED_SPLIT,
     check_options,
@@ -28,7 +33,6 @@ from tfrecorder.plan import (
 from tfrecorder.prefetch import Prefetcher, encode_in_order
 from tfrecorder.records import ImageOptions, Rejection, Row
 from tfrecorder.table import Table, load_table
-from tfrecorder.tfrecord import TEMP_MARKER, new_run_id
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +90,7 @@ def convert(
     seed: int = 0,
     unassigned_split: Sequence[float] = DEFAULT_UNASSIGNED_SPLIT,
     on_error: str = "reject",
+    max_rejected: float = DEFAULT_MAX_REJECTED,
     num_workers: int | None = None,
     overwrite: bool = False,
     resume: bool = False,
@@ -132,8 +137,12 @@ def convert(
             rows when there is no split column), assigned by a stable hash of the URI.
         on_error: "reject" writes rows whose image cannot be read to rejected.csv;
             "raise" stops at the first one.
+        max_rejected: the fraction of rows that may be rejected; past it the run fails
+            (as soon as that is certain), naming the commonest reasons, and leaves no
+            dataset: so many bad rows mean a wrong table, not a few bad images.
         num_workers: worker processes (default: all cores; 1 runs in this process).
-        overwrite: replace a dataset already in `output_dir`.
+        overwrite: replace a dataset already in `output_dir`. A run holds a lock on
+            `output_dir` throughout: a second run into it fails at once, naming the first.
         resume: continue a run that was interrupted (Ctrl-C, killed, a lost machine):
             keep the shards it committed, after checking every record, and write the
             rest; the dataset is the same, byte for byte, as an uninterrupted run's. A
@@ -167,6 +176,10 @@ def convert(
         raise ValueError(f"num_workers must be a positive int, not {num_workers!r}")
     if not shard_size_mb > 0:
         raise ValueError(f"shard_size_mb must be positive, not {shard_size_mb!r}")
+    if isinstance(max_rejected, bool) or not isinstance(max_rejected, (int, float)) \
+            or not 0 <= max_rejected <= 1:
+        raise ValueError(f"max_rejected must be a fraction of the rows, from 0 to 1, not "
+                         f"{max_rejected!r}")
 
     check_options(unassigned_split, num_shards, compression)
     if resume and overwrite:
@@ -186,46 +199,56 @@ def convert(
         beam.check_dataflow(output_dir, table)  # needs no network: first
     if runner is not None:
         beam.check_runner(runner, beam_options)
-    run_id = new_run_id()
+    run_id = output.new_run_id()
     # One request per bucket, before any image is read: credentials, buckets, permissions.
     fs.check_access(table.remote_images, output_dir, f".tfrecorder-probe-{run_id}")
-    existing = dataset.check_output_dir(output_dir, overwrite, resume)
-
-    record_bytes = (_estimate_record_bytes(table, image_options, seed)
-                    if sizes_shards_by_bytes(num_shards) else 0.0)
-    plan = make_plan(table, image_options=image_options, seed=seed, compression=compression,
-                     unassigned_split=unassigned_split, num_shards=num_shards,
-                     record_bytes=record_bytes, shard_bytes=int(shard_size_mb * 2**20))
-    options = {**asdict(image_options), "compression": compression,
-               "unassigned_split": list(unassigned_split), "num_shards": num_shards,
-               "shard_size_mb": shard_size_mb}
-    header = dataset.manifest_header(plan, table, options)
-    journal = resume_journal.open_journal(output_dir, run_id, header, plan, table,
-                                          resume=resume, existing=existing)
-    # A resumed run's shards stay (the journal has checked them); its temporary files go.
-    dataset.clear_output_dir(output_dir, [name for name in existing
-                                          if not resume or TEMP_MARKER in name])
-    journal.begin(header)
-    metrics, job_id, pipeline = {}, None, None
-    if runner is None:
-        written = write_local(plan, table, output_dir, run_id=run_id, journal=journal,
-                              num_workers=num_workers, on_error=on_error, progress=progress)
-        manifest = dataset.finish(output_dir, run_id, header, written.shards,
-                                  written.rejections, table.source)
-        journal.close([shard.filename for shard in plan.shards])
-    else:
-        run = beam.write_beam(plan, table, output_dir, run_id=run_id, header=header,
-                              journal=journal,
-                              runner=runner, beam_options=beam_options, on_error=on_error,
-                              wait=wait if wait is not None else runner != "DataflowRunner")
-        if run.manifest is None:  # submitted, still running: it writes its own manifest
-            return ConversionResult(
-                output_dir=output_dir, counts={}, num_rejected=None, shards=[],
-                manifest_path=fs.join(output_dir, dataset.MANIFEST),
-                rejected_path=fs.join(output_dir, dataset.REJECTED),
-                elapsed_seconds=time.perf_counter() - started, job_id=run.job_id,
-                job_url=_job_url(runner, run.job_id, beam_options), pipeline=run.result)
-        manifest, metrics, job_id, pipeline = run.manifest, run.metrics, run.job_id, run.result
+    with _sigterm_as_interrupt(), output.claim(output_dir, run_id, overwrite=overwrite,
+                                               resume=resume) as folder:
+        record_bytes = (_estimate_record_bytes(table, image_options, seed)
+                        if sizes_shards_by_bytes(num_shards) else 0.0)
+        plan = make_plan(table, image_options=image_options, seed=seed,
+                         compression=compression, unassigned_split=unassigned_split,
+                         num_shards=num_shards, record_bytes=record_bytes,
+                         shard_bytes=int(shard_size_mb * 2**20))
+        limit = RejectionLimit(plan.num_rows, max_rejected)
+        options = {**asdict(image_options), "compression": compression,
+                   "unassigned_split": list(unassigned_split), "num_shards": num_shards,
+                   "shard_size_mb": shard_size_mb}
+        header = dataset.manifest_header(plan, table, options)
+        journal = resume_journal.open_journal(folder, header, plan, table, resume=resume)
+        # A resumed run's shards stay (the journal has checked them); temporary files go.
+        folder.clear([name for name in folder.existing
+                      if not resume or output.is_temporary(name)])
+        try:
+            journal.begin(header)
+            metrics, job_id, pipeline = {}, None, None
+            if runner is None:
+                written = write_local(plan, table, folder, journal=journal, limit=limit,
+                                      num_workers=num_workers, on_error=on_error,
+                                      progress=progress)
+                manifest = dataset.finish(folder, header, written.shards,
+                                          written.rejections, table.source)
+                journal.close([shard.filename for shard in plan.shards])
+            else:
+                run = beam.write_beam(
+                    plan, table, folder, header=header, journal=journal, limit=limit,
+                    runner=runner, beam_options=beam_options, on_error=on_error,
+                    wait=wait if wait is not None else runner != "DataflowRunner")
+                if run.manifest is None:  # submitted, running: it writes its own manifest
+                    if not folder.handed_over:  # a dry run: nothing ran, nothing stays
+                        folder.clean_up(keep_committed=False)
+                    return ConversionResult(
+                        output_dir=output_dir, counts={}, num_rejected=None, shards=[],
+                        manifest_path=fs.join(output_dir, dataset.MANIFEST),
+                        rejected_path=fs.join(output_dir, dataset.REJECTED),
+                        elapsed_seconds=time.perf_counter() - started, job_id=run.job_id,
+                        job_url=_job_url(runner, run.job_id, beam_options),
+                        pipeline=run.result)
+                manifest, metrics, job_id, pipeline = (run.manifest, run.metrics,
+                                                       run.job_id, run.result)
+        except BaseException as error:
+            _clean_up(folder, journal, error)
+            raise
     rejected_path = fs.join(output_dir, dataset.REJECTED)
     num_rejected = manifest["rejected"]["num_rows"]
     if num_rejected:
@@ -245,6 +268,40 @@ def convert(
         job_url=_job_url(runner, job_id, beam_options),
         pipeline=pipeline,
     )
+
+
+def _clean_up(folder: output.OutputFolder, journal: resume_journal.Journal,
+              error: BaseException) -> None:
+    """Deletes what a stopped run wrote (its committed shards stay for a resumable run).
+    The engines have stopped their workers by now, so nothing writes after this."""
+    folder.clean_up(keep_committed=journal.resumable)
+    what = type(error).__name__
+    if journal.resumable:
+        logger.warning("Conversion stopped (%s); kept the %d committed shard(s) in %s: run "
+                       "again with resume=True to write the rest.", what,
+                       len(journal.committed), folder.path)
+    else:
+        logger.warning("Conversion stopped (%s); removed the files it wrote. No dataset "
+                       "was written to %s.", what, folder.path)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill`, a container stopping, a scheduler's timeout) stops the run as
+    Ctrl-C does: workers stopped, the run's files deleted. Only the main thread may set
+    handlers; elsewhere SIGTERM keeps its meaning."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _beam_engine():

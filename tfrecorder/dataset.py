@@ -9,8 +9,9 @@ manifest, never file names.
 from __future__ import annotations
 
 import json
-import os
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,11 +19,10 @@ import pandas as pd
 
 from tfrecorder import fs
 from tfrecorder._version import __version__
-from tfrecorder.errors import DatasetExistsError
+from tfrecorder.errors import TooManyRejectedError
 from tfrecorder.plan import Plan
 from tfrecorder.records import IMAGE_FEATURES, Rejection
 from tfrecorder.table import SPLITS, Table
-from tfrecorder.tfrecord import TEMP_MARKER
 
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
@@ -30,14 +30,6 @@ FORMAT_VERSION = 1
 # The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
 RUN_STATE = "resume.json"
 RECEIPT_SUFFIX = ".receipt.json"
-
-# Every file a run may leave in the output folder, including temporary ones.
-_DATASET_FILE = re.compile(
-    r"^(?:(?:train|validation|test)-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?(?:"
-    + re.escape(RECEIPT_SUFFIX) + ")?|" + "|".join(map(re.escape, (MANIFEST, REJECTED,
-                                                                   RUN_STATE)))
-    + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
-)
 
 
 @dataclass(frozen=True)
@@ -49,39 +41,38 @@ class WrittenShard:
     num_records: int
     num_bytes: int
     num_rejected: int
+    sha256: str = ""  # of the file's bytes, as written
 
 
-def dataset_files(output_dir: str) -> list[str]:
-    """Names of the files in `output_dir` that a tfrecorder run writes."""
-    return [name for name in fs.list_dir(output_dir) if _DATASET_FILE.match(name)]
+DEFAULT_MAX_REJECTED = 0.5  # "a run that loses most of its rows fails"
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_REASONS_SHOWN = 3
 
 
-def check_output_dir(output_dir: str, overwrite: bool, resume: bool = False) -> list[str]:
-    """Refuses a folder that holds a dataset (or a crashed run's leftovers) unless
-    `overwrite`, or for leftovers, `resume`; returns those files."""
-    if not fs.is_remote(output_dir) and os.path.exists(output_dir) \
-            and not os.path.isdir(output_dir):
-        raise NotADirectoryError(f"output_dir {output_dir!r} is a file, not a folder.")
-    existing = dataset_files(output_dir)
-    finished = MANIFEST in existing
-    if existing and not overwrite and (finished or not resume):
-        what = ("a dataset" if finished
-                else "files of an incomplete dataset (an interrupted run)")
-        fix = ("Pass overwrite=True to replace it" if finished else
-               "Pass resume=True to continue that run, overwrite=True to replace it")
-        raise DatasetExistsError(
-            f"{output_dir!r} already holds {what}: {len(existing)} file(s) such as "
-            f"{existing[0]!r}. {fix}, or choose another output_dir."
-        )
-    return existing
+@dataclass(frozen=True)
+class RejectionLimit:
+    """How many rows a run may reject: more than `max_rejected` (a fraction of the rows)
+    means the table is wrong, not a few images, and the run fails as soon as it is sure."""
 
+    num_rows: int
+    max_rejected: float = DEFAULT_MAX_REJECTED
 
-def clear_output_dir(output_dir: str, existing: list[str]) -> None:
-    """Deletes a previous dataset's files (only those) and creates the folder."""
-    # The manifest goes first, so a crash while clearing leaves no dataset, not a broken one.
-    existing = sorted(existing, key=lambda name: name != MANIFEST)
-    fs.delete([fs.join(output_dir, name) for name in existing])
-    fs.makedirs(output_dir)
+    def exceeded(self, num_rejected: int) -> bool:
+        return num_rejected > math.floor(self.max_rejected * self.num_rows)
+
+    def error(self, rejections: Sequence[Rejection]) -> TooManyRejectedError:
+        """The error naming the commonest reasons (paths in them folded, so that 'no such
+        file' for a thousand rows is one reason)."""
+        reasons = Counter(_QUOTED.sub("'...'", r.reason) for r in rejections)
+        common = "; ".join(f"{count} x {reason}"
+                           for reason, count in reasons.most_common(_REASONS_SHOWN))
+        return TooManyRejectedError(
+            f"{len(rejections)} rows were rejected before the run stopped, more than "
+            f"max_rejected={self.max_rejected} of the {self.num_rows} rows allows "
+            f"({math.floor(self.max_rejected * self.num_rows)}). Most common reasons: "
+            f"{common}. Fix the table (are the paths relative to the right folder?), or "
+            "pass a larger max_rejected (1.0 writes whatever can be written).",
+            num_rejected=len(rejections), num_rows=self.num_rows, reasons=dict(reasons))
 
 
 def manifest_header(plan: Plan, table: Table, options: dict) -> dict:
@@ -134,11 +125,12 @@ def _num_classes(plan: Plan) -> int:
     return max(ids, default=-1) + 1
 
 
-def finish(output_dir: str, run_id: str, header: dict, written: Sequence[WrittenShard],
+def finish(folder, header: dict, written: Sequence[WrittenShard],
            rejections: Sequence[Rejection], source: pd.DataFrame) -> dict:
-    """The last step of every engine: writes rejected.csv, then the manifest (by rename,
-    so it is either absent or complete). Returns the manifest."""
-    _write_rejected(output_dir, run_id, source, rejections)
+    """The last step of every engine: writes rejected.csv, then the manifest, into the
+    run's `output.OutputFolder` (each under a temporary name first, so it is either
+    absent or complete). Returns the manifest."""
+    _write_rejected(folder, source, rejections)
     splits = {}
     for split in SPLITS:
         shards = [w for w in written if w.split == split]
@@ -148,25 +140,22 @@ def finish(output_dir: str, run_id: str, header: dict, written: Sequence[Written
                 "num_rejected": sum(w.num_rejected for w in shards),
                 "num_bytes": sum(w.num_bytes for w in shards),
                 "shards": [{"file": w.filename, "num_records": w.num_records,
-                            "num_bytes": w.num_bytes} for w in shards],
+                            "num_bytes": w.num_bytes, "sha256": w.sha256} for w in shards],
             }
     manifest = {**header, "splits": splits,
                 "rejected": {"file": REJECTED, "num_rows": len(rejections)}}
-    fs.write_bytes(fs.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode()
-                   + b"\n", temp_suffix=TEMP_MARKER + run_id)
+    folder.write_bytes(MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n")
     return manifest
 
 
-def _write_rejected(output_dir: str, run_id: str, source: pd.DataFrame,
-                    rejections: Sequence[Rejection]) -> None:
+def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection]) -> None:
     """The rejected rows as given, plus a `reason` column."""
     rejections = sorted(rejections)
     rows = source.iloc[[r.position for r in rejections]].copy()
     reason = "reason" if "reason" not in rows.columns else "rejection_reason"
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"
-    fs.write_bytes(fs.join(output_dir, REJECTED), rows.to_csv().encode(),
-                   temp_suffix=TEMP_MARKER + run_id)
+    folder.write_bytes(REJECTED, rows.to_csv().encode())
 
 
 def read_manifest(dataset_dir: str) -> dict:

@@ -45,3 +45,30 @@ class StorageError(TFRecorderError, OSError):
 class ResumeError(TFRecorderError, ValueError):
     """`resume=True` found nothing to resume, or an interrupted run of another table or
     other options."""
+
+
+class OutputLockedError(TFRecorderError, FileExistsError):
+    """Another run is writing into the output folder."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+class TooManyRejectedError(ConversionAborted):
+    """More than `max_rejected` of the rows were rejected: the table, not a few images,
+    is wrong. `.reasons` maps each common reason to its number of rows."""
+
+    def __init__(self, message: str, num_rejected: int = 0, num_rows: int = 0,
+                 reasons: dict | None = None):
+        super().__init__(message)
+        self.num_rejected, self.num_rows, self.reasons = num_rejected, num_rows, reasons or {}
+
+
+class Terminated(KeyboardInterrupt):
+    """The process was asked to stop (SIGTERM): handled as Ctrl-C is, and by the command
+    line with the exit status a signal gives (128 + its number)."""
+
+    def __init__(self, signum: int = 15):
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum

@@ -17,11 +17,14 @@ store answered and, where it helps, the fix.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import io
 import logging
 import os
 import posixpath
 import queue
+import stat
 import threading
 import uuid
 from collections.abc import Iterator
@@ -120,17 +123,35 @@ def _with_protocol(uri: str, path: str) -> str:
 
 def read_bytes(uri: str) -> bytes:
     if not is_remote(uri):
-        with open(local_path(uri), "rb") as f:
+        with _open_regular(local_path(uri)) as f:
             return f.read()
     with storage_errors(uri):
         return filesystem(uri).cat_file(uri)
+
+
+def _open_regular(path: str) -> BinaryIO:
+    """Opens a regular file to read. Anything else (a FIFO, a device, a folder) is an
+    OSError: opening a FIFO would wait for a writer forever, a device never ends."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+            raise OSError(errno.EINVAL, f"{kind}, not a regular file", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def open_read(uri: str) -> BinaryIO:
     """A file to read front to back in a stream (shards are read this way, not into
     memory)."""
     if not is_remote(uri):
-        return open(local_path(uri), "rb")
+        return _open_regular(local_path(uri))
     with storage_errors(uri):
         # Buffered: a read(n) returns n bytes across ranges, as from a local file.
         return io.BufferedReader(_RangeReader(uri, filesystem(uri).size(uri)))
@@ -185,10 +206,12 @@ def atomic_write(uri: str, temp_suffix: str) -> Iterator[BinaryIO]:
         path = local_path(uri)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         temp = path + temp_suffix
+        file = create_private(temp)
         try:
-            with open(temp, "wb") as file:
+            with file:
                 yield file
-            os.replace(temp, path)
+                os.fchmod(file.fileno(), 0o666 & ~_umask())  # as open() would have made it
+            os.replace(temp, path)  # replaces a link at `path`, never writes through it
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(temp)
@@ -203,6 +226,44 @@ def atomic_write(uri: str, temp_suffix: str) -> Iterator[BinaryIO]:
         raise
     with storage_errors(uri):
         upload.close()
+
+
+def create_private(path: str) -> BinaryIO:
+    """Creates a new file only this user can read (0600), failing if anything, a
+    planted link included, is already there: temporary names are predictable."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    return os.fdopen(fd, "wb")
+
+
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux tells it."""
+    with contextlib.suppress(OSError, StopIteration, ValueError), \
+            open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("Umask:")).split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: set and restore (a moment in which files get 022)
+    os.umask(mask)
+    return mask
+
+
+def create_exclusive(uri: str, data: bytes) -> bool:
+    """Writes a small file only if nothing is at `uri`; False if something is. In a
+    bucket the store decides (GCS `ifGenerationMatch=0`, S3 `If-None-Match: *`), so two
+    machines never both succeed."""
+    if not is_remote(uri):
+        try:
+            with create_private(local_path(uri)) as file:
+                file.write(data)
+        except FileExistsError:
+            return False
+        return True
+    with storage_errors(uri):
+        try:
+            filesystem(uri).pipe_file(uri, data, mode="create")
+        except FileExistsError:
+            return False
+    return True
 
 
 class _BackgroundUpload:

@@ -19,6 +19,7 @@ import json
 import logging
 import pickle
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,10 @@ from tfrecorder.errors import ResumeError
 from tfrecorder.plan import Plan
 from tfrecorder.records import Rejection
 from tfrecorder.table import Table
-from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError, open_read, read_records
+from tfrecorder.tfrecord import CorruptRecordError, file_sha256, open_read, read_records
+
+if TYPE_CHECKING:
+    from tfrecorder.output import OutputFolder
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +47,10 @@ def receipt_name(shard_filename: str) -> str:
 @dataclass
 class Journal:
     """This run's journal. `committed`: shard file name -> (the shard, its rejections),
-    for shards already written (kept from an interrupted run, or committed by this one)."""
+    for shards already written (kept from an interrupted run, or committed by this one).
+    Deleting a stopped run's files is `OutputFolder.clean_up`'s job."""
 
-    output_dir: str
-    run_id: str
+    folder: OutputFolder
     digest: str
     resumable: bool  # keep committed shards when stopped, for a later resume
     committed: dict[str, tuple[WrittenShard, list[Rejection]]] = field(default_factory=dict)
@@ -62,20 +66,17 @@ class Journal:
                    "rejections": [list(r) for r in rejections]}
         self._write(receipt_name(shard.filename), receipt)
 
-    def delete(self, shard_names: list[str]) -> None:
-        """Deletes these shards (written by this run) with the whole journal: the
-        clean-up of a run that cannot be resumed."""
-        names = [*shard_names, *map(receipt_name, shard_names), STATE]
-        fs.delete([fs.join(self.output_dir, name) for name in names])
+    @property
+    def run_id(self) -> str:
+        return self.folder.run_id
 
     def close(self, shard_names: list[str]) -> None:
         """Deletes the journal once the manifest is written."""
         names = [*map(receipt_name, shard_names), STATE]
-        fs.delete([fs.join(self.output_dir, name) for name in names])
+        fs.delete([self.folder.uri(name) for name in names])
 
     def _write(self, name: str, content: dict) -> None:
-        fs.write_bytes(fs.join(self.output_dir, name), json.dumps(content).encode(),
-                       temp_suffix=TEMP_MARKER + self.run_id)
+        self.folder.write_bytes(name, json.dumps(content).encode())
 
 
 def table_digest(plan: Plan, table: Table) -> str:
@@ -104,19 +105,19 @@ def table_digest(plan: Plan, table: Table) -> str:
     return digest.hexdigest()
 
 
-def open_journal(output_dir: str, run_id: str, header: dict, plan: Plan, table: Table, *,
-                 resume: bool, existing: list[str]) -> Journal:
-    """This run's journal. With `resume`, the interrupted run's journal among `existing`
-    (the folder's dataset files) is checked against this run, and the shards it
-    committed that still check out are kept. Writes nothing: see `Journal.begin`."""
-    journal = Journal(output_dir, run_id, table_digest(plan, table), resumable=resume)
-    if resume and existing:
-        _resume(journal, header, plan, existing)
+def open_journal(folder: OutputFolder, header: dict, plan: Plan, table: Table, *,
+                 resume: bool) -> Journal:
+    """This run's journal. With `resume`, the interrupted run's journal among the
+    folder's files is checked against this run, and the shards it committed that still
+    check out are kept. Writes nothing: see `Journal.begin`."""
+    journal = Journal(folder, table_digest(plan, table), resumable=resume)
+    if resume and folder.existing:
+        _resume(journal, header, plan, folder.existing)
     return journal
 
 
 def _resume(journal: Journal, header: dict, plan: Plan, existing: list[str]) -> None:
-    output_dir = journal.output_dir
+    output_dir = journal.folder.path
     if STATE not in existing:
         raise ResumeError(
             f"{output_dir!r} holds files of an incomplete dataset but no {STATE}, so "
@@ -165,13 +166,17 @@ def _differences(before: dict, now: dict) -> list[str]:
 
 
 def _check(output_dir: str, shard: WrittenShard, compression: str | None) -> str | None:
-    """Why a committed shard cannot be kept, or None: its size and every record's
-    checksum must match the receipt."""
+    """Why a committed shard cannot be kept, or None: its size and SHA-256 must match
+    the receipt (receipts without one: every record's checksum and the count)."""
     path = fs.join(output_dir, shard.filename)
     try:
         size = fs.size(path)
         if size != shard.num_bytes:
             return f"{size} bytes, the receipt says {shard.num_bytes}"
+        if shard.sha256:
+            found = file_sha256(path)
+            return None if found == shard.sha256 else (
+                f"its SHA-256 is {found[:12]}..., the receipt says {shard.sha256[:12]}...")
         with open_read(path, compression) as file:
             count = sum(1 for _ in read_records(file))
     except (OSError, EOFError, CorruptRecordError) as error:

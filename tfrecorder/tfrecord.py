@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
+import mmap
 import os
-import shutil
 import struct
-import uuid
 from collections.abc import Iterator
 
 import google_crc32c
@@ -24,7 +24,6 @@ import google_crc32c
 from tfrecorder import fs
 
 COMPRESSIONS = (None, "gzip")
-TEMP_MARKER = ".tmp-"
 
 
 def _masked_crc(data: bytes) -> bytes:
@@ -74,23 +73,28 @@ def open_read(path: str, compression: str | None) -> Iterator:
         yield gzip.GzipFile(fileobj=raw, mode="rb") if compression == "gzip" else raw
 
 
-def temp_path(path: str, run_id: str) -> str:
-    return f"{path}{TEMP_MARKER}{run_id}"
-
-
-def new_run_id() -> str:
-    return uuid.uuid4().hex[:12]
+def file_sha256(path: str) -> str:
+    """The SHA-256 (hex) of a file's bytes as stored (compressed, for gzip shards)."""
+    digest = hashlib.sha256()
+    with fs.open_read(path) as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class _CountingFile:
-    """Counts the bytes that reach the file (after compression): remote writers lack tell()."""
+    """Counts and hashes the bytes that reach the file (after compression): remote
+    writers lack tell(), and the manifest records each shard's SHA-256 without reading
+    the shard again."""
 
     def __init__(self, raw):
         self.raw = raw
         self.num_bytes = 0
+        self.sha256 = hashlib.sha256()
 
     def write(self, data: bytes) -> int:
         self.raw.write(data)
+        self.sha256.update(data)
         self.num_bytes += len(data)
         return len(data)
 
@@ -103,23 +107,25 @@ class ShardWriter:
 
     Args:
         path: the shard's final path or URI.
-        run_id: names the temporary file, so concurrent or crashed runs never collide.
+        temp_suffix: names the temporary file (the run's, see `output.OutputFolder`).
         compression: None or "gzip" (read back with `compression_type="GZIP"`).
+
+    Once closed, `num_records`, `num_bytes` and `sha256` (hex) describe the file.
     """
 
-    def __init__(self, path: str, run_id: str, compression: str | None = None):
+    def __init__(self, path: str, temp_suffix: str, compression: str | None = None):
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")
         self.path = path
         self.num_records = 0
         self.num_bytes = 0
+        self.sha256 = ""
         self._compression = compression
-        self._run_id = run_id
+        self._temp_suffix = temp_suffix
 
     def __enter__(self) -> ShardWriter:
         self._stack = contextlib.ExitStack()
-        self._raw = self._stack.enter_context(
-            fs.atomic_write(self.path, TEMP_MARKER + self._run_id))
+        self._raw = self._stack.enter_context(fs.atomic_write(self.path, self._temp_suffix))
         self._counted = _CountingFile(self._raw)
         # mtime=0 and no file name keep gzip output byte-identical between runs.
         self._file = (
@@ -136,19 +142,25 @@ class ShardWriter:
     def append_file(self, path: str, num_records: int) -> None:
         """Appends a local file of `num_records` framed records (a worker's segment).
 
-        Into a local uncompressed shard the bytes are copied by the kernel (sendfile);
-        otherwise they stream through the compressor or the upload.
+        Into a local uncompressed shard the bytes are copied by the kernel (sendfile),
+        and hashed from the page cache; otherwise they stream through the compressor or
+        the upload.
         """
         with open(path, "rb") as source:
+            size = os.fstat(source.fileno()).st_size
             if self._file is self._counted and isinstance(self._raw, io.BufferedWriter):
                 self._raw.flush()
-                size, offset = os.fstat(source.fileno()).st_size, 0
+                offset = 0
                 while offset < size:
                     offset += os.sendfile(self._raw.fileno(), source.fileno(), offset,
                                           size - offset)
+                if size:
+                    with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                        self._counted.sha256.update(view)
                 self._counted.num_bytes += size
             else:
-                shutil.copyfileobj(source, self._file, 1 << 20)
+                while chunk := source.read(1 << 20):
+                    self._file.write(chunk)
         self.num_records += num_records
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -157,4 +169,5 @@ class ShardWriter:
                 self._file.close()
         finally:
             self.num_bytes = self._counted.num_bytes
+            self.sha256 = self._counted.sha256.hexdigest()
             self._stack.__exit__(exc_type, exc, tb)

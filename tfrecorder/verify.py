@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tfrecorder import fs
-from tfrecorder.dataset import MANIFEST, dataset_files, read_manifest
+from tfrecorder.dataset import MANIFEST, read_manifest
 from tfrecorder.errors import StorageError, VerificationError
 from tfrecorder.load import (
     DECODE_FEATURES,
@@ -39,8 +39,9 @@ from tfrecorder.load import (
     shard_reader,
     shard_records,
 )
+from tfrecorder.output import dataset_files, is_temporary
 from tfrecorder.records import SIGNATURES
-from tfrecorder.tfrecord import TEMP_MARKER, CorruptRecordError
+from tfrecorder.tfrecord import CorruptRecordError
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ def _check_files(path: str, manifest: dict) -> tuple[list[str], set[str]]:
     expected = shards | {MANIFEST} | ({rejected["file"]} if rejected else set())
     for name in sorted(present - expected):
         problems.append(
-            f"{name}: a temporary file left by an interrupted run" if TEMP_MARKER in name
+            f"{name}: a temporary file left by an interrupted run" if is_temporary(name)
             else f"{name}: a shard the manifest does not list")
     if rejected:
         problems += _check_rejected(path, rejected, present)

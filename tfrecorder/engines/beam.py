@@ -15,11 +15,10 @@ is imported only when a runner is asked for.)
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -29,16 +28,17 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from tfrecorder import fs
-from tfrecorder.dataset import WrittenShard, finish, read_manifest
+from tfrecorder import fs, output
+from tfrecorder.dataset import RejectionLimit, WrittenShard, finish, read_manifest
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
-from tfrecorder.errors import ConversionAborted, ImageError
+from tfrecorder.errors import ConversionAborted, ImageError, TooManyRejectedError
+from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, planned_rows
 from tfrecorder.prefetch import Prefetcher, encode_in_order
 from tfrecorder.records import ImageOptions, Rejection, Row
 from tfrecorder.resume import Journal
 from tfrecorder.table import Table, name_rows
-from tfrecorder.tfrecord import TEMP_MARKER, ShardWriter
+from tfrecorder.tfrecord import ShardWriter
 
 logger = logging.getLogger(__name__)
 
@@ -102,95 +102,102 @@ class BeamRun:
 def write_beam(
     plan: Plan,
     table: Table,
-    output_dir: str,
+    folder: OutputFolder,
     *,
-    run_id: str,
     header: dict,
     journal: Journal,
+    limit: RejectionLimit,
     runner: str,
     beam_options: Mapping | None = None,
     on_error: str = "reject",
     wait: bool = True,
 ) -> BeamRun:
-    """Runs the plan as a Beam pipeline; with `wait`, until it is done."""
+    """Runs the plan as a Beam pipeline; with `wait`, until it is done. Without, the job
+    finishes the dataset and releases the folder's lock itself."""
     beam_options = dict(beam_options or {})
     wait = wait and not beam_options.get("dry_run")  # a dry run builds the job, runs nothing
-    wheel_dir = tempfile.mkdtemp(prefix="tfrecorder-wheel-")
-    try:
+    with private_temp_dir("wheel") as wheel_dir:  # run() has staged (uploaded) it by exit
         if needs_package(runner, beam_options):
             beam_options["extra_packages"] = [*(beam_options.get("extra_packages") or []),
                                               str(build_worker_wheel(wheel_dir))]
-        return _run(plan, table, output_dir, run_id, header, journal, runner, beam_options,
-                    on_error, wait)
-    finally:  # pipeline.run() has staged (uploaded) the wheel by now
-        shutil.rmtree(wheel_dir, ignore_errors=True)
+        with contextlib.ExitStack() as stack:
+            temp_root = beam_options.get("temp_location")
+            if temp_root is not None:
+                staging = fs.join(temp_root, f"tfrecorder-{folder.run_id}")
+            elif wait or beam_options.get("dry_run"):
+                staging = stack.enter_context(private_temp_dir("staging"))
+            else:  # the job reads it after we return; swept once this process is gone
+                staging = output.new_private_dir("staging")
+            return _run(plan, table, folder, staging, header, journal, limit, runner,
+                        beam_options, on_error, wait)
 
 
-def _run(plan, table, output_dir, run_id, header, journal, runner, beam_options, on_error,
-         wait) -> BeamRun:
-    """Stages the planned rows, builds and runs the pipeline; on failure, removes what it
-    wrote."""
-    temp_root = beam_options.get("temp_location")
-    local_staging = temp_root is None
-    staging = tempfile.mkdtemp(prefix="tfrecorder-") if local_staging else fs.join(
-        temp_root, f"tfrecorder-{run_id}")
-    rows_path, source_path = _stage(plan, table, staging, run_id)
+def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, runner,
+         beam_options, on_error, wait) -> BeamRun:
+    """Stages the planned rows, builds and runs the pipeline."""
+    staged = _stage(plan, table, staging, folder)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
+    result = None
     try:
         pipeline = beam.Pipeline(options=_options(runner, beam_options))
         rows = (pipeline
-                | "ReadPlannedRows" >> beam.io.ReadFromText(rows_path)
+                | "ReadPlannedRows" >> beam.io.ReadFromText(staged[0])
                 | "ParseRows" >> beam.Map(_parse_row))
         keys = pipeline | "ShardIndices" >> beam.Create([(i, None) for i in range(len(shards))])
         written = ({"key": keys, "rows": rows}
                    | "GroupByShard" >> beam.CoGroupByKey()
                    | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
-                       output_dir, shards, plan.image_options, plan.compression, on_error,
+                       folder, shards, plan.image_options, plan.compression, on_error,
                        journal)))
         _ = (written
              | "AllShards" >> beam.combiners.ToList()
-             | "WriteManifest" >> beam.Map(_finish, output_dir, header, journal,
-                                           [rows_path, source_path]))
+             | "WriteManifest" >> beam.Map(_finish, folder, header, journal, limit, staged,
+                                           not wait))
         result = pipeline.run()
         if wait:
             result.wait_until_finish()
     except BaseException as error:
-        if not journal.resumable:
-            journal.delete([name for _, name in shards])
-        if not local_staging:
-            fs.delete([rows_path, source_path])
-        if isinstance(error, (ImageError, KeyboardInterrupt)):
+        _cancel(result)
+        if fs.is_remote(staged[0]):
+            fs.delete(staged)
+        if isinstance(error, (ImageError, TooManyRejectedError, KeyboardInterrupt)):
             raise
         raise ConversionAborted(
-            f"the Beam pipeline failed; no dataset was written to {output_dir!r}: {error}"
+            f"the Beam pipeline failed; no dataset was written to {folder.path!r}: {error}"
         ) from error
     finally:
-        if beam_options.get("dry_run"):  # nothing ran: no journal either
-            journal.delete([])
-        if beam_options.get("dry_run") or (local_staging and wait):  # nothing will read it
-            if local_staging:
-                shutil.rmtree(staging, ignore_errors=True)
-            else:
-                fs.delete([rows_path, source_path])
+        if beam_options.get("dry_run") and fs.is_remote(staged[0]):  # nothing will read it
+            fs.delete(staged)
     job_id = result.job_id() if hasattr(result, "job_id") else None
     if not wait:
+        folder.handed_over = not beam_options.get("dry_run")
         return BeamRun(result, None, {}, job_id)
-    return BeamRun(result, read_manifest(output_dir), _metrics(result), job_id)
+    if fs.is_remote(staged[0]):
+        fs.delete(staged)
+    return BeamRun(result, read_manifest(folder.path), _metrics(result), job_id)
 
 
-def _stage(plan: Plan, table: Table, staging: str, run_id: str) -> tuple[str, str]:
+def _cancel(result) -> None:
+    """Stops a job that is still running (Ctrl-C while waiting on a remote runner)."""
+    if result is None:
+        return
+    with contextlib.suppress(Exception):
+        result.cancel()
+
+
+def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder) -> tuple[str, str]:
     """Writes the planned rows (JSON lines: shard, order in shard, Row) and the source
     table where the workers can read them."""
     fs.makedirs(staging)
     rows_path, source_path = fs.join(staging, "rows.jsonl"), fs.join(staging, "source.pkl")
     rows = planned_rows(plan, table)
-    with fs.atomic_write(rows_path, TEMP_MARKER + run_id) as f:
+    with fs.atomic_write(rows_path, folder.temp_suffix) as f:
         for index, shard in enumerate(plan.shards):
             for order, row in enumerate(islice(rows, len(shard.positions))):
                 f.write((json.dumps([index, order, *row]) + "\n").encode())
     buffer = io.BytesIO()
     table.source.to_pickle(buffer)
-    fs.write_bytes(source_path, buffer.getvalue())
+    fs.write_bytes(source_path, buffer.getvalue(), temp_suffix=folder.temp_suffix)
     return rows_path, source_path
 
 
@@ -203,9 +210,9 @@ class _WriteShard(beam.DoFn):
     """Encodes one shard's rows in plan order, reading images ahead, and writes the
     shard; a shard the journal holds as committed (a resumed run) is kept."""
 
-    def __init__(self, output_dir, shards, options: ImageOptions, compression, on_error,
-                 journal: Journal):
-        self.output_dir, self.shards, self.journal = output_dir, shards, journal
+    def __init__(self, folder: OutputFolder, shards, options: ImageOptions, compression,
+                 on_error, journal: Journal):
+        self.folder, self.shards, self.journal = folder, shards, journal
         self.options, self.compression, self.on_error = options, compression, on_error
         self.read = Metrics.counter(_METRICS, "rows_read")
         self.written = Metrics.counter(_METRICS, "records_written")
@@ -225,7 +232,7 @@ class _WriteShard(beam.DoFn):
             return
         rows = (row for _, row in sorted(grouped["rows"], key=lambda item: item[0]))
         rejections = []
-        with ShardWriter(fs.join(self.output_dir, filename), self.journal.run_id,
+        with ShardWriter(self.folder.uri(filename), self.folder.temp_suffix,
                          self.compression) as writer:
             for row, result in encode_in_order(rows, self.options, self.prefetcher):
                 self.read.inc()
@@ -238,25 +245,30 @@ class _WriteShard(beam.DoFn):
                     writer.write(result)
                     self.written.inc()
         shard = WrittenShard(split, filename, writer.num_records, writer.num_bytes,
-                             len(rejections))
+                             len(rejections), writer.sha256)
         self.journal.commit(shard, rejections)
         yield index, shard, rejections
 
 
-def _finish(results, output_dir, header, journal: Journal, staged):
-    """The pipeline's last step: rejected.csv and the manifest; then it deletes the
-    journal and the files the driver staged for it (the driver may be long gone)."""
+def _finish(results, folder: OutputFolder, header, journal: Journal, limit: RejectionLimit,
+            staged, release_lock: bool):
+    """The pipeline's last step: rejected.csv and the manifest (unless too many rows
+    were rejected); then it deletes the journal, the files the driver staged for it and,
+    for a job the driver did not wait for, the folder's lock (the driver may be gone)."""
     import pandas as pd
 
     results = sorted(results, key=lambda item: item[0])
     written = [shard for _, shard, _ in results]
     rejections = [r for _, _, rejected in results for r in rejected]
-    rows_path, source_path = staged
-    source = pd.read_pickle(io.BytesIO(fs.read_bytes(source_path)))
-    finish(output_dir, journal.run_id, header, written, rejections, source)
+    if limit.exceeded(len(rejections)):
+        raise limit.error(rejections)
+    source = pd.read_pickle(io.BytesIO(fs.read_bytes(staged[1])))
+    finish(folder, header, written, rejections, source)
     journal.close([shard.filename for shard in written])
-    if fs.is_remote(rows_path):
-        fs.delete(staged)
+    if release_lock:
+        if fs.is_remote(staged[0]):
+            fs.delete(staged)
+        output.release(folder)
 
 
 def _metrics(result) -> dict:

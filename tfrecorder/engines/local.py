@@ -14,13 +14,15 @@ keeps dozens of reads in flight while the worker decodes, so a store that answer
 100 ms is read at the speed of the CPUs. A bounded window of segments is in flight, so
 memory and temporary disk use stay flat however many rows there are.
 
-On Ctrl-C, a dead worker or `on_error="raise"`, the workers are stopped first and then
-the files of this run are deleted: no manifest, no temporary files, no orphan shards. A
-resumable run (`resume=True`) keeps the shards it committed, for the next run.
+On Ctrl-C, SIGTERM, a dead worker or `on_error="raise"`, the workers are stopped before
+the error leaves this module, so that nothing writes while `convert` deletes the run's
+files (`output.OutputFolder.clean_up`). Workers also die with the driver (SIGKILL
+included): the kernel signals them when it goes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import logging
@@ -31,7 +33,6 @@ import pickle
 import queue
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -41,14 +42,15 @@ from itertools import islice
 from typing import NamedTuple
 
 from tfrecorder import fs
-from tfrecorder.dataset import WrittenShard
+from tfrecorder.dataset import RejectionLimit, WrittenShard
 from tfrecorder.errors import ConversionAborted, ImageError
+from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, Shard, planned_rows
 from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher
 from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
 from tfrecorder.resume import Journal
 from tfrecorder.table import Table
-from tfrecorder.tfrecord import TEMP_MARKER, ShardWriter, temp_path, write_framed
+from tfrecorder.tfrecord import ShardWriter, write_framed
 
 logger = logging.getLogger(__name__)
 
@@ -82,17 +84,18 @@ class Written:
 def write_local(
     plan: Plan,
     table: Table,
-    output_dir: str,
+    folder: OutputFolder,
     *,
-    run_id: str,
     journal: Journal,
+    limit: RejectionLimit,
     num_workers: int | None = None,
     on_error: str = "reject",
     progress: bool = True,
 ) -> Written:
-    """Executes `plan`: encodes every row and writes every shard into `output_dir`.
+    """Executes `plan`: encodes every row and writes every shard into `folder`.
 
     Shards the journal holds as committed (a resumed run) are kept, not written again.
+    Stops as soon as `limit` is exceeded.
     """
     num_workers = num_workers or os.cpu_count() or 1
     most = _MAX_SEGMENT_ROWS if table.has_images else _MAX_SEGMENT_ROWS_WITHOUT_IMAGES
@@ -101,42 +104,28 @@ def write_local(
     # enough to keep MAX_IN_FLIGHT reads going.
     ahead = math.ceil(MAX_IN_FLIGHT / segment_rows) if table.has_remote_images else 1
     # Segments live beside the shards (same file system, so splicing is cheap), or in a
-    # local temporary folder when the output is remote.
-    spool = tempfile.mkdtemp(prefix="tfrecorder-") if fs.is_remote(output_dir) else output_dir
-    written = Written([], [])
-    try:
-        with _Workers(num_workers, plan.image_options, ahead) as encode:
-            _write(plan, table, output_dir, spool, run_id, segment_rows, encode, on_error,
-                   progress, journal, written)
-        return written
-    except BaseException as error:
-        # The workers have stopped, so nothing can write after this clean-up.
-        _delete_run_files([output_dir, spool], run_id)
-        if journal.resumable:
-            logger.warning("Conversion stopped (%s); kept the %d committed shard(s) in %s: "
-                           "run again with resume=True to write the rest.",
-                           type(error).__name__, len(journal.committed), output_dir)
-        else:
-            journal.delete([shard.filename for shard in written.shards])
-            logger.warning("Conversion stopped (%s); removed the files it wrote. No dataset "
-                           "was written to %s.", type(error).__name__, output_dir)
-        if isinstance(error, _WorkerDied):
+    # private local folder when the output is remote.
+    with contextlib.ExitStack() as stack:
+        spool = (stack.enter_context(private_temp_dir("spool"))
+                 if fs.is_remote(folder.path) else folder.path)
+        written = Written([], [])
+        try:
+            with _Workers(num_workers, plan.image_options, ahead) as encode:
+                _write(plan, table, folder, spool, segment_rows, encode, on_error, limit,
+                       progress, journal, written)
+        except _WorkerDied as error:
             raise ConversionAborted(
                 f"a worker process died ({error}: killed, or out of memory?); no dataset "
-                f"was written to {output_dir!r}. Rerun, perhaps with fewer num_workers."
+                f"was written to {folder.path!r}. Rerun, perhaps with fewer num_workers."
             ) from None
-        raise
-    finally:
-        if spool != output_dir:
-            fs.delete([os.path.join(spool, name) for name in os.listdir(spool)])
-            os.rmdir(spool)
+        return written
 
 
-def _write(plan, table, output_dir, spool, run_id, segment_rows, encode, on_error, progress,
-           journal: Journal, written: Written) -> None:
+def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_error, limit,
+           progress, journal: Journal, written: Written) -> None:
     """Writes every shard, recording each in `written` and the journal once committed."""
     todo = [shard for shard in plan.shards if shard.filename not in journal.committed]
-    results = encode(_segments(plan, table, todo, segment_rows, spool, run_id))
+    results = encode(_segments(plan, table, todo, segment_rows, spool, folder))
     with _progress_bar(plan.num_rows, progress) as bar:
         for shard in plan.shards:
             if shard.filename in journal.committed:
@@ -146,7 +135,7 @@ def _write(plan, table, output_dir, spool, run_id, segment_rows, encode, on_erro
                 bar.update(len(shard.positions))
                 continue
             rejected_here = []
-            with ShardWriter(fs.join(output_dir, shard.filename), run_id,
+            with ShardWriter(folder.uri(shard.filename), folder.temp_suffix,
                              plan.compression) as writer:
                 for result in islice(results, _count(shard, segment_rows)):
                     if result.rejections and on_error == "raise":
@@ -154,9 +143,11 @@ def _write(plan, table, output_dir, spool, run_id, segment_rows, encode, on_erro
                     writer.append_file(result.path, result.num_rows - len(result.rejections))
                     fs.delete([result.path])
                     rejected_here.extend(result.rejections)
+                    if limit.exceeded(len(written.rejections) + len(rejected_here)):
+                        raise limit.error([*written.rejections, *rejected_here])
                     bar.update(result.num_rows)
             done = WrittenShard(shard.split, shard.filename, writer.num_records,
-                                writer.num_bytes, len(rejected_here))
+                                writer.num_bytes, len(rejected_here), writer.sha256)
             written.shards.append(done)
             written.rejections.extend(rejected_here)
             journal.commit(done, rejected_here)
@@ -215,7 +206,7 @@ def encode_segments(take: Callable[[bool], Segment | None], options: ImageOption
 def _encode_segment(segment: Segment, options: ImageOptions, readers: list) -> Encoded:
     """Encodes `segment`'s rows into its segment file of framed records."""
     rejections = []
-    with open(segment.path, "wb") as file:
+    with fs.create_private(segment.path) as file:
         for row, read in zip(segment.rows, readers):
             result = encode_row(row, options, read)
             if isinstance(result, Rejection):
@@ -226,7 +217,7 @@ def _encode_segment(segment: Segment, options: ImageOptions, readers: list) -> E
 
 
 def _segments(plan: Plan, table: Table, shards: list[Shard], size: int, spool: str,
-              run_id: str) -> Iterator[Segment]:
+              folder: OutputFolder) -> Iterator[Segment]:
     """The segments of `shards`, in writing order; segments never cross shards."""
     rows = planned_rows(plan, table)
     wanted = {shard.filename for shard in shards}
@@ -237,7 +228,7 @@ def _segments(plan: Plan, table: Table, shards: list[Shard], size: int, spool: s
                 pass
             continue
         for index, start in enumerate(range(0, len(shard.positions), size)):
-            path = temp_path(os.path.join(spool, shard.filename), f"{run_id}_{index:05d}")
+            path = folder.temp_uri(spool, shard.filename, f"_{index:05d}")
             segment_rows = list(islice(rows, min(size, len(shard.positions) - start)))
             yield Segment(number, segment_rows, path)
             number += 1
@@ -253,13 +244,6 @@ def _image_error(table: Table, rejection: Rejection) -> ImageError:
         f"({table.rows['image_uri'].iat[rejection.position]!r}): {rejection.reason}. "
         "Fix or drop the row, or use on_error='reject' to list such rows in rejected.csv."
     )
-
-
-def _delete_run_files(folders: list[str], run_id: str) -> None:
-    """Deletes this run's segments and temporary files from `folders`."""
-    marker = TEMP_MARKER + run_id
-    for folder in dict.fromkeys(folders):
-        fs.delete([fs.join(folder, n) for n in fs.list_dir(folder) if marker in n])
 
 
 class _WorkerDied(Exception):
