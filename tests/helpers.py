@@ -137,7 +137,8 @@ def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
     with ShardWriter(os.path.join(output_dir, name), ".tmp-test", manifest["compression"]) as w:
         for example in examples:
             w.write(encode_example(example))
-    shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes}
+    shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes,
+             "sha256": w.sha256}
     info.update(num_records=w.num_records, num_bytes=w.num_bytes, shards=[shard])
     Path(output_dir, "dataset.json").write_text(json.dumps(manifest))
 

@@ -104,6 +104,26 @@ def test_hostile_image_names_become_safe_files_inside_the_output_folder(
     assert not os.path.exists(tmp_path / "evil.jpg")
 
 
+def test_nothing_is_written_through_links_planted_in_the_output_folder(
+        image_table, tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(image_table, out, progress=False)
+    inspected = tmp_path / "inspected"
+    inspected.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    first_image = tfrecorder.inspect(out, "train", num_records=1, output_dir=tmp_path / "x")
+    image_file = next(n for n in os.listdir(first_image) if n != "records.csv")
+    for name in ("records.csv", image_file):
+        os.symlink(outside, inspected / name)
+
+    tfrecorder.inspect(out, "train", num_records=1, output_dir=inspected)
+    assert outside.read_text() == "precious"
+    for name in ("records.csv", image_file):
+        assert not os.path.islink(inspected / name) and os.path.isfile(inspected / name)
+    assert read_csv(inspected)[0]["image_file"] == image_file
+
+
 def schema_table(tmp_path, images: bool) -> pd.DataFrame:
     table = pd.DataFrame({
         "split": ["TRAIN"] * 4,

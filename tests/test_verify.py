@@ -1,5 +1,6 @@
 """verify(): passes on what convert writes, and names each kind of damage."""
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -10,7 +11,7 @@ from helpers import features_of, read_manifest, read_split, rewrite_split, write
 
 import tfrecorder
 from tfrecorder import VerificationError
-from tfrecorder.tfrecord import open_read, read_records
+from tfrecorder.tfrecord import open_read, read_records, write_framed
 
 
 @pytest.fixture
@@ -97,16 +98,48 @@ def test_a_missing_shard_is_named(dataset):
     assert problems_of(dataset) == [f"{shard.name}: missing; the manifest lists it"]
 
 
-def test_unlisted_shards_and_temporary_files_are_named(dataset):
+def test_every_file_the_manifest_does_not_list_is_named(dataset):
     shard = first_shard(dataset)
     shutil.copy(shard, Path(dataset, "train-00001-of-00002.tfrecord"))
+    shutil.copy(shard, Path(dataset, "train-extra.tfrecord"))
     Path(dataset, f"{shard.name}.tmp-0123abcd").write_bytes(b"")
-    Path(dataset, "notes.txt").write_text("not ours, so not a problem")
-    assert problems_of(dataset) == [
+    Path(dataset, "notes.txt").write_text("a reader would take it for part of the dataset")
+    assert problems_of(dataset, decode_images=False) == [
+        "notes.txt: a file the manifest does not list",
         "train-00000-of-00001.tfrecord.tmp-0123abcd: a temporary file left by an "
         "interrupted run",
         "train-00001-of-00002.tfrecord: a shard the manifest does not list",
+        "train-extra.tfrecord: a file the manifest does not list",
     ]
+
+
+def test_a_record_swapped_for_another_valid_one_is_caught_by_the_sha256(dataset):
+    """Same size, same count, every checksum sound: only the SHA-256 of the shard, taken
+    while it was written, tells the file changed."""
+    shard = first_shard(dataset)
+    with open_read(str(shard), None) as stream:
+        records = list(read_records(stream))
+    assert len(records) >= 2 and records[0] != records[-1]
+    swapped = [records[-1], *records[1:-1], records[0]]
+    with open(shard, "wb") as out:
+        for record in swapped:
+            write_framed(out, record)
+    assert problems_of(dataset, decode_images=False) == [
+        f"{shard.name}: its SHA-256 is {sha256_of(shard)[:16]}..., but the manifest says "
+        f"{read_manifest(dataset)['splits']['train']['shards'][0]['sha256'][:16]}...: the "
+        "file was changed after it was written"]
+
+
+def sha256_of(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def test_the_manifest_records_each_shards_sha256_as_written(image_table, tmp_path):
+    for options in ({}, {"compression": "gzip"}):
+        out = tmp_path / str(len(options))
+        tfrecorder.convert(image_table, out, progress=False, num_shards=2, **options)
+        shards = [s for split in read_manifest(out)["splits"].values() for s in split["shards"]]
+        assert shards and all(s["sha256"] == sha256_of(out / s["file"]) for s in shards)
 
 
 def test_a_record_count_that_differs_from_the_manifest_is_named(dataset):

@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 
+from tfrecorder import fs
 from tfrecorder.dataset import read_manifest
 from tfrecorder.load import decode_image, feature_spec, shard_files, shard_records
 
@@ -78,15 +79,15 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
         if has_images:
             file_name = _safe_file_name(index, features.get("image_name", b""),
                                         features.get("image_format", b""))
-            with open(_inside(output_dir, file_name), "wb") as f:
-                f.write(_image_file_bytes(features))
+            fs.write_bytes(_inside(output_dir, file_name), _image_file_bytes(features))
             row.append(file_name)
         rows.append(row)
 
-    with open(os.path.join(output_dir, CSV_FILE), "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(header + (["image_file"] if has_images else []))
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(header + (["image_file"] if has_images else []))
+    writer.writerows(rows)
+    fs.write_bytes(_inside(output_dir, CSV_FILE), text.getvalue().encode("utf-8"))
     return output_dir
 
 
@@ -151,12 +152,12 @@ def _safe_file_name(index: int, image_name: bytes, image_format: bytes) -> str:
 
 
 def _inside(folder: str, file_name: str) -> str:
-    """The path of `file_name` in `folder`, refusing any that would resolve elsewhere."""
-    real_folder = os.path.realpath(folder)
-    target = os.path.realpath(os.path.join(real_folder, file_name))
-    if os.path.dirname(target) != real_folder:
+    """The path of `file_name` in `folder`, refusing a name that leads elsewhere. Files
+    are then written by `fs.write_bytes`, which replaces a link planted at that path
+    instead of writing through it."""
+    if os.path.basename(file_name) != file_name or file_name in ("", ".", ".."):
         raise ValueError(f"refusing to write {file_name!r} outside {folder!r}")
-    return target
+    return os.path.join(folder, file_name)
 
 
 def _plain(value):

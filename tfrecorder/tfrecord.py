@@ -67,18 +67,32 @@ def read_records(file) -> Iterator[bytes]:
 
 
 @contextlib.contextmanager
-def open_read(path: str, compression: str | None) -> Iterator:
-    """Opens a shard for `read_records`, decompressing gzip shards."""
+def open_read(path: str, compression: str | None, digest=None) -> Iterator:
+    """Opens a shard for `read_records`, decompressing gzip shards; the bytes read as
+    stored also go to `digest` (a hashlib object), if given."""
     with fs.open_read(path) as raw:
-        yield gzip.GzipFile(fileobj=raw, mode="rb") if compression == "gzip" else raw
+        stream = raw if digest is None else _Hashing(raw, digest)
+        yield gzip.GzipFile(fileobj=stream, mode="rb") if compression == "gzip" else stream
+
+
+class _Hashing:
+    """A file whose reads also update a digest."""
+
+    def __init__(self, file, digest):
+        self._file, self._digest = file, digest
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self._digest.update(data)
+        return data
 
 
 def file_sha256(path: str) -> str:
     """The SHA-256 (hex) of a file's bytes as stored (compressed, for gzip shards)."""
     digest = hashlib.sha256()
-    with fs.open_read(path) as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
+    with open_read(path, None, digest) as file:
+        while file.read(1 << 20):
+            pass
     return digest.hexdigest()
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import io
 import logging
 import os
@@ -39,9 +40,9 @@ from tfrecorder.load import (
     shard_reader,
     shard_records,
 )
-from tfrecorder.output import dataset_files, is_temporary
+from tfrecorder.output import LOCK, dataset_files, is_temporary
 from tfrecorder.records import SIGNATURES
-from tfrecorder.tfrecord import CorruptRecordError
+from tfrecorder.tfrecord import CorruptRecordError, open_read, read_records
 
 logger = logging.getLogger(__name__)
 
@@ -116,10 +117,10 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
                 bar.update(shard["num_records"])
                 continue
             file = fs.join(path, shard["file"])
-            count, error = _read_shard(file, compression, bar)
+            count, error, sha256 = _read_shard(file, compression, bar)
             bar.update(max(0, shard["num_records"] - count))  # those it could not read
             num_records[split] += count
-            problems += _check_shard(shard, count, error, fs.size(file))
+            problems += _check_shard(shard, count, error, fs.size(file), sha256)
             if error is None:
                 readable.append(_Shard(shard["file"], file, split, count))
 
@@ -166,8 +167,9 @@ def _check_totals(manifest: dict) -> list[str]:
 
 
 def _check_files(path: str, manifest: dict) -> tuple[list[str], set[str]]:
-    """Problems with the folder's files, and the names of the listed shards it lacks."""
-    present = set(dataset_files(path))
+    """Problems with the folder's files (every file the manifest does not list is one),
+    and the names of the listed shards it lacks."""
+    present = set(fs.list_dir(path))
     shards = {shard["file"] for info in manifest["splits"].values()
               for shard in info["shards"]}
     # A listed name the pattern does not match (a hand-edited manifest) is looked up alone.
@@ -176,10 +178,14 @@ def _check_files(path: str, manifest: dict) -> tuple[list[str], set[str]]:
     problems = [f"{name}: missing; the manifest lists it" for name in sorted(missing)]
     rejected = manifest.get("rejected")
     expected = shards | {MANIFEST} | ({rejected["file"]} if rejected else set())
+    ours = set(dataset_files(path))
     for name in sorted(present - expected):
         problems.append(
             f"{name}: a temporary file left by an interrupted run" if is_temporary(name)
-            else f"{name}: a shard the manifest does not list")
+            else f"{name}: the lock of a run writing here now (or of one that was killed)"
+            if name == LOCK
+            else f"{name}: a shard the manifest does not list" if name in ours
+            else f"{name}: a file the manifest does not list")
     if rejected:
         problems += _check_rejected(path, rejected, present)
     return problems, missing
@@ -196,24 +202,26 @@ def _check_rejected(path: str, rejected: dict, present: set[str]) -> list[str]:
     return []
 
 
-def _read_shard(file: str, compression: str | None, bar) -> tuple[int, str | None]:
-    """The number of sound records at the start of a shard, and what stopped the reading
-    short (None when the whole file was read)."""
-    count = 0
+def _read_shard(file: str, compression: str | None, bar) -> tuple[int, str | None, str]:
+    """The number of sound records at the start of a shard, what stopped the reading
+    short (None when the whole file was read) and the SHA-256 of its bytes."""
+    count, digest = 0, hashlib.sha256()
     try:
-        for _ in shard_records(file, compression):
-            count += 1
-            bar.update(1)
+        with open_read(file, compression, digest) as stream:
+            for _ in read_records(stream):
+                count += 1
+                bar.update(1)
     except CorruptRecordError as error:
-        return count, str(error) + (" of the uncompressed stream" if compression else "")
+        return count, str(error) + (" of the uncompressed stream" if compression else ""), ""
     except StorageError:  # the store failed, not the shard
         raise
     except (OSError, EOFError, zlib.error) as error:  # gzip: truncated or garbled
-        return count, f"unreadable {'gzip data' if compression else 'file'}: {error}"
-    return count, None
+        return count, f"unreadable {'gzip data' if compression else 'file'}: {error}", ""
+    return count, None, digest.hexdigest()
 
 
-def _check_shard(shard: dict, count: int, error: str | None, size: int) -> list[str]:
+def _check_shard(shard: dict, count: int, error: str | None, size: int,
+                 sha256: str) -> list[str]:
     name, problems = shard["file"], []
     if error is not None:
         problems.append(f"{name}: {error}, after {count} sound records; the rest of the "
@@ -223,6 +231,12 @@ def _check_shard(shard: dict, count: int, error: str | None, size: int) -> list[
                         f"{shard['num_records']}")
     if size != shard["num_bytes"]:
         problems.append(f"{name}: {size} bytes, but the manifest says {shard['num_bytes']}")
+    # Manifests before the SHA-256 have none; a file changed in place (a record swapped
+    # for another valid one, with its checksums redone) differs only here.
+    elif error is None and shard.get("sha256") and sha256 != shard["sha256"]:
+        problems.append(f"{name}: its SHA-256 is {sha256[:16]}..., but the manifest says "
+                        f"{shard['sha256'][:16]}...: the file was changed after it was "
+                        "written")
     return problems
 
 
