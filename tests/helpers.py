@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -158,3 +159,55 @@ def assert_one_error_line(process: subprocess.CompletedProcess, *words: str) -> 
     for word in words:
         assert word in lines[0], lines[0]
     return lines[0]
+
+
+# --- runs in real subprocesses -----------------------------------------------------------
+
+SLOW_RUN = """
+import sys, pandas as pd, tfrecorder
+rows, options = int(sys.argv[3]), eval(sys.argv[4])
+df = pd.DataFrame({"image_uri": [sys.argv[1]] * rows, "label": ["a", "b"] * (rows // 2)})
+tfrecorder.convert(df, sys.argv[2], num_workers=2, progress=False, **options)
+"""
+
+
+def start_slow_run(tmp_path, out, rows: int = 3000, **options) -> subprocess.Popen:
+    """A conversion in a subprocess, well into writing when this returns: `rows` decodes
+    of one large PNG (3000 take about a minute)."""
+    image = Path(tmp_path, "big.png")
+    if not image.exists():
+        image.write_bytes(image_bytes(make_image((1600, 1600), seed=1), "PNG"))
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_RUN, str(image), str(out), str(rows), repr(options)],
+        stderr=subprocess.PIPE, text=True)
+    local = "://" not in str(out)
+    deadline = time.time() + 60
+    while not (os.path.isdir(out) and any(".tmp-" in n for n in os.listdir(out))) \
+            if local else not children(process.pid):
+        assert time.time() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.05)
+    time.sleep(0.5)  # well into writing
+    return process
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (its workers)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(child) for child in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def wait_gone(pid: int, seconds: float = 10) -> bool:
+    """Whether process `pid` exits within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ")[1].startswith("Z"):  # a zombie has exited
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False

@@ -33,6 +33,7 @@ import http.server
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -213,10 +214,35 @@ class _ThreadingHTTPServer(http.server.ThreadingHTTPServer):
     request_queue_size = max(128, http.server.ThreadingHTTPServer.request_queue_size)
 
 
+def _honour_if_generation_match(handler_class):
+    """GCS answers 412 to an upload with `ifGenerationMatch=0` when the object exists
+    (exclusive creation: the output folder's lock); the emulator ignores the parameter."""
+    original = handler_class.do_POST
+
+    def do_post(handler):
+        parts = urllib.parse.urlsplit(handler.path)
+        if urllib.parse.parse_qs(parts.query).get("ifGenerationMatch") != ["0"]:
+            return original(handler)
+        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+        handler.rfile = io.BytesIO(body)
+        bucket = parts.path.split("/b/", 1)[1].split("/", 1)[0]
+        name = json.loads(re.search(rb"\n\n(\{.*?\})\n", body, re.S)[1])["name"]
+        try:
+            handler.storage.get_file_obj(urllib.parse.unquote(bucket), name)
+        except Exception:  # NotFound: create it
+            return original(handler)
+        error = {"error": {"code": 412, "message": "At least one of the pre-conditions you "
+                                                   "specified did not hold."}}
+        return _reply(handler, 412, "application/json", json.dumps(error).encode())
+
+    handler_class.do_POST = do_post
+
+
 def _serve_gcs(port, bucket):
     http.server.HTTPServer = _ThreadingHTTPServer  # the emulator looks it up at start()
     from gcp_storage_emulator.server import RequestHandler, create_server
 
+    _honour_if_generation_match(RequestHandler)
     methods = [f"do_{m}" for m in ("GET", "POST", "PUT", "PATCH", "DELETE")]
     _hook(RequestHandler, methods, Faults(_gcs_error), threading.Lock())
     server = create_server("127.0.0.1", port, in_memory=True, default_bucket=bucket)

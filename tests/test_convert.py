@@ -5,13 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import LABELS
 from helpers import (
+    children,
     download,
     image_bytes,
     make_image,
@@ -19,6 +19,7 @@ from helpers import (
     read_manifest,
     read_split,
     shard_bytes,
+    start_slow_run,
 )
 
 import tfrecorder
@@ -255,26 +256,11 @@ def test_progress_false_prints_nothing(image_table, tmp_path, capfd):
 
 # --- interrupted runs, in a real subprocess --------------------------------------------
 
-SLOW_RUN = """
-import sys, pandas as pd, tfrecorder
-df = pd.DataFrame({"image_uri": [sys.argv[1]] * 3000, "label": ["a", "b"] * 1500})
-tfrecorder.convert(df, sys.argv[2], num_workers=2, progress=False)
-"""
-
-
 @pytest.fixture
 def slow_run(tmp_path):
     """A conversion that takes a minute: 3000 decodes of one large PNG."""
-    image = tmp_path / "big.png"
-    image.write_bytes(image_bytes(make_image((1600, 1600), seed=1), "PNG"))
     out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(image), str(out)],
-                               stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not (out.exists() and any(".tmp-" in n for n in os.listdir(out))):
-        assert time.time() < deadline and process.poll() is None, process.stderr.read()
-        time.sleep(0.05)
-    time.sleep(0.5)  # well into writing
+    process = start_slow_run(tmp_path, out)
     yield process, out
     process.kill()
 
@@ -294,8 +280,7 @@ def test_ctrl_c_leaves_no_manifest_and_no_temporary_files(slow_run):
 
 def test_a_killed_worker_aborts_cleanly(slow_run):
     process, out = slow_run
-    with open(f"/proc/{process.pid}/task/{process.pid}/children") as f:
-        workers = [int(pid) for pid in f.read().split()]
+    workers = children(process.pid)
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGKILL)
     _, stderr = process.communicate(timeout=30)

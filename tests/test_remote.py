@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import pixels, read_manifest, read_split, shard_bytes, write_image
+from helpers import pixels, read_manifest, read_split, shard_bytes, wait_gone, write_image
 
 import tfrecorder
 from tfrecorder import ResumeError, StorageError
@@ -157,19 +157,6 @@ import sys, pandas as pd, tfrecorder
 table = pd.read_csv(sys.argv[1])
 tfrecorder.convert(table, sys.argv[2], num_shards=12, progress=False, resume=True)
 """
-
-
-def wait_gone(pid: int, seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(") ")[1].startswith("Z"):  # a zombie has exited
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def receipts(out: Path) -> list[str]:
