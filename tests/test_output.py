@@ -290,3 +290,27 @@ def test_a_fifo_is_a_rejected_row_not_a_hang(tmp_path):
     reasons = pd.read_csv(result.rejected_path)["reason"].tolist()
     assert "a FIFO, not a regular file" in reasons[0]
     assert "a folder, not a regular file" in reasons[1]
+
+
+BEAM_RUN = """
+import sys, pandas as pd, tfrecorder
+df = pd.DataFrame({"image_uri": [sys.argv[1]] * 2000, "label": ["a", "b"] * 1000})
+tfrecorder.convert(df, sys.argv[2], runner="DirectRunner", progress=False)
+"""
+
+
+def test_sigterm_stops_a_beam_driver_and_removes_its_staged_copy_of_the_table(tmp_path):
+    image = write_image(tmp_path / "big.png", (1600, 1600), fmt="PNG")
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-c", BEAM_RUN, image, str(out)],
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (out.exists() and any(".tmp-" in n for n in os.listdir(out))):
+        assert time.time() < deadline and run.poll() is None, run.stderr.read()
+        time.sleep(0.05)
+    staged = private_dirs(run.pid)
+    assert any("-staging-" in path for path in staged)
+    run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode != 0 and "Terminated" in stderr, stderr
+    assert not private_dirs(run.pid) and listing(out) == []
