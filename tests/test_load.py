@@ -1,5 +1,6 @@
 """load(): what was written comes back, decoded, batched and counted."""
 
+import json
 import math
 import os
 
@@ -436,8 +437,11 @@ def test_options_that_do_not_apply_are_refused(dataset, rich, table, tmp_path):
     tfrecorder.convert(pd.DataFrame({"x": [1.0, 2.0]}), unlabelled, progress=False)
     with pytest.raises(ValueError, match="multi_hot needs labels, and this dataset has none"):
         tfrecorder.load(unlabelled, multi_hot=True)
-    bare = str(tmp_path / "bare")
-    tfrecorder.convert(pd.DataFrame({"split": ["TRAIN"], "label": ["a"]}), bare, progress=False)
+    bare = tmp_path / "bare"  # labels alone: refused since, but older versions wrote them
+    tfrecorder.convert(pd.DataFrame({"x": [1.0], "label": ["a"]}), bare, progress=False)
+    manifest = json.loads((bare / "dataset.json").read_text())
+    del manifest["features"]["x"]
+    (bare / "dataset.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="neither images nor input features"):
         tfrecorder.load(bare, as_supervised=True)
     assert len(tfrecorder.load(rich, "train", multi_hot=True, channels=1)) == len(NAMES)

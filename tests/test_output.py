@@ -160,6 +160,24 @@ def test_too_many_rejected_rows_fail_the_run_naming_the_reasons(tmp_path):
         tfrecorder.convert(table, tmp_path / "x", max_rejected=60)
 
 
+def test_paths_relative_to_the_wrong_folder_fail_before_any_image_is_read(tmp_path):
+    images = tmp_path / "images"
+    paths = [write_image(images / f"{i}.jpg", seed=i) for i in range(6)]
+    (tmp_path / "csv").mkdir()
+    table_csv = tmp_path / "csv" / "table.csv"  # relative paths resolve against csv/
+    table_csv.write_text("image_uri,label\n" + "".join(
+        f"images/{os.path.basename(p)},{'ab'[i % 2]}\n" for i, p in enumerate(paths)))
+    out = tmp_path / "out"
+    with pytest.raises(TooManyRejectedError, match=r"6 of 6 rows name local images that "
+                       r"are not files.*6 x no such file.*resolved against") as caught:
+        tfrecorder.convert(str(table_csv), out, progress=False)
+    assert caught.value.num_rejected == 6 and not out.exists()
+    with pytest.raises(ImageError, match="row 2: 'images/0.jpg'"):
+        tfrecorder.convert(str(table_csv), out, progress=False, on_error="raise",
+                           max_rejected=1.0)
+    assert not out.exists()
+
+
 def test_the_beam_engine_fails_on_too_many_rejected_rows_too(tmp_path):
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"\x89PNG\r\n\x1a\n truncated")

@@ -22,7 +22,7 @@ from tfrecorder import dataset, fs, output
 from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import DEFAULT_MAX_REJECTED, RejectionLimit
 from tfrecorder.engines.local import write_local
-from tfrecorder.errors import Terminated
+from tfrecorder.errors import ImageError, Terminated, TooManyRejectedError
 from tfrecorder.plan import (
     DEFAULT_UNASSIGNED_SPLIT,
     check_options,
@@ -32,7 +32,7 @@ from tfrecorder.plan import (
 )
 from tfrecorder.prefetch import Prefetcher, encode_in_order
 from tfrecorder.records import ImageOptions, Rejection, Row
-from tfrecorder.table import Table, load_table
+from tfrecorder.table import Table, describe_missing_images, load_table, missing_local_images
 
 logger = logging.getLogger(__name__)
 
@@ -199,6 +199,7 @@ def convert(
         beam.check_dataflow(output_dir, table)  # needs no network: first
     if runner is not None:
         beam.check_runner(runner, beam_options)
+    _check_images_exist(table, RejectionLimit(len(table.rows), max_rejected), on_error)
     run_id = output.new_run_id()
     # One request per bucket, before any image is read: credentials, buckets, permissions.
     fs.check_access(table.remote_images, output_dir, f".tfrecorder-probe-{run_id}")
@@ -268,6 +269,23 @@ def convert(
         job_url=_job_url(runner, job_id, beam_options),
         pipeline=pipeline,
     )
+
+
+def _check_images_exist(table: Table, limit: RejectionLimit, on_error: str) -> None:
+    """Catches "nothing here" (paths relative to the wrong folder, a wrong mount) in a
+    second, before any image is read: one `stat` per local image."""
+    missing = missing_local_images(table)
+    if missing and on_error == "raise":
+        details, _ = describe_missing_images(table, missing[:1])
+        raise ImageError(f"a local image is not a file: {details} Fix or drop the row, or "
+                         "use on_error='reject' to list such rows in rejected.csv.")
+    if limit.exceeded(len(missing)):
+        details, reasons = describe_missing_images(table, missing)
+        raise TooManyRejectedError(
+            f"{len(missing)} of {len(table.rows)} rows name local images that are not "
+            f"files, more than max_rejected={limit.max_rejected} allows. {details} Fix the "
+            "paths, or pass a larger max_rejected (1.0 writes whatever can be written).",
+            num_rejected=len(missing), num_rows=len(table.rows), reasons=reasons)
 
 
 def _clean_up(folder: output.OutputFolder, journal: resume_journal.Journal,

@@ -24,8 +24,10 @@ import logging
 import os
 import posixpath
 import queue
+import re
 import stat
 import threading
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -39,7 +41,7 @@ _EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3")
 
 def is_remote(uri: str) -> bool:
     """True for URIs with a scheme other than `file://` (gs://, s3://, ...)."""
-    return "://" in uri and not uri.startswith("file://")
+    return "://" in uri and not is_file_uri(uri)
 
 
 def protocol(uri: str) -> str:
@@ -47,8 +49,47 @@ def protocol(uri: str) -> str:
 
 
 def local_path(uri: str) -> str:
-    """A `file://` URI as a plain path; anything else as it is."""
-    return uri[len("file://") :] if uri.startswith("file://") else uri
+    """A `file:` URI as a plain path; anything else as it is."""
+    return file_uri_path(uri) if is_file_uri(uri) else uri
+
+
+def is_file_uri(uri: str) -> bool:
+    """`file:/...` in any case. (`file:x.jpg` without a slash is a relative file name.)"""
+    return uri[:5].lower() == "file:" and uri[5:6] == "/"
+
+
+def file_uri_path(uri: str) -> str:
+    """The local path of a `file:` URI (RFC 8089): `file:///abs/path`,
+    `file://localhost/abs/path` or `file:/abs/path`, percent-escapes decoded.
+
+    Parsed by hand: urllib's `urlsplit` deletes tabs and newlines from what it parses.
+
+    Raises:
+        ValueError: a host other than localhost (`file://images/a.jpg` names the host
+            `images`), a query or fragment, a bad percent-escape, or no path.
+    """
+    rest = uri[5:]
+    authority, path = "", rest
+    if rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        path = slash + path
+    if authority.lower() not in ("", "localhost"):
+        raise ValueError(
+            f"a file:// URI names a host, here {authority!r}; local files are "
+            f"file:///absolute/path, and a path relative to the table is written without "
+            f"file:// (e.g. {authority + path!r})")
+    if not path:
+        raise ValueError("a file:// URI without a path")
+    if "?" in path or "#" in path:
+        raise ValueError("'?' or '#' in a file:// URI starts a query or a fragment; in a "
+                         "file name, write them as %3F and %23")
+    if re.search(r"%(?![0-9A-Fa-f]{2})", path):
+        raise ValueError("a '%' not followed by two hex digits; write '%' as %25 in a "
+                         "file:// URI")
+    try:
+        return urllib.parse.unquote(path, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError("percent-escapes that are not UTF-8") from None
 
 
 

@@ -1,11 +1,12 @@
 """Column types: what each column of the table becomes in the records.
 
 Without a `schema`, columns are typed by name and dtype: `split`, `image_uri` and `label`
-are the AutoML Vision columns, and every other column passes through as a feature typed
-from its pandas dtype (integers and booleans -> int64, floats -> float32, text -> bytes,
-pandas categoricals -> ids in a saved vocabulary; cells holding lists -> lists). A
-`schema` maps column names to TFRecorder's type names to say otherwise, or to None to
-drop a column.
+are the AutoML Vision columns (also in another case, with `-` or a space for `_`, or in
+the plural: `Label`, `IMAGE_URI`, `labels`), and every other column passes through as a
+feature typed from its pandas dtype (integers and booleans -> int64, floats -> float32,
+text -> bytes, pandas categoricals -> ids in a saved vocabulary; cells holding lists ->
+lists). A `schema` maps column names to TFRecorder's type names to say otherwise, or to
+None to drop a column.
 
 Every value is normalized here to the plain Python value it is stored as (int, float,
 str, or a flat list of them), so the records' bytes do not depend on pandas dtypes or on
@@ -14,6 +15,7 @@ which engine writes them. Errors name the column, the values and the rows.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -23,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import SchemaError
+
+logger = logging.getLogger(__name__)
 
 # TFRecorder's type names. Label, split and image columns become the features `label`,
 # `split` and `image` (+ `image_uri`); inputs keep their column's name.
@@ -34,6 +38,21 @@ TYPES = (SPLIT_KEY, IMAGE_URI, STRING_LABEL, INTEGER_LABEL, *INPUT_KINDS)
 LABEL_TYPES = (STRING_LABEL, INTEGER_LABEL)
 _LABEL = "Label"  # a `label` column not named in the schema: text or integer, as found
 _DEFAULT_TYPES = {"split": SPLIT_KEY, "image_uri": IMAGE_URI, "label": _LABEL}
+ROLES = tuple(_DEFAULT_TYPES)  # the columns read by name: split, image_uri, label
+# Names other tools give these columns. Never taken silently (a `class` column may be a
+# ticket class, a `set` a Lego set): a table that lacks the role and has such a column is
+# asked what it is (see `tfrecorder.table`). Compared by `name_key`.
+SYNONYMS = {
+    "split": frozenset({"set", "sets", "subset", "subsets", "partition", "mluse",
+                        "datasplit", "splitname"}),
+    "image_uri": frozenset({"image", "images", "img", "imagepath", "imagepaths",
+                            "imagefile", "imagename", "imageurl", "imageurls", "path",
+                            "paths", "filepath", "filepaths", "file", "files", "filename",
+                            "filenames", "uri", "uris", "url", "urls", "gcsuri"}),
+    "label": frozenset({"class", "classes", "classname", "classid", "category",
+                        "categories", "target", "targets", "labelname", "labelid",
+                        "labelids", "labelnames"}),
+}
 _BY_LOWER_NAME = {re.sub(r"[_\s]", "", name.lower()): name for name in TYPES}
 
 # Features tfrecorder writes itself; an input column cannot take these names.
@@ -76,6 +95,29 @@ def name_rows(index) -> str:
     return f"row{'s' if len(index) > 1 else ''} {shown}{more}"
 
 
+def name_key(name) -> str:
+    """A column name as compared with the role names: lower case, without '_', '-' and
+    spaces."""
+    return re.sub(r"[\s_\-]", "", name.lower()) if isinstance(name, str) else ""
+
+
+def role_by_name(name) -> str | None:
+    """`split`, `image_uri` or `label` for a column named so in any case, with `-` or a
+    space for `_`, or in the plural (`Split`, `IMAGE_URI`, `Image URI`, `labels`); else
+    None. Such a column takes the role unless the schema says otherwise."""
+    key = name_key(name)
+    for role in ROLES:
+        if key in (name_key(role), name_key(role) + "s"):
+            return role
+    return None
+
+
+def synonym_role(name) -> str | None:
+    """The role another tool's name for a column suggests (`set`, `path`, `class`)."""
+    key = name_key(name)
+    return next((role for role, names in SYNONYMS.items() if key in names), None)
+
+
 def is_missing(value) -> bool:
     """None, NaN, NA or blank text (a CSV's empty cell)."""
     if isinstance(value, str):  # the common case first: this runs for every cell
@@ -87,9 +129,13 @@ def is_missing(value) -> bool:
 def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
     """Every kept column's type name, from `schema`, else from its name or dtype.
 
+    A column the schema does not name whose name is a role's (`role_by_name`: `Label`,
+    `labels`, `IMAGE_URI`) takes the role; that is logged at INFO.
+
     Raises:
-        SchemaError: for an unknown type name, a schema column the table lacks, or two
-            split or two image columns.
+        SchemaError: for an unknown type name, a schema column the table lacks, two
+            split or two image columns, or two columns whose names give one role (`label`
+            and `Label`): which one is meant is not for tfrecorder to guess.
     """
     schema = dict(schema or {})
     repeated = sorted({name for name in frame.columns if list(frame.columns).count(name) > 1})
@@ -102,7 +148,7 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
         raise SchemaError(
             f"schema names columns the table does not have: {missing} (its columns: "
             f"{list(frame.columns)}). Fix the names, or add the columns.")
-    types = {}
+    types, by_role = {}, {}
     for name in frame.columns:
         if not isinstance(name, str):
             raise SchemaError(f"column names must be text, not {name!r}: it names a feature. "
@@ -112,8 +158,20 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
             if declared is None or (isinstance(declared, str) and declared.lower() == "drop"):
                 continue
             types[name] = _type_name(name, declared)
+        elif role := role_by_name(name):
+            by_role.setdefault(role, []).append(name)
+            types[name] = _DEFAULT_TYPES[role]
         else:
-            types[name] = _DEFAULT_TYPES.get(name) or _input_type(frame[name])
+            types[name] = _input_type(frame[name])
+    for role, names in by_role.items():
+        if len(names) > 1:
+            raise SchemaError(
+                f"columns {names} all name the {role!r} column (names are read in any case, "
+                f"with '-' or a space for '_', singular or plural), so which one is meant is "
+                f"unclear. Keep one: drop the others with schema={{{names[-1]!r}: None}}, "
+                f"or say what each is in schema= (e.g. {names[-1]!r}: 'StringInput').")
+        if names[0] != role:
+            logger.info("Reading column %r as the %r column.", names[0], role)
     for role in (SPLIT_KEY, IMAGE_URI):
         columns = [name for name, kind in types.items() if kind == role]
         if len(columns) > 1:
