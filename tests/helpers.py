@@ -180,14 +180,25 @@ def start_slow_run(tmp_path, out, rows: int = 3000, **options) -> subprocess.Pop
     process = subprocess.Popen(
         [sys.executable, "-c", SLOW_RUN, str(image), str(out), str(rows), repr(options)],
         stderr=subprocess.PIPE, text=True)
-    local = "://" not in str(out)
-    deadline = time.time() + 60
-    while not (os.path.isdir(out) and any(".tmp-" in n for n in os.listdir(out))) \
-            if local else not children(process.pid):
-        assert time.time() < deadline and process.poll() is None, process.stderr.read()
-        time.sleep(0.05)
+    if "://" in str(out):
+        _wait(process, lambda: children(process.pid), 60)
+    else:
+        wait_writing(process, out)
     time.sleep(0.5)  # well into writing
     return process
+
+
+def wait_writing(process: subprocess.Popen, out, seconds: float = 60) -> None:
+    """Waits until `process` has a temporary file in the local folder `out`."""
+    _wait(process, lambda: os.path.isdir(out) and any(".tmp-" in n for n in os.listdir(out)),
+          seconds)
+
+
+def _wait(process: subprocess.Popen, ready, seconds: float) -> None:
+    deadline = time.time() + seconds
+    while not ready():
+        assert time.time() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.05)
 
 
 def children(pid: int) -> list[int]:

@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from inspect import signature
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from helpers import (
     read_manifest,
     read_split,
     run_cli,
+    wait_writing,
 )
 
 import tfrecorder
@@ -178,7 +178,12 @@ def test_usage_errors_exit_2(args):
     assert "usage: tfrecorder" in process.stderr and "Traceback" not in process.stderr
 
 
-def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+@pytest.mark.parametrize(("stop", "code", "said"), [
+    (signal.SIGINT, 130, "tfrecorder: interrupted"),
+    (signal.SIGTERM, 143, "tfrecorder: stopped by signal 15"),
+], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_conversion_exits_without_a_traceback_and_leaves_nothing(
+        tmp_path, stop, code, said):
     image = tmp_path / "big.png"
     image.write_bytes(image_bytes(make_image((1000, 1000), seed=1), "PNG"))
     table = tmp_path / "slow.csv"
@@ -189,17 +194,14 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
          "--num-workers", "1", "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 60
-        while not (out.exists() and any(".tmp-" in n for n in os.listdir(out))):
-            assert time.time() < deadline and process.poll() is None, process.stderr.read()
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
+        wait_writing(process, out)
+        process.send_signal(stop)
         _, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert process.returncode == 130, stderr
+    assert process.returncode == code, stderr
     assert "Traceback" not in stderr
-    assert stderr.strip().splitlines()[-1] == "tfrecorder: interrupted"
+    assert stderr.strip().splitlines()[-1] == said
     assert os.listdir(out) == []
 
 

@@ -12,12 +12,18 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import children, read_manifest, start_slow_run, wait_gone, write_image
+from helpers import (
+    children,
+    read_manifest,
+    start_slow_run,
+    wait_gone,
+    wait_writing,
+    write_image,
+)
 
 import tfrecorder
 from tfrecorder import ImageError, OutputLockedError, TooManyRejectedError, output
@@ -172,7 +178,7 @@ def test_paths_relative_to_the_wrong_folder_fail_before_any_image_is_read(tmp_pa
                        r"are not files.*6 x no such file.*resolved against") as caught:
         tfrecorder.convert(str(table_csv), out, progress=False)
     assert caught.value.num_rejected == 6 and not out.exists()
-    with pytest.raises(ImageError, match="row 2: 'images/0.jpg'"):
+    with pytest.raises(ImageError, match=r"row 2 \('images/0.jpg'\): not a file"):
         tfrecorder.convert(str(table_csv), out, progress=False, on_error="raise",
                            max_rejected=1.0)
     assert not out.exists()
@@ -205,24 +211,6 @@ def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, s3_store):
     assert "No dataset was written" in stderr
     assert all(wait_gone(pid) for pid in workers)
     assert s3_store.list(out) == [] and not private_dirs(run.pid)
-
-
-def test_the_cli_exits_143_on_sigterm(tmp_path):
-    table = tmp_path / "table.csv"
-    image = write_image(tmp_path / "big.png", (1600, 1600), fmt="PNG")
-    pd.DataFrame({"image_uri": [image] * 2000, "label": ["a", "b"] * 1000}).to_csv(
-        table, index=False)
-    out = tmp_path / "out"
-    run = subprocess.Popen([sys.executable, "-m", "tfrecorder", "convert", str(table),
-                            str(out), "--no-progress"], stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not (out.exists() and any(".tmp-" in n for n in os.listdir(out))):
-        assert time.time() < deadline and run.poll() is None, run.stderr.read()
-        time.sleep(0.05)
-    run.send_signal(signal.SIGTERM)
-    _, stderr = run.communicate(timeout=60)
-    assert run.returncode == 143 and "stopped by signal 15" in stderr, stderr
-    assert listing(out) == []
 
 
 def test_private_folders_are_0700_and_those_of_dead_processes_are_swept(tmp_path):
@@ -322,10 +310,7 @@ def test_sigterm_stops_a_beam_driver_and_removes_its_staged_copy_of_the_table(tm
     out = tmp_path / "out"
     run = subprocess.Popen([sys.executable, "-c", BEAM_RUN, image, str(out)],
                            stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (out.exists() and any(".tmp-" in n for n in os.listdir(out))):
-        assert time.time() < deadline and run.poll() is None, run.stderr.read()
-        time.sleep(0.05)
+    wait_writing(run, out, seconds=120)
     staged = private_dirs(run.pid)
     assert any("-staging-" in path for path in staged)
     run.send_signal(signal.SIGTERM)

@@ -276,9 +276,12 @@ def _check_images_exist(table: Table, limit: RejectionLimit, on_error: str) -> N
     second, before any image is read: one `stat` per local image."""
     missing = missing_local_images(table)
     if missing and on_error == "raise":
-        details, _ = describe_missing_images(table, missing[:1])
-        raise ImageError(f"a local image is not a file: {details} Fix or drop the row, or "
-                         "use on_error='reject' to list such rows in rejected.csv.")
+        _, reasons = describe_missing_images(table, missing[:1])
+        raise ImageError(
+            f"row {table.rows.index[missing[0]]} "
+            f"({table.rows['image_uri'].iat[missing[0]]!r}): not a file ({next(iter(reasons))}"
+            "). Fix or drop the row, or use on_error='reject' to list such rows in "
+            "rejected.csv.")
     if limit.exceeded(len(missing)):
         details, reasons = describe_missing_images(table, missing)
         raise TooManyRejectedError(
