@@ -2,6 +2,7 @@
 
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -147,7 +148,7 @@ def test_bad_images_go_to_rejected_csv_with_their_reasons(image_table, tmp_path)
     assert reasons[0] == "empty file (0 bytes)"
     assert reasons[1].startswith("not an image")
     assert reasons[2].startswith("corrupt or truncated image")
-    assert reasons[3].startswith("not an image")
+    assert reasons[3].startswith("corrupt or truncated image")  # a JPEG with a broken header
     assert reasons[4].startswith("corrupt or truncated image")
     assert reasons[5].startswith("cannot read file: FileNotFoundError")
     manifest = read_manifest(out)
@@ -327,3 +328,19 @@ def test_gs_folder_source(image_table, tmp_path, gcs_bucket):
     assert sorted(r["image_uri"].decode() for r in records) == sorted(labels)
     for record in records:
         assert sorted(LABELS)[record["label"]] == labels[record["image_uri"].decode()]
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("image_size", 224), ("image_size", (224, "224")), ("max_image_side", "big"),
+    ("jpeg_quality", "90"), ("validate", "no"), ("image_format", None),
+    ("shard_size_mb", "big"), ("seed", "a"), ("num_shards", "x"), ("unassigned_split", 0.8),
+    ("compression", "zip"), ("num_workers", 0), ("on_error", "skip"),
+    ("max_rejected", "lots"), ("header", "yes"), ("overwrite", "yes"), ("resume", 1),
+    ("progress", "no"), ("schema", ["x"]), ("runner", 5), ("beam_options", [1]),
+    ("wait", "no"), ("tfrecorder_wheel", 5),
+])
+def test_a_bad_option_is_a_value_error_that_names_it(tmp_path, name, value):
+    table = pd.DataFrame({"x": [1.0, 2.0], "label": ["a", "b"]})
+    with pytest.raises(ValueError, match=f"^{name} must be .*, not {re.escape(repr(value))}"):
+        tfrecorder.convert(table, tmp_path / "out", **{"progress": False, name: value})
+    assert not (tmp_path / "out").exists()

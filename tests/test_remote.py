@@ -243,9 +243,11 @@ def test_a_stopped_resumable_run_keeps_its_shards_and_rewrites_a_corrupt_one(
 
 def test_resume_needs_an_interrupted_run_of_the_same_table(image_table, tmp_path):
     out = tmp_path / "out"
+    broken = tmp_path / "broken.jpg"  # found mid-run (a missing file is found before)
+    broken.write_bytes(b"not an image")
     with pytest.raises(tfrecorder.ImageError):
         tfrecorder.convert(image_table.assign(image_uri=lambda t: t.image_uri.where(
-            t.index != 23, "missing.jpg")), str(out), num_shards=2, on_error="raise",
+            t.index != 23, str(broken))), str(out), num_shards=2, on_error="raise",
             progress=False, resume=True)
     with pytest.raises(ResumeError, match="table's rows"):
         tfrecorder.convert(image_table, str(out), num_shards=2, progress=False, resume=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import tensorflow as tf
 from helpers import features_of, read_manifest, read_split, rewrite_split, write_image
 
 import tfrecorder
@@ -383,3 +384,18 @@ def test_a_manifest_whose_num_classes_differs_from_its_vocabulary_is_named(datas
     edit_manifest(dataset, lambda manifest: manifest["labels"].update(num_classes=2))
     assert problems_of(dataset) == [
         "dataset.json: labels has num_classes 2, but a vocabulary of 3 classes"]
+
+
+def test_damaged_jpeg_data_that_tensorflow_decodes_with_a_warning_is_a_problem(dataset):
+    """TensorFlow decodes it (grey where data was lost); strict means strict in verify,
+    as in the writer."""
+    manifest = read_manifest(dataset)
+    records = read_split(dataset, "train")
+    jpeg = next(r for r in records if r["image_format"] == b"jpeg")
+    damaged = jpeg["image"][:-2] + b"junk" * 4 + b"\xff\xd9"
+    tf.io.decode_image(damaged)  # TensorFlow itself does not object
+    rewrite_split(dataset, "train", [features_of(jpeg, manifest, image=damaged)])
+    problems = problems_of(dataset)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("train-00000-of-00001.tfrecord, record 0 (") \
+        and "extraneous bytes before marker 0xd9" in problems[0], problems

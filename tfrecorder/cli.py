@@ -170,6 +170,10 @@ def _add_convert(commands) -> None:
     images.add_argument("--no-validate", dest="validate", action="store_false",
                         help="trust the files: read image headers only, do not decode "
                              "every image")
+    images.add_argument("--max-image-pixels", type=_pixels, metavar="N|none",
+                        help="reject images with more pixels than N (from the header, "
+                             "before decoding); none for no limit (default: "
+                             f"{d['max_image_pixels']})")
     images.add_argument("--on-error", choices=ON_ERROR,
                         help="reject: write unreadable images' rows to rejected.csv; "
                              f"raise: stop at the first (default: {d['on_error']})")
@@ -268,6 +272,18 @@ class _FillMissing(argparse.Action):
                          "for each, not both")
         setattr(namespace, self.dest,
                 value if column is None else {**(current or {}), column: value})
+
+
+def _pixels(text: str) -> int | None:
+    if text.lower() == "none":
+        return None
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of pixels: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be positive, not {value}")
+    return value
 
 
 def _convert(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import numbers
 import os
 import signal
 import threading
@@ -31,7 +32,7 @@ from tfrecorder.plan import (
     sizes_shards_by_bytes,
 )
 from tfrecorder.prefetch import Prefetcher, encode_in_order
-from tfrecorder.records import ImageOptions, Rejection, Row
+from tfrecorder.records import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions, Rejection, Row
 from tfrecorder.table import Table, describe_missing_images, load_table, missing_local_images
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ def convert(
     max_image_side: int | None = None,
     jpeg_quality: int = 90,
     validate: bool = True,
+    max_image_pixels: int | None = DEFAULT_MAX_IMAGE_PIXELS,
     num_shards: int | Mapping[str, int] | None = None,
     shard_size_mb: float = 128,
     compression: str | None = None,
@@ -126,8 +128,12 @@ def convert(
         image_size: resize every image to (height, width).
         max_image_side: shrink images whose longer side is larger (aspect ratio kept).
         jpeg_quality: quality of re-encoded JPEGs (resized or `image_format="jpeg"`).
-        validate: fully decode every image so corrupt ones are rejected; False trusts
-            the files and only reads their headers.
+        validate: fully decode every image so corrupt ones are rejected (strictly:
+            damaged JPEG data that decoders fill with grey is rejected too); False trusts
+            the files and only checks their headers (and PNG checksums).
+        max_image_pixels: images with more pixels (height x width, read from the header)
+            are rejected before any decoding, on every path: a 6 MB JPEG may declare
+            gigapixels (a decompression bomb). None: no limit.
         num_shards: shards per split (an int, or e.g. {"train": 16}); by default shards
             are sized to about `shard_size_mb`.
         shard_size_mb: the target size of a shard when `num_shards` is not given.
@@ -169,18 +175,28 @@ def convert(
     started = time.perf_counter()
     output_dir = os.fspath(output_dir)
     image_options = ImageOptions(image_format, image_size, max_image_side, jpeg_quality,
-                                 validate)
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
-    if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
-        raise ValueError(f"num_workers must be a positive int, not {num_workers!r}")
-    if not shard_size_mb > 0:
-        raise ValueError(f"shard_size_mb must be positive, not {shard_size_mb!r}")
-    if isinstance(max_rejected, bool) or not isinstance(max_rejected, (int, float)) \
-            or not 0 <= max_rejected <= 1:
-        raise ValueError(f"max_rejected must be a fraction of the rows, from 0 to 1, not "
-                         f"{max_rejected!r}")
-
+                                 validate, max_image_pixels)
+    _check_types(
+        ("on_error", on_error, on_error in ON_ERROR, f"one of {ON_ERROR}"),
+        ("num_workers", num_workers, num_workers is None or _is_int(num_workers)
+         and num_workers >= 1, "a positive int or None"),
+        ("shard_size_mb", shard_size_mb, _is_number(shard_size_mb) and shard_size_mb > 0,
+         "a positive number"),
+        ("max_rejected", max_rejected, _is_number(max_rejected) and 0 <= max_rejected <= 1,
+         "a fraction of the rows, from 0 to 1"),
+        ("seed", seed, _is_int(seed), "an int"),
+        ("header", header, header in (None, True, False), "True, False or None"),
+        *((name, value, isinstance(value, bool), "True or False") for name, value in
+          (("overwrite", overwrite), ("resume", resume), ("progress", progress))),
+        ("wait", wait, wait in (None, True, False), "True, False or None"),
+        ("schema", schema, schema is None or isinstance(schema, Mapping),
+         "a dict of column names to types"),
+        ("runner", runner, runner is None or isinstance(runner, str), "a Beam runner's name"),
+        ("beam_options", beam_options, beam_options is None
+         or isinstance(beam_options, Mapping), "a dict of Beam options"),
+        ("tfrecorder_wheel", tfrecorder_wheel, tfrecorder_wheel is None
+         or isinstance(tfrecorder_wheel, (str, os.PathLike)), "a path to a wheel"),
+    )
     check_options(unassigned_split, num_shards, compression)
     if resume and overwrite:
         raise ValueError("resume=True continues an interrupted run and overwrite=True "
@@ -269,6 +285,21 @@ def convert(
         job_url=_job_url(runner, job_id, beam_options),
         pipeline=pipeline,
     )
+
+
+def _check_types(*checks: tuple[str, object, bool, str]) -> None:
+    """Raises a ValueError naming the first option whose value is wrong."""
+    for name, value, ok, expected in checks:
+        if not ok:
+            raise ValueError(f"{name} must be {expected}, not {value!r}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _check_images_exist(table: Table, limit: RejectionLimit, on_error: str) -> None:

@@ -191,11 +191,14 @@ def check_options(
     compression: str | None,
 ) -> tuple[float, float, float]:
     """Raises ValueError for bad planning options; returns the split fractions."""
-    fractions = tuple(float(f) for f in unassigned_split)
+    try:
+        fractions = tuple(float(f) for f in unassigned_split)
+    except (TypeError, ValueError):
+        fractions = (unassigned_split,)
     if len(fractions) != 3 or min(fractions) < 0 or not math.isclose(sum(fractions), 1.0):
         raise ValueError(
             f"unassigned_split must be three fractions (train, validation, test) that sum "
-            f"to 1, not {fractions!r}"
+            f"to 1, not {unassigned_split!r}"
         )
     if compression not in COMPRESSIONS:
         raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")

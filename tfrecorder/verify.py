@@ -9,9 +9,11 @@ Checks run in three layers, cheapest first, each on what passed the one before:
 3. records: every record parses with the manifest's feature spec; its label and
    categorical ids fall inside their vocabularies, its `split` names the split of its
    shard, and its image (when the dataset has images) decodes to the recorded shape and
-   format. Decoding is nearly all of the cost, so this runs as one `tf.data` pipeline (a
-   parallel map) that only says which records failed; those few are then parsed again,
-   one by one, to say why. A shard whose framing is broken is not parsed.
+   format, and passes the writer's own strict checks (`records.stored_image_problem`:
+   TensorFlow decodes damaged JPEG data with a warning only). Decoding is nearly all of
+   the cost, so this runs as one `tf.data` pipeline (a parallel map) that only says which
+   records failed; those few are then parsed again, one by one, to say why. A shard
+   whose framing is broken is not parsed.
 
 Every problem is collected as a sentence naming the file (and the record), so one run
 lists them all.
@@ -332,6 +334,11 @@ def _checking_pipeline(shards: Sequence[_Shard], spec: dict, checks: _Checks,
     matches, and the image's name."""
     import tensorflow as tf
 
+    from tfrecorder.records import stored_image_problem  # Pillow: only when decoding
+
+    def strict(image: bytes, image_format: bytes) -> bytes:
+        return (stored_image_problem(image, image_format) or "").encode()
+
     read = shard_reader(fs.is_remote(shards[0].path), compression)
 
     def records(index, file, split):
@@ -353,7 +360,12 @@ def _checking_pipeline(shards: Sequence[_Shard], spec: dict, checks: _Checks,
                 recorded=tf.stack([features["image_height"], features["image_width"],
                                    features["image_channels"]]),
                 format=features["image_format"], format_ok=_format_matches(features),
-                name=features["image_name"])
+                name=features["image_name"],
+                # TensorFlow decodes damaged JPEG data with a mere warning (grey blocks):
+                # the writer's strict checks say what TensorFlow does not.
+                strict=tf.numpy_function(strict, [features["image"],
+                                                  features["image_format"]], tf.string,
+                                         stateful=False))
         return found
 
     autotune = tf.data.AUTOTUNE
@@ -427,7 +439,8 @@ def _collect(ds, shards: Sequence[_Shard], arrived: list, flagged: list, bar
         if "shape" not in batch:
             continue
         shape, recorded, fmt_ok = batch["shape"], batch["recorded"], batch["format_ok"]
-        good = (shape == recorded).all(axis=1) & fmt_ok
+        strict_ok = batch["strict"] == b""
+        good = (shape == recorded).all(axis=1) & fmt_ok & strict_ok
         num_decoded += int(good.sum())
         for k in np.flatnonzero(~good):
             where = _where(shards[index[k]].name, number[k], batch["name"][k])
@@ -437,6 +450,8 @@ def _collect(ds, shards: Sequence[_Shard], arrived: list, flagged: list, bar
             if (shape[k] != recorded[k]).any():
                 problems.append(f"{where}: the image decodes to {_hwc(shape[k])}, but the "
                                 f"record says {_hwc(recorded[k])} (height x width x channels)")
+            elif fmt_ok[k] and not strict_ok[k]:
+                problems.append(f"{where}: {_text(batch['strict'][k])}")
     return num_parsed, num_decoded, problems
 
 
