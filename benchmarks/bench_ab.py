@@ -1,0 +1,78 @@
+"""A/B: conversion throughput of this tree against an earlier commit, in one run.
+
+    .venv/bin/python benchmarks/bench_ab.py --base 8eb43bd [--images 3000] [--rounds 7]
+
+Both versions convert the same real-looking JPEGs (bench_write's crops of the sample
+photos, about 55 KB) with default options, `validate=True` and `validate=False`; each run
+is a fresh process, the two versions alternate within a round, and the median of the
+per-round ratios (this tree / base) is reported, because this shared host's speed drifts
+within minutes. The base is exported with `git archive`, so the work tree is untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+from sample_crops import make_crops  # noqa: E402
+
+RUN = """
+import sys, time, pandas as pd, tfrecorder
+assert tfrecorder.__file__.startswith(sys.path[1]), (tfrecorder.__file__, sys.path[:2])
+table = pd.read_csv(sys.argv[1])
+started = time.perf_counter()
+tfrecorder.convert(table, sys.argv[2], progress=False, validate=sys.argv[3] == "1")
+print(len(table) / (time.perf_counter() - started))
+"""
+
+
+def rate(tree: str, table: str, out: str, validate: bool) -> float:
+    shutil.rmtree(out, ignore_errors=True)
+    # cwd: `python -c` puts the working folder first on sys.path, before PYTHONPATH.
+    done = subprocess.run([sys.executable, "-c", RUN, table, out, str(int(validate))],
+                          env={**os.environ, "PYTHONPATH": tree}, cwd=os.path.dirname(out),
+                          capture_output=True, text=True, check=True)
+    return float(done.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--base", required=True, help="the commit to compare with")
+    parser.add_argument("--images", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-ab-")
+    try:
+        base = os.path.join(work, "base")
+        os.makedirs(base)
+        archive = subprocess.run(["git", "-C", ROOT, "archive", args.base],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
+        table = os.path.join(work, "table.csv")
+        make_crops(os.path.join(tempfile.gettempdir(), "tfr-bench-images"), args.images,
+                   sides=(400, 800)).to_csv(table, index=False)
+        out = os.path.join(work, "out")
+        ratios: dict[bool, list[float]] = {False: [], True: []}
+        for round_ in range(args.rounds):
+            for validate in (False, True):
+                old, new = rate(base, table, out, validate), rate(ROOT, table, out, validate)
+                ratios[validate].append(new / old)
+                print(f"round {round_}, validate={validate}: base {old:.0f}, this tree "
+                      f"{new:.0f} images/s ({new / old:.2f}x)", flush=True)
+        for validate, found in ratios.items():
+            print(f"validate={validate}: this tree / {args.base} = "
+                  f"{statistics.median(found):.2f} (median of {len(found)} rounds)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
