@@ -35,7 +35,7 @@ def listing(folder) -> list[str]:
 
 
 def private_dirs(pid: int) -> list[str]:
-    return glob.glob(os.path.join(tempfile.gettempdir(), f"tfrecorder-{pid}-*"))
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"tfrecorder-run-{pid}-*"))
 
 
 # --- the lock ------------------------------------------------------------------------------
@@ -216,16 +216,19 @@ def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, s3_store):
 def test_private_folders_are_0700_and_those_of_dead_processes_are_swept(tmp_path):
     gone = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                               capture_output=True, text=True).stdout)
-    left = Path(tempfile.gettempdir(), f"tfrecorder-{gone}-spool-leftover")
+    left = Path(tempfile.gettempdir(), f"tfrecorder-run-{gone}-spool-a1b2c3d4")
     left.mkdir()
     (left / "rows.jsonl").write_text("a full copy of someone's table")
+    alike = Path(tempfile.gettempdir(), f"tfrecorder-run-{gone}-spool-mine")  # not ours
+    alike.mkdir()
     with output.private_temp_dir("test") as path:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
-        assert not left.exists()
+        assert not left.exists() and alike.exists()
         with output.fs.create_private(os.path.join(path, "f")) as file:
             file.write(b"x")
         assert stat.S_IMODE(os.stat(os.path.join(path, "f")).st_mode) == 0o600
     assert not os.path.exists(path)
+    alike.rmdir()
 
 
 def test_temporary_files_are_private_and_finished_files_are_not(tmp_path):

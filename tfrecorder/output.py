@@ -121,7 +121,9 @@ class OutputFolder:
         fs.delete([self.uri(name) for name in names])
 
 
-_PRIVATE_PREFIX = "tfrecorder-"
+_PRIVATE_PREFIX = "tfrecorder-run-"
+# Exactly what `new_private_dir` names (mkdtemp adds 8 of [a-z0-9_]): nothing else is swept.
+_PRIVATE_NAME = re.compile(re.escape(_PRIVATE_PREFIX) + r"(\d+)-[a-z]+-[a-z0-9_]{8}$")
 
 
 @contextlib.contextmanager
@@ -149,10 +151,9 @@ def new_private_dir(purpose: str) -> str:
 
 def _sweep(root: str) -> None:
     """Deletes private folders of processes that are gone (this user's only)."""
-    pattern = re.compile(re.escape(_PRIVATE_PREFIX) + r"(\d+)-")
     with contextlib.suppress(OSError):
         for entry in os.scandir(root):
-            found = pattern.match(entry.name)
+            found = _PRIVATE_NAME.match(entry.name)
             if found and not _alive(int(found[1])) and entry.is_dir(follow_symlinks=False) \
                     and entry.stat(follow_symlinks=False).st_uid == os.getuid():
                 shutil.rmtree(entry.path, ignore_errors=True)
