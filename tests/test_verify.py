@@ -399,3 +399,15 @@ def test_damaged_jpeg_data_that_tensorflow_decodes_with_a_warning_is_a_problem(d
     assert len(problems) == 1, problems
     assert problems[0].startswith("train-00000-of-00001.tfrecord, record 0 (") \
         and "extraneous bytes before marker 0xd9" in problems[0], problems
+
+
+def test_a_dataset_without_records_is_not_ok(tmp_path):
+    """A run told to keep whatever it can (max_rejected=1.0) may write nothing."""
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"not an image")
+    out = tmp_path / "out"
+    result = tfrecorder.convert(pd.DataFrame({"image_uri": [str(broken)] * 3, "label": ["a"] * 3}),
+                                out, progress=False, max_rejected=1.0)
+    assert (result.num_records, result.num_rejected) == (0, 3)
+    assert problems_of(out) == ["dataset.json: the dataset holds no records (3 rows were "
+                                "rejected)"]

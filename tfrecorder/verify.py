@@ -157,8 +157,13 @@ def _message(path: str, problems: Sequence[str]) -> str:
 
 
 def _check_totals(manifest: dict) -> list[str]:
-    """The manifest agrees with itself: each split's totals are the sums of its shards."""
+    """The manifest agrees with itself: each split's totals are the sums of its shards;
+    and it holds records (a run that rejected every row wrote nothing to train on)."""
     problems = []
+    if not any(info["num_records"] for info in manifest["splits"].values()):
+        rejected = (manifest.get("rejected") or {}).get("num_rows", 0)
+        problems.append(f"{MANIFEST}: the dataset holds no records"
+                        + (f" ({rejected} rows were rejected)" if rejected else ""))
     for split, info in manifest["splits"].items():
         for key in ("num_records", "num_bytes"):
             total = sum(shard[key] for shard in info["shards"])
