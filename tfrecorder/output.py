@@ -76,7 +76,7 @@ class OutputFolder:
     path: str
     run_id: str
     existing: list[str] = field(default_factory=list)
-    handed_over: bool = False  # the lock stays when the driver returns (see `hand_over`)
+    handed_over: bool = False  # the lock stays when the driver returns: the job releases it
     _before: frozenset[str] = frozenset()
 
     @property
