@@ -669,38 +669,16 @@ def _looks_like_path(cell: str) -> bool:
     return "/" in cell or "\\" in cell or _has_image_extension(cell)
 
 
-def _is_image_bytes(head: bytes) -> bool:
-    """Whether a file's first 32 bytes are an image format's signature."""
-    if head.startswith((b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a",
-                        b"II*\x00", b"MM\x00*", b"8BPS", b"qoif", b"icns", b"DDS ",
-                        b"\x00\x00\x00\x0cjP  \r\n\x87\n", b"\xff\x4f\xff\x51",
-                        b"\x00\x00\x00\x0cJXL \r\n\x87\n")):
-        return True
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return True
-    if head[4:8] == b"ftyp" and head[8:12] in (b"avif", b"avis", b"heic", b"heix", b"heim",
-                                               b"heis", b"hevc", b"hevx", b"mif1", b"msf1"):
-        return True
-    if head[:4] in (b"\x00\x00\x01\x00", b"\x00\x00\x02\x00"):  # ICO, CUR: 1-255 images
-        return head[4:6] != b"\x00\x00" and head[5:6] == b"\x00"
-    # BMP: 'BM' and a known size of the header that follows.
-    return head[:2] == b"BM" and int.from_bytes(head[14:18], "little") in (
-        12, 16, 40, 52, 56, 64, 108, 124)
-
-
 def _is_image_file(path: str) -> bool:
-    """Whether a local regular file starts with an image signature (never blocks on a
-    FIFO: opened without waiting, and only read once known to be a regular file)."""
+    """Whether Pillow recognises a local regular file as an image, from its header (so
+    any format we can read, whatever its name; a FIFO is never opened to wait)."""
+    from PIL import Image  # only for a column whose extensions said nothing
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):
+        with fs.open_read(path) as file, Image.open(file):
+            return True
+    except Exception:  # not a file, not an image: Pillow raises many kinds
         return False
-    try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and _is_image_bytes(os.read(fd, 32))
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def _first_local_file_is_image(values: list, base_dir: str) -> bool:
