@@ -22,14 +22,9 @@ import tensorflow as tf
 from helpers import image_bytes, make_image
 from PIL import Image
 
-from tfrecorder import records
-from tfrecorder.records import (
-    ImageOptions,
-    Rejection,
-    Row,
-    encode_row,
-    stored_image_problem,
-)
+from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
+from tfrecorder.records import encode_row, stored_image_problem
+from tfrecorder.rows import Rejection, Row
 
 
 def encode(data: bytes, **options):
@@ -211,7 +206,9 @@ def test_lossless_jpeg_becomes_a_png_with_its_exact_pixels(mode, predictor):
 
 LOSSLESS_RESIZE = """
 import sys
-from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
+from tfrecorder.records import encode_row
+from tfrecorder.rows import Rejection, Row
 data = open(sys.argv[1], "rb").read()
 for options in (ImageOptions(image_size=(30, 40)), ImageOptions(max_image_side=60),
                 ImageOptions(image_format="jpeg")):
@@ -620,7 +617,9 @@ def test_huge_declared_size_is_rejected_from_the_header(name, options):
 
 BOMB_RUN = """
 import json, resource, sys, time
-from tfrecorder.records import ImageOptions, Row, encode_row
+from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
+from tfrecorder.records import encode_row
+from tfrecorder.rows import Row
 data = open(sys.argv[1], "rb").read()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
@@ -726,7 +725,7 @@ def test_options_are_normalized_to_plain_python_values():
     assert options.image_size == (224, 200) and type(options.image_size[0]) is int
     assert type(options.jpeg_quality) is int and options.validate is False
     assert type(options.max_image_pixels) is int
-    assert ImageOptions().max_image_pixels == records.DEFAULT_MAX_IMAGE_PIXELS == 100_000_000
+    assert ImageOptions().max_image_pixels == DEFAULT_MAX_IMAGE_PIXELS == 100_000_000
     assert ImageOptions(max_image_pixels=None).max_image_pixels is None
 
 

@@ -25,7 +25,6 @@ WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "
 HEAVY = {"tensorflow", "apache_beam"}
 
 KNOWN = {
-    ("plan", "records"),  # planning loads Pillow
     ("load", "dataset"),  # through dataset: plan, records, table
     ("inspection", "dataset"),
     ("verify", "dataset"),

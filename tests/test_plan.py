@@ -3,6 +3,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
+from tfrecorder.options import ImageOptions
 from tfrecorder.plan import (
     make_plan,
     planned_rows,
@@ -11,7 +12,6 @@ from tfrecorder.plan import (
     shuffled_order,
     split_by_hash,
 )
-from tfrecorder.records import ImageOptions
 from tfrecorder.table import load_table
 
 

@@ -6,7 +6,9 @@ import tensorflow as tf
 from helpers import decode, image_bytes, make_image, pixels, write_image
 from PIL import Image
 
-from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.options import ImageOptions
+from tfrecorder.records import encode_row
+from tfrecorder.rows import Rejection, Row
 
 
 def encode(path, **options):

@@ -28,14 +28,18 @@ def test_the_worker_wheel_installs_with_pip_and_encodes_the_same_records(tmp_pat
         import sys
         sys.path.insert(0, {str(target)!r})
         import tfrecorder.records as records
+        from tfrecorder.options import ImageOptions
+        from tfrecorder.rows import Row
         assert records.__file__.startswith({str(target)!r}), records.__file__
         assert "tensorflow" not in sys.modules
-        row = records.Row(1, {uri!r}, {uri!r}, 2, "TRAIN")
-        sys.stdout.buffer.write(records.encode_row(row, records.ImageOptions()))
+        row = Row(1, {uri!r}, {uri!r}, 2, "TRAIN")
+        sys.stdout.buffer.write(records.encode_row(row, ImageOptions()))
     """)
     shipped = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True,
                              capture_output=True).stdout
-    from tfrecorder.records import ImageOptions, Row, encode_row
+    from tfrecorder.options import ImageOptions
+    from tfrecorder.records import encode_row
+    from tfrecorder.rows import Row
 
     assert shipped == encode_row(Row(1, uri, uri, 2, "TRAIN"), ImageOptions())
 

@@ -38,7 +38,7 @@ from tfrecorder.errors import (
     VerificationError,
 )
 from tfrecorder.load import SPLITS
-from tfrecorder.records import IMAGE_FORMATS
+from tfrecorder.options import IMAGE_FORMATS
 from tfrecorder.schema import TYPES
 from tfrecorder.tfrecord import COMPRESSIONS
 

@@ -24,6 +24,7 @@ from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import DEFAULT_MAX_REJECTED, RejectionLimit
 from tfrecorder.engines.local import write_local
 from tfrecorder.errors import ImageError, Terminated, TooManyRejectedError
+from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
 from tfrecorder.plan import (
     DEFAULT_UNASSIGNED_SPLIT,
     check_options,
@@ -32,7 +33,7 @@ from tfrecorder.plan import (
     sizes_shards_by_bytes,
 )
 from tfrecorder.prefetch import Prefetcher, encode_in_order
-from tfrecorder.records import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions, Rejection, Row
+from tfrecorder.rows import Rejection, Row
 from tfrecorder.table import Table, describe_missing_images, load_table, missing_local_images
 
 logger = logging.getLogger(__name__)

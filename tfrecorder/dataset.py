@@ -21,7 +21,8 @@ from tfrecorder import fs
 from tfrecorder._version import __version__
 from tfrecorder.errors import TooManyRejectedError
 from tfrecorder.plan import Plan
-from tfrecorder.records import IMAGE_FEATURES, Rejection
+from tfrecorder.records import IMAGE_FEATURES
+from tfrecorder.rows import Rejection
 from tfrecorder.table import SPLITS, Table
 
 MANIFEST = "dataset.json"

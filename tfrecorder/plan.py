@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tfrecorder.records import ImageOptions, Row
+from tfrecorder.options import ImageOptions
+from tfrecorder.rows import Row
 from tfrecorder.table import SPLITS, UNASSIGNED, Table
 from tfrecorder.tfrecord import COMPRESSIONS
 

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from tfrecorder import fs
-from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.options import ImageOptions
+from tfrecorder.records import encode_row
+from tfrecorder.rows import Rejection, Row
 
 # Requests in flight per process. 64 hide 100 ms of latency behind about 1.5 ms of
 # decoding per image, with room to spare.

@@ -28,7 +28,7 @@ from tfrecorder import fs
 from tfrecorder.dataset import RECEIPT_SUFFIX, RUN_STATE, WrittenShard
 from tfrecorder.errors import ResumeError
 from tfrecorder.plan import Plan
-from tfrecorder.records import Rejection
+from tfrecorder.rows import Rejection
 from tfrecorder.table import Table
 from tfrecorder.tfrecord import CorruptRecordError, file_sha256, open_read, read_records
 

@@ -32,11 +32,12 @@ from tfrecorder import fs, output
 from tfrecorder.dataset import RejectionLimit, WrittenShard, finish, read_manifest
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import ConversionAborted, ImageError, TooManyRejectedError
+from tfrecorder.options import ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, planned_rows
 from tfrecorder.prefetch import Prefetcher, encode_in_order
-from tfrecorder.records import ImageOptions, Rejection, Row
 from tfrecorder.resume import Journal
+from tfrecorder.rows import Rejection, Row
 from tfrecorder.table import Table, name_rows
 from tfrecorder.tfrecord import ShardWriter
 

@@ -44,11 +44,13 @@ from typing import NamedTuple
 from tfrecorder import fs
 from tfrecorder.dataset import RejectionLimit, WrittenShard
 from tfrecorder.errors import ConversionAborted, ImageError
+from tfrecorder.options import ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, Shard, planned_rows
 from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher
-from tfrecorder.records import ImageOptions, Rejection, Row, encode_row
+from tfrecorder.records import encode_row
 from tfrecorder.resume import Journal
+from tfrecorder.rows import Rejection, Row
 from tfrecorder.table import Table
 from tfrecorder.tfrecord import ShardWriter, write_framed
 

@@ -1,0 +1,25 @@
+"""The unit of work between the plan, `records` and the engines: a planned `Row` goes
+to a worker, which returns a record or a `Rejection`. Small and picklable; no imports
+beyond the standard library, so it costs a worker nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+
+class Row(NamedTuple):
+    """What a worker needs to encode one row (small, so it pickles fast)."""
+
+    position: int  # the row's position in the table; the key for rejections
+    uri: str | None  # where to read the image (resolved); None: a table without images
+    image_uri: str | None  # the URI as the user gave it, stored in the record
+    label: int | list[int] | None  # a list for multi-label rows
+    split: str  # TRAIN, VALIDATION or TEST
+    inputs: Mapping = {}  # the input columns' values, as stored (never mutated)
+
+
+class Rejection(NamedTuple):
+    position: int
+    reason: str
