@@ -7,7 +7,7 @@ import os
 import sys
 
 import tfrecorder
-from tfrecorder.dataset import read_manifest
+from tfrecorder.manifest import read_manifest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

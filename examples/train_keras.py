@@ -17,7 +17,7 @@ import tensorflow as tf  # noqa: E402
 from sample_crops import make_crops  # noqa: E402
 
 import tfrecorder  # noqa: E402
-from tfrecorder.dataset import read_manifest  # noqa: E402
+from tfrecorder.manifest import read_manifest  # noqa: E402
 
 SIZE = (64, 64)
 

@@ -21,15 +21,12 @@ WRITER = {"table", "schema", "plan", "records", "prefetch", "output", "resume", 
 READERS = {"load", "verify", "inspection"}
 # Worker code: imported by every worker process, so neither TensorFlow nor Beam.
 WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "plan",
-          "table", "schema", "dataset", "output", "resume", "convert"}
+          "table", "schema", "dataset", "output", "resume", "convert", "manifest", "options",
+          "rows"}
 HEAVY = {"tensorflow", "apache_beam"}
 
 KNOWN = {
-    ("load", "dataset"),  # through dataset: plan, records, table
-    ("inspection", "dataset"),
-    ("verify", "dataset"),
     ("verify", "records"),  # SIGNATURES
-    ("verify", "output"),  # the names of a run's files
 }
 
 

@@ -27,7 +27,6 @@ from inspect import Parameter, signature
 import tfrecorder
 from tfrecorder import fs
 from tfrecorder.convert import ON_ERROR
-from tfrecorder.dataset import read_manifest
 from tfrecorder.errors import (
     DatasetExistsError,
     ResumeError,
@@ -38,6 +37,7 @@ from tfrecorder.errors import (
     VerificationError,
 )
 from tfrecorder.load import SPLITS
+from tfrecorder.manifest import read_manifest
 from tfrecorder.options import IMAGE_FORMATS
 from tfrecorder.schema import TYPES
 from tfrecorder.tfrecord import COMPRESSIONS

@@ -24,6 +24,7 @@ from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import DEFAULT_MAX_REJECTED, RejectionLimit
 from tfrecorder.engines.local import write_local
 from tfrecorder.errors import ImageError, Terminated, TooManyRejectedError
+from tfrecorder.manifest import MANIFEST, REJECTED
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
 from tfrecorder.plan import (
     DEFAULT_UNASSIGNED_SPLIT,
@@ -257,8 +258,8 @@ def convert(
                         folder.clean_up(keep_committed=False)
                     return ConversionResult(
                         output_dir=output_dir, counts={}, num_rejected=None, shards=[],
-                        manifest_path=fs.join(output_dir, dataset.MANIFEST),
-                        rejected_path=fs.join(output_dir, dataset.REJECTED),
+                        manifest_path=fs.join(output_dir, MANIFEST),
+                        rejected_path=fs.join(output_dir, REJECTED),
                         elapsed_seconds=time.perf_counter() - started, job_id=run.job_id,
                         job_url=_job_url(runner, run.job_id, beam_options),
                         pipeline=run.result)
@@ -267,7 +268,7 @@ def convert(
         except BaseException as error:
             _clean_up(folder, journal, error)
             raise
-    rejected_path = fs.join(output_dir, dataset.REJECTED)
+    rejected_path = fs.join(output_dir, REJECTED)
     num_rejected = manifest["rejected"]["num_rows"]
     if num_rejected:
         logger.warning("%d of %d rows were rejected; see %s", num_rejected, plan.num_rows,
@@ -278,7 +279,7 @@ def convert(
         num_rejected=num_rejected,
         shards=[fs.join(output_dir, shard["file"]) for split in manifest["splits"].values()
                 for shard in split["shards"]],
-        manifest_path=fs.join(output_dir, dataset.MANIFEST),
+        manifest_path=fs.join(output_dir, MANIFEST),
         rejected_path=rejected_path,
         elapsed_seconds=time.perf_counter() - started,
         metrics=metrics,

@@ -1,9 +1,9 @@
-"""The dataset on disk: which files it has, the manifest, and the rejected-rows report.
+"""The writer's last step: the manifest's content, `rejected.csv`, and how many rows a
+run may reject.
 
-A dataset folder holds shards (`train-00000-of-00004.tfrecord`), `rejected.csv` and the
-manifest `dataset.json`, written last: a folder without a manifest is not a dataset, so an
-interrupted run can never look complete. Readers (load, inspect, verify) trust the
-manifest, never file names.
+File names and reading a manifest live in `manifest`, which readers use; the manifest is
+written last, so a folder without one is never a dataset. Readers (load, inspect, verify)
+trust the manifest, never file names.
 """
 
 from __future__ import annotations
@@ -17,20 +17,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder._version import __version__
 from tfrecorder.errors import TooManyRejectedError
+from tfrecorder.manifest import FORMAT_VERSION, MANIFEST, REJECTED
 from tfrecorder.plan import Plan
 from tfrecorder.records import IMAGE_FEATURES
 from tfrecorder.rows import Rejection
 from tfrecorder.table import SPLITS, Table
-
-MANIFEST = "dataset.json"
-REJECTED = "rejected.csv"
-FORMAT_VERSION = 1
-# The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
-RUN_STATE = "resume.json"
-RECEIPT_SUFFIX = ".receipt.json"
 
 
 @dataclass(frozen=True)
@@ -157,13 +150,3 @@ def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"
     folder.write_bytes(REJECTED, rows.to_csv().encode())
-
-
-def read_manifest(dataset_dir: str) -> dict:
-    path = fs.join(dataset_dir, MANIFEST)
-    if not fs.exists(path):
-        fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
-        raise FileNotFoundError(
-            f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
-        )
-    return json.loads(fs.read_bytes(path))

@@ -18,8 +18,8 @@ import re
 import tempfile
 
 from tfrecorder import fs
-from tfrecorder.dataset import read_manifest
 from tfrecorder.load import decode_image, feature_spec, shard_files, shard_records
+from tfrecorder.manifest import read_manifest
 
 CSV_FILE = "records.csv"
 _EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "raw": ".png"}  # raw pixels are saved as PNG

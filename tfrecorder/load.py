@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import fs
-from tfrecorder.dataset import read_manifest
+from tfrecorder.manifest import read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
 SPLITS = ("train", "validation", "test")

@@ -33,34 +33,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tfrecorder import fs
-from tfrecorder.dataset import MANIFEST, RECEIPT_SUFFIX, REJECTED, RUN_STATE
 from tfrecorder.errors import DatasetExistsError, OutputLockedError
+from tfrecorder.manifest import (
+    LOCK,
+    MANIFEST,
+    REJECTED,
+    TEMP_MARKER,
+    dataset_files,
+    is_temporary,
+)
 
 logger = logging.getLogger(__name__)
 
-TEMP_MARKER = ".tmp-"
-LOCK = ".tfrecorder.lock"
-
-# Every file a run may leave in the output folder, including temporary ones.
-_DATASET_FILE = re.compile(
-    r"^(?:(?:train|validation|test)-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?(?:"
-    + re.escape(RECEIPT_SUFFIX) + ")?|" + "|".join(map(re.escape, (MANIFEST, REJECTED,
-                                                                   RUN_STATE)))
-    + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
-)
-
-
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
-
-
-def dataset_files(folder: str) -> list[str]:
-    """Names of the files in `folder` that a tfrecorder run writes."""
-    return [name for name in fs.list_dir(folder) if _DATASET_FILE.match(name)]
-
-
-def is_temporary(name: str) -> bool:
-    return TEMP_MARKER in name
 
 
 @dataclass

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tfrecorder.manifest import shard_filename
 from tfrecorder.options import ImageOptions
 from tfrecorder.rows import Row
 from tfrecorder.table import SPLITS, UNASSIGNED, Table
@@ -40,8 +41,7 @@ class Shard:
 
     @property
     def filename(self) -> str:
-        suffix = ".tfrecord.gz" if self.compression == "gzip" else ".tfrecord"
-        return f"{self.split.lower()}-{self.index:05d}-of-{self.num_shards:05d}{suffix}"
+        return shard_filename(self.split, self.index, self.num_shards, self.compression)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import fs
-from tfrecorder.dataset import RECEIPT_SUFFIX, RUN_STATE, WrittenShard
+from tfrecorder.dataset import WrittenShard
 from tfrecorder.errors import ResumeError
+from tfrecorder.manifest import RECEIPT_SUFFIX, RUN_STATE
 from tfrecorder.plan import Plan
 from tfrecorder.rows import Rejection
 from tfrecorder.table import Table

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tfrecorder import fs
-from tfrecorder.dataset import MANIFEST, read_manifest
 from tfrecorder.errors import StorageError, VerificationError
 from tfrecorder.load import (
     DECODE_FEATURES,
@@ -42,7 +41,13 @@ from tfrecorder.load import (
     shard_reader,
     shard_records,
 )
-from tfrecorder.output import LOCK, dataset_files, is_temporary
+from tfrecorder.manifest import (
+    LOCK,
+    MANIFEST,
+    dataset_files,
+    is_temporary,
+    read_manifest,
+)
 from tfrecorder.records import SIGNATURES
 from tfrecorder.tfrecord import CorruptRecordError, open_read, read_records
 

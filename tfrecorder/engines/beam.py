@@ -29,9 +29,10 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tfrecorder import fs, output
-from tfrecorder.dataset import RejectionLimit, WrittenShard, finish, read_manifest
+from tfrecorder.dataset import RejectionLimit, WrittenShard, finish
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import ConversionAborted, ImageError, TooManyRejectedError
+from tfrecorder.manifest import read_manifest
 from tfrecorder.options import ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, planned_rows
