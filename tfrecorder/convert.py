@@ -25,7 +25,7 @@ from tfrecorder.dataset import DEFAULT_MAX_REJECTED, RejectionLimit
 from tfrecorder.engines.local import write_local
 from tfrecorder.errors import ImageError, Terminated, TooManyRejectedError
 from tfrecorder.manifest import MANIFEST, REJECTED
-from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
+from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions, is_int
 from tfrecorder.plan import (
     DEFAULT_UNASSIGNED_SPLIT,
     check_options,
@@ -180,13 +180,13 @@ def convert(
                                  validate, max_image_pixels)
     _check_types(
         ("on_error", on_error, on_error in ON_ERROR, f"one of {ON_ERROR}"),
-        ("num_workers", num_workers, num_workers is None or _is_int(num_workers)
+        ("num_workers", num_workers, num_workers is None or is_int(num_workers)
          and num_workers >= 1, "a positive int or None"),
         ("shard_size_mb", shard_size_mb, _is_number(shard_size_mb) and shard_size_mb > 0,
          "a positive number"),
         ("max_rejected", max_rejected, _is_number(max_rejected) and 0 <= max_rejected <= 1,
          "a fraction of the rows, from 0 to 1"),
-        ("seed", seed, _is_int(seed), "an int"),
+        ("seed", seed, is_int(seed), "an int"),
         ("header", header, header in (None, True, False), "True, False or None"),
         *((name, value, isinstance(value, bool), "True or False") for name, value in
           (("overwrite", overwrite), ("resume", resume), ("progress", progress))),
@@ -217,7 +217,8 @@ def convert(
         beam.check_dataflow(output_dir, table)  # needs no network: first
     if runner is not None:
         beam.check_runner(runner, beam_options)
-    _check_images_exist(table, RejectionLimit(len(table.rows), max_rejected), on_error)
+    limit = RejectionLimit(len(table.rows), max_rejected)
+    _check_images_exist(table, limit, on_error)
     run_id = output.new_run_id()
     # One request per bucket, before any image is read: credentials, buckets, permissions.
     fs.check_access(table.remote_images, output_dir, f".tfrecorder-probe-{run_id}")
@@ -229,7 +230,6 @@ def convert(
                          compression=compression, unassigned_split=unassigned_split,
                          num_shards=num_shards, record_bytes=record_bytes,
                          shard_bytes=int(shard_size_mb * 2**20))
-        limit = RejectionLimit(plan.num_rows, max_rejected)
         options = {**asdict(image_options), "compression": compression,
                    "unassigned_split": list(unassigned_split), "num_shards": num_shards,
                    "shard_size_mb": shard_size_mb}
@@ -294,10 +294,6 @@ def _check_types(*checks: tuple[str, object, bool, str]) -> None:
     for name, value, ok, expected in checks:
         if not ok:
             raise ValueError(f"{name} must be {expected}, not {value!r}")
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _is_number(value) -> bool:

@@ -177,15 +177,20 @@ def _open_regular(path: str) -> BinaryIO:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode)
-                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                    else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-            raise OSError(errno.EINVAL, f"{kind}, not a regular file", path)
+            raise OSError(errno.EINVAL, not_regular(mode), path)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def not_regular(mode: int) -> str:
+    """What a file that is not a regular one is, from its `st_mode`."""
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else None)
+    return f"{kind}, not a regular file" if kind else "not a regular file"
 
 
 def open_read(uri: str) -> BinaryIO:

@@ -44,9 +44,10 @@ def shard_files(dataset_dir: str, manifest: dict, split: str) -> list[str]:
     return [fs.join(dataset_dir, shard["file"]) for shard in manifest["splits"][split]["shards"]]
 
 
-def shard_records(path: str, compression: str | None) -> Iterator[bytes]:
-    """The records of one shard, read through `tfrecorder.fs`, every checksum checked."""
-    with open_read(path, compression) as stream:
+def shard_records(path: str, compression: str | None, digest=None) -> Iterator[bytes]:
+    """The records of one shard, read through `tfrecorder.fs`, every checksum checked;
+    its bytes as stored also go to `digest` (a hashlib object), if given."""
+    with open_read(path, compression, digest) as stream:
         yield from read_records(stream)
 
 

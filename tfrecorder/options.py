@@ -19,7 +19,8 @@ IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 DEFAULT_MAX_IMAGE_PIXELS = 100_000_000
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """An int (NumPy ints too), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -68,7 +69,7 @@ class ImageOptions:
         size = self.image_size
         if size is not None:
             if not (isinstance(size, (tuple, list)) and len(size) == 2
-                    and all(_is_int(v) and v > 0 for v in size)):
+                    and all(is_int(v) and v > 0 for v in size)):
                 raise ValueError(
                     f"image_size must be (height, width) with positive ints, not {size!r}")
             object.__setattr__(self, "image_size", (int(size[0]), int(size[1])))
@@ -89,6 +90,6 @@ class ImageOptions:
         value = getattr(self, name)
         if value is None and optional:
             return
-        if not (_is_int(value) and minimum <= value and (maximum is None or value <= maximum)):
+        if not (is_int(value) and minimum <= value and (maximum is None or value <= maximum)):
             raise ValueError(f"{name} must be {expected}, not {value!r}")
         object.__setattr__(self, name, int(value))  # a NumPy int would not go into JSON

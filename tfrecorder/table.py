@@ -810,7 +810,4 @@ def _why_missing(path: str) -> str:
         return "permission denied"
     except (OSError, ValueError) as error:
         return getattr(error, "strerror", None) or str(error)
-    return ("a folder, not a file" if stat.S_ISDIR(mode)
-            else "a FIFO, not a regular file" if stat.S_ISFIFO(mode)
-            else "a device, not a regular file" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "not a regular file")
+    return "a folder, not a file" if stat.S_ISDIR(mode) else fs.not_regular(mode)

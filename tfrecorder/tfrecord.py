@@ -16,6 +16,7 @@ import hashlib
 import io
 import mmap
 import os
+import shutil
 import struct
 from collections.abc import Iterator
 
@@ -161,10 +162,9 @@ class ShardWriter:
         the upload.
         """
         with open(path, "rb") as source:
-            size = os.fstat(source.fileno()).st_size
             if self._file is self._counted and isinstance(self._raw, io.BufferedWriter):
                 self._raw.flush()
-                offset = 0
+                size, offset = os.fstat(source.fileno()).st_size, 0
                 while offset < size:
                     offset += os.sendfile(self._raw.fileno(), source.fileno(), offset,
                                           size - offset)
@@ -173,8 +173,7 @@ class ShardWriter:
                         self._counted.sha256.update(view)
                 self._counted.num_bytes += size
             else:
-                while chunk := source.read(1 << 20):
-                    self._file.write(chunk)
+                shutil.copyfileobj(source, self._file, 1 << 20)
         self.num_records += num_records
 
     def __exit__(self, exc_type, exc, tb) -> None:

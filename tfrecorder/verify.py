@@ -49,7 +49,7 @@ from tfrecorder.manifest import (
     read_manifest,
 )
 from tfrecorder.records import SIGNATURES
-from tfrecorder.tfrecord import CorruptRecordError, open_read, read_records
+from tfrecorder.tfrecord import CorruptRecordError
 
 logger = logging.getLogger(__name__)
 
@@ -219,10 +219,9 @@ def _read_shard(file: str, compression: str | None, bar) -> tuple[int, str | Non
     short (None when the whole file was read) and the SHA-256 of its bytes."""
     count, digest = 0, hashlib.sha256()
     try:
-        with open_read(file, compression, digest) as stream:
-            for _ in read_records(stream):
-                count += 1
-                bar.update(1)
+        for _ in shard_records(file, compression, digest):
+            count += 1
+            bar.update(1)
     except CorruptRecordError as error:
         return count, str(error) + (" of the uncompressed stream" if compression else ""), ""
     except StorageError:  # the store failed, not the shard

@@ -139,7 +139,7 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
     """Stages the planned rows, builds and runs the pipeline."""
     staged = _stage(plan, table, staging, folder)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
-    result = None
+    result, staging_used = None, True  # until the job has read the staged rows
     try:
         pipeline = beam.Pipeline(options=_options(runner, beam_options))
         rows = (pipeline
@@ -158,24 +158,23 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
         result = pipeline.run()
         if wait:
             result.wait_until_finish()
+        # A job the driver does not wait for deletes them itself (`_finish`).
+        staging_used = not wait and not beam_options.get("dry_run")
     except BaseException as error:
+        staging_used = False
         _cancel(result)
-        if fs.is_remote(staged[0]):
-            fs.delete(staged)
         if isinstance(error, (ImageError, TooManyRejectedError, KeyboardInterrupt)):
             raise
         raise ConversionAborted(
             f"the Beam pipeline failed; no dataset was written to {folder.path!r}: {error}"
         ) from error
     finally:
-        if beam_options.get("dry_run") and fs.is_remote(staged[0]):  # nothing will read it
+        if not staging_used and fs.is_remote(staged[0]):  # local: the caller's folder
             fs.delete(staged)
     job_id = result.job_id() if hasattr(result, "job_id") else None
     if not wait:
         folder.handed_over = not beam_options.get("dry_run")
         return BeamRun(result, None, {}, job_id)
-    if fs.is_remote(staged[0]):
-        fs.delete(staged)
     return BeamRun(result, read_manifest(folder.path), _metrics(result), job_id)
 
 
