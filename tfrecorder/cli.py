@@ -481,7 +481,7 @@ def _verify(args: argparse.Namespace) -> int:
         report = tfrecorder.verify(args.path, decode_images=args.decode_images,
                                    progress=args.progress)
         if not report.ok:  # verify raises instead; never print OK over a problem
-            raise VerificationError("", report)
+            raise VerificationError("", report=report)
     except VerificationError as error:
         if error.report is None:
             raise
@@ -494,7 +494,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise VerificationError(
             f"the dataset in {args.path!r} does not match its manifest "
             f"({_count(len(problems), 'problem')}, listed above). Restore the files from "
-            "a copy, or convert again with --overwrite.", error.report) from None
+            "a copy, or convert again with --overwrite.", report=error.report) from None
     checked = ""
     if args.decode_images:
         images = report.num_images_decoded

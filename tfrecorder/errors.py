@@ -1,16 +1,95 @@
-"""The few exceptions tfrecorder raises on purpose.
+"""The few exceptions tfrecorder raises on purpose, and the data they carry.
 
 Each names what is wrong (column, value, rows) and ends with how to fix it, so the
-message alone is enough to act on.
+message alone is enough to act on. The advice names options as `Option` parts, not as
+prose: `str()` renders them as Python (`schema={'notes': None}`) and the command line
+renders the same parts as flags (`--schema notes=drop`), so no one parses a message.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_NAME_ONLY = object()
+
+
+class _Placeholder:
+    """A value the user fills in (`fill_missing={'age': value}`)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+VALUE = _Placeholder("value")
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option in an error's advice: its name alone (`max_rejected`) or set to a value
+    (`max_rejected=1.0`); for a per-column option, `value` is a dict by column."""
+
+    name: str
+    value: Any = _NAME_ONLY
+
+    @property
+    def named_only(self) -> bool:
+        return self.value is _NAME_ONLY
+
+    def __str__(self) -> str:
+        return self.name if self.named_only else f"{self.name}={self.value!r}"
 
 
 class TFRecorderError(Exception):
-    """Base class of every error raised on purpose by tfrecorder."""
+    """Base class of every error raised on purpose by tfrecorder.
+
+    Built from parts, text and `Option`s; data about the problem goes with it as
+    attributes: `column` (the column at fault), `rows` (index labels of the rows at
+    fault), `option` (the option at fault) and `fix` (the options the advice names).
+    """
+
+    column: str | None = None
+    rows: Sequence | None = None
+    option: str | None = None
+
+    def __init__(self, *parts: str | Option, column: str | None = None,
+                 rows: Sequence | None = None, option: str | None = None):
+        self.parts = parts
+        super().__init__("".join(map(str, parts)))
+        self.column, self.rows, self.option = column, rows, option
+
+    @property
+    def fix(self) -> tuple[Option, ...]:
+        return tuple(part for part in self.parts if isinstance(part, Option))
+
+    def render(self, option: Callable[[Option], str]) -> str:
+        """The message with each `Option` rendered by `option` (the CLI's flags)."""
+        return "".join(part if isinstance(part, str) else option(part)
+                       for part in self.parts)
+
+    def __reduce__(self):
+        # Keeps parts and data across processes (a Beam worker's error reaches the driver).
+        return _rebuild, (type(self), self.__dict__)
+
+
+def _rebuild(cls: type, state: dict) -> TFRecorderError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, "".join(map(str, state.get("parts", ()))))
+    error.__dict__.update(state)
+    return error
 
 
 class SchemaError(TFRecorderError, ValueError):
     """The input table is not usable: a column is missing or holds bad values."""
+
+
+class OptionError(TFRecorderError, ValueError):
+    """An option of `convert` (or `load`, `verify`, `inspect`) has a value it cannot take;
+    `.option` names it."""
 
 
 class ImageError(TFRecorderError, ValueError):
@@ -28,8 +107,8 @@ class ConversionAborted(TFRecorderError, RuntimeError):
 class VerificationError(TFRecorderError, ValueError):
     """A dataset on disk does not match its manifest; `.report` lists every problem."""
 
-    def __init__(self, message: str, report=None):
-        super().__init__(message)
+    def __init__(self, *parts: str | Option, report=None, **data):
+        super().__init__(*parts, **data)
         self.report = report
 
 
@@ -37,8 +116,8 @@ class StorageError(TFRecorderError, OSError):
     """A file or bucket could not be reached: missing credentials, a missing bucket, a
     refused permission, or a store that kept failing. `.uri` names what was asked for."""
 
-    def __init__(self, message: str, uri: str | None = None):
-        super().__init__(message)
+    def __init__(self, *parts: str | Option, uri: str | None = None, **data):
+        super().__init__(*parts, **data)
         self.uri = uri
 
 
@@ -50,8 +129,8 @@ class ResumeError(TFRecorderError, ValueError):
 class OutputLockedError(TFRecorderError, FileExistsError):
     """Another run is writing into the output folder."""
 
-    def __init__(self, message: str, path: str | None = None):
-        super().__init__(message)
+    def __init__(self, *parts: str | Option, path: str | None = None, **data):
+        super().__init__(*parts, **data)
         self.path = path
 
 
@@ -59,9 +138,9 @@ class TooManyRejectedError(ConversionAborted):
     """More than `max_rejected` of the rows were rejected: the table, not a few images,
     is wrong. `.reasons` maps each common reason to its number of rows."""
 
-    def __init__(self, message: str, num_rejected: int = 0, num_rows: int = 0,
-                 reasons: dict | None = None):
-        super().__init__(message)
+    def __init__(self, *parts: str | Option, num_rejected: int = 0, num_rows: int = 0,
+                 reasons: dict | None = None, **data):
+        super().__init__(*parts, option="max_rejected", **data)
         self.num_rejected, self.num_rows, self.reasons = num_rejected, num_rows, reasons or {}
 
 

@@ -142,7 +142,7 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
 
     report = VerifyReport(path, num_records, len(listed), num_decoded, num_parsed, problems)
     if problems:
-        raise VerificationError(_message(path, problems), report)
+        raise VerificationError(_message(path, problems), report=report)
     logger.info("Verified %s: %d records in %d shards.", path, sum(num_records.values()),
                 len(listed))
     return report
