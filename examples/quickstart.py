@@ -20,7 +20,7 @@ def main(output_dir: str) -> None:
           flush=True)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    vocabulary = read_manifest(output_dir)["labels"]["vocabulary"]
+    vocabulary = read_manifest(output_dir).labels.vocabulary
     datasets = tfrecorder.load(output_dir, batch_size=4, image_size=(224, 224))
     for split, ds in datasets.items():
         batch = next(iter(ds))

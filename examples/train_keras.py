@@ -27,7 +27,7 @@ def main(work_dir: str) -> None:
     dataset_dir = os.path.join(work_dir, "dataset")
     result = tfrecorder.convert(table, dataset_dir, overwrite=True, progress=False)
     print(f"Converted {result.num_records} images: {result.counts}")
-    vocabulary = read_manifest(dataset_dir)["labels"]["vocabulary"]
+    vocabulary = read_manifest(dataset_dir).labels.vocabulary
 
     data = tfrecorder.load(dataset_dir, batch_size=32, image_size=SIZE, as_supervised=True)
     model = tf.keras.Sequential([

@@ -30,7 +30,7 @@ from tfrecorder.rows import Rejection, Row
 def encode(data: bytes, **options):
     """The record's fields for `data` (and its image decoded by TensorFlow), or the
     Rejection."""
-    result = encode_row(Row(0, "x.img", "x.img", None, "TRAIN"), ImageOptions(**options),
+    result = encode_row(Row(0, "x.img", "x.img", None, "train"), ImageOptions(**options),
                         read=lambda: data)
     if isinstance(result, Rejection):
         return result
@@ -212,7 +212,7 @@ from tfrecorder.rows import Rejection, Row
 data = open(sys.argv[1], "rb").read()
 for options in (ImageOptions(image_size=(30, 40)), ImageOptions(max_image_side=60),
                 ImageOptions(image_format="jpeg")):
-    result = encode_row(Row(0, "x", "x", None, "TRAIN"), options, read=lambda: data)
+    result = encode_row(Row(0, "x", "x", None, "train"), options, read=lambda: data)
     assert not isinstance(result, Rejection), result
 print("ok")
 """
@@ -337,7 +337,7 @@ def test_damaged_jpeg_data_is_rejected_with_libjpegs_warning(name, save_args, ed
 
 def test_without_validation_only_the_header_of_a_jpeg_is_checked():
     data = zeroed(photo_jpeg(), 2000)
-    result = encode_row(Row(0, "x", "x", None, "TRAIN"), ImageOptions(validate=False),
+    result = encode_row(Row(0, "x", "x", None, "train"), ImageOptions(validate=False),
                         read=lambda: data)
     image = tf.train.Example.FromString(result).features.feature["image"].bytes_list.value
     assert image == [data]
@@ -623,7 +623,7 @@ from tfrecorder.rows import Row
 data = open(sys.argv[1], "rb").read()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
-reasons = [encode_row(Row(0, "x", "x", None, "TRAIN"), ImageOptions(image_format=f),
+reasons = [encode_row(Row(0, "x", "x", None, "train"), ImageOptions(image_format=f),
                       read=lambda: data).reason for f in ("auto", "png", "raw")]
 grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
 print(json.dumps({"reasons": reasons, "seconds": time.perf_counter() - started,

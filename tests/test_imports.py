@@ -25,9 +25,7 @@ WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "
           "rows"}
 HEAVY = {"tensorflow", "apache_beam"}
 
-KNOWN = {
-    ("verify", "records"),  # SIGNATURES
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path) -> str:

@@ -13,6 +13,7 @@ from helpers import download, image_bytes, make_image, pixels, read_manifest, wr
 
 import tfrecorder
 from tfrecorder.load import shard_files
+from tfrecorder.manifest import Manifest
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_gs_paths_come_from_the_manifest(dataset, gcs_bucket):
     datasets = tfrecorder.load(prefix)
     assert {k: len(v) for k, v in datasets.items()} == {
         k: v["num_records"] for k, v in manifest["splits"].items()}
-    assert shard_files(prefix, manifest, "train") == [
+    assert shard_files(prefix, Manifest.from_json(manifest), "train") == [
         f"{prefix}/train-0000{i}-of-00002.tfrecord" for i in range(2)]
 
 
@@ -329,10 +330,8 @@ def test_multi_label_labels_are_lists_of_ids_or_multi_hot_vectors(rich, rich_tab
 
 def test_feature_spec_parses_lists_densely_per_record_and_raggedly_per_batch(rich):
     """verify and inspect parse single records with this spec."""
-    from tfrecorder.load import feature_spec
-
-    manifest = read_manifest(rich)
-    spec = feature_spec(manifest)
+    manifest = Manifest.from_json(read_manifest(rich))
+    spec = manifest.parse_spec()
     assert isinstance(spec["age"], tf.io.FixedLenFeature)
     assert isinstance(spec["tags"], tf.io.RaggedFeature)
     assert isinstance(spec["boxes"], tf.io.RaggedFeature)
@@ -345,7 +344,8 @@ def test_feature_spec_parses_lists_densely_per_record_and_raggedly_per_batch(ric
     assert isinstance(batch["boxes"], tf.RaggedTensor) and batch["boxes"].shape[2] == 4
     assert isinstance(batch["age"], tf.Tensor) and batch["age"].shape == (len(serialized),)
     with pytest.raises(ValueError, match=r"feature 'grid' has shape \[None, None\]; only"):
-        feature_spec({"features": {"grid": {"dtype": "int64", "shape": [None, None]}}})
+        Manifest.from_json({"features": {"grid": {"dtype": "int64", "shape": [None, None]}}}
+                           ).parse_spec()
 
 
 @pytest.fixture

@@ -38,17 +38,17 @@ def test_integer_labels_are_kept_as_ids():
 
 def test_given_splits_are_kept_and_unassigned_rows_hashed_80_10_10():
     _, plan = plan_for(3, splits=["TEST", "TEST", "VALIDATION"])
-    assert plan.splits == ("TEST", "TEST", "VALIDATION")
+    assert plan.splits == ("test", "test", "validation")
     _, plan = plan_for(20000)
     counts = Counter(plan.splits)
-    assert abs(counts["TRAIN"] / 20000 - 0.8) < 0.02
-    assert abs(counts["VALIDATION"] / 20000 - 0.1) < 0.02
+    assert abs(counts["train"] / 20000 - 0.8) < 0.02
+    assert abs(counts["validation"] / 20000 - 0.1) < 0.02
 
 
 def test_hashed_split_depends_only_on_the_uri():
     assert split_by_hash("gs://b/x.jpg", (0.8, 0.1, 0.1)) == \
         split_by_hash("gs://b/x.jpg", (0.8, 0.1, 0.1))
-    assert {split_by_hash(f"/{i}", (0, 0, 1)) for i in range(50)} == {"TEST"}
+    assert {split_by_hash(f"/{i}", (0, 0, 1)) for i in range(50)} == {"test"}
     _, a = plan_for(500, seed=1)
     _, b = plan_for(500, seed=2)
     assert a.splits == b.splits  # the seed shuffles, it never moves images between splits
@@ -64,7 +64,7 @@ def test_shuffle_is_deterministic_and_seeded():
 
 def test_shards_cover_every_row_once_in_balanced_contiguous_pieces():
     _, plan = plan_for(103, num_shards=4)
-    for split in ("TRAIN", "VALIDATION", "TEST"):
+    for split in ("train", "validation", "test"):
         sizes = [len(s.positions) for s in plan.shards_of(split)]
         assert max(sizes) - min(sizes) <= 1
         assert all(plan.splits[p] == split for s in plan.shards_of(split) for p in s.positions)
@@ -84,9 +84,9 @@ def test_shard_boundaries_and_sizes():
 def test_num_shards_per_split_and_size_for_the_rest():
     _, plan = plan_for(200, splits=["TRAIN", "TEST"] * 100, num_shards={"train": 3},
                        record_bytes=1000, shard_bytes=25_000)
-    assert [s.num_shards for s in plan.shards_of("TRAIN")] == [3, 3, 3]
-    assert len(plan.shards_of("TEST")) == 4  # 100 rows x 1000 B / 25 kB
-    assert plan.shards_of("VALIDATION") == ()
+    assert [s.num_shards for s in plan.shards_of("train")] == [3, 3, 3]
+    assert len(plan.shards_of("test")) == 4  # 100 rows x 1000 B / 25 kB
+    assert plan.shards_of("validation") == ()
 
 
 def test_gzip_shards_are_named_so():

@@ -12,7 +12,7 @@ from tfrecorder.rows import Rejection, Row
 
 
 def encode(path, **options):
-    result = encode_row(Row(0, str(path), str(path), 1, "TRAIN"), ImageOptions(**options))
+    result = encode_row(Row(0, str(path), str(path), 1, "train"), ImageOptions(**options))
     if isinstance(result, Rejection):
         return result
     example = tf.train.Example.FromString(result).features.feature
@@ -169,7 +169,7 @@ def test_zero_padding_before_eoi_is_kept(tmp_path):
 def test_validate_false_reads_only_headers(tmp_path):
     path = truncated_jpeg(tmp_path)
     assert isinstance(encode(path), Rejection)
-    trusted = encode_row(Row(0, str(path), str(path), 1, "TRAIN"), ImageOptions(validate=False))
+    trusted = encode_row(Row(0, str(path), str(path), 1, "train"), ImageOptions(validate=False))
     assert tf.train.Example.FromString(trusted).features.feature["image"].bytes_list.value == [
         path.read_bytes()]
 

@@ -17,15 +17,15 @@ def frame(**columns):
 def test_canonical_columns_and_normalized_splits():
     table = load_table(frame(split=["train", " Training", "VALIDATION", "test", "unassigned",
                                     ""], label=list("abcabc")))
-    assert table.rows["split"].tolist() == ["TRAIN", "TRAIN", "VALIDATION", "TEST",
-                                            "UNASSIGNED", "UNASSIGNED"]
+    assert table.rows["split"].tolist() == ["train", "train", "validation", "test",
+                                            "unassigned", "unassigned"]
     assert table.rows["label"].tolist() == list("abcabc")
     assert table.source is not None and len(table.source) == 6
 
 
 def test_without_split_or_label_columns_every_row_is_unassigned_and_unlabelled():
     table = load_table(pd.DataFrame({"image_uri": ["/a.jpg", "/b.jpg"]}))
-    assert set(table.rows["split"]) == {"UNASSIGNED"} and not table.has_labels
+    assert set(table.rows["split"]) == {"unassigned"} and not table.has_labels
 
 
 def test_a_misnamed_image_column_is_refused_not_stored_as_text():
@@ -103,7 +103,7 @@ def test_automl_csv_without_header_resolves_paths_against_its_folder(tmp_path):
     path = write_csv(tmp_path, "TRAIN,img/a.jpg,cat\nTEST,gs://bucket/b.jpg,dog\n\n")
     table = load_table(path)
     assert table.rows["uri"].tolist() == [str(tmp_path / "data/img/a.jpg"), "gs://bucket/b.jpg"]
-    assert table.rows["split"].tolist() == ["TRAIN", "TEST"]
+    assert table.rows["split"].tolist() == ["train", "test"]
     assert list(table.source.columns) == ["split", "image_uri", "label"]
 
 
@@ -111,7 +111,7 @@ def test_csv_with_header_is_detected(tmp_path):
     path = write_csv(tmp_path, "image_uri,label,split\n/a.jpg,1,train\n/b.jpg,2,test\n")
     table = load_table(path)
     assert table.rows["label"].tolist() == [1, 2]
-    assert table.rows["split"].tolist() == ["TRAIN", "TEST"]
+    assert table.rows["split"].tolist() == ["train", "test"]
 
 
 @pytest.mark.parametrize("text,columns", [
@@ -140,13 +140,13 @@ def test_csv_rows_with_several_labels_are_automl_multi_label_rows(tmp_path):
                                            "VALIDATION,/c.jpg,,\n"))
     assert table.multi_label
     assert table.rows["label"].tolist() == [["cat", "dog"], ["dog"], []]
-    assert table.rows["split"].tolist() == ["TRAIN", "TEST", "VALIDATION"]
+    assert table.rows["split"].tolist() == ["train", "test", "validation"]
 
 
 def test_csv_multi_label_rows_without_a_split_column(tmp_path):
     table = load_table(write_csv(tmp_path, "/a.jpg,cat,dog\n/b.png,bird\n"))
     assert table.rows["label"].tolist() == [["cat", "dog"], ["bird"]]
-    assert set(table.rows["split"]) == {"UNASSIGNED"}
+    assert set(table.rows["split"]) == {"unassigned"}
 
 
 def test_a_misspelt_split_in_multi_label_rows_is_reported_as_a_split(tmp_path):
@@ -173,13 +173,13 @@ def test_label_folders(tmp_path):
     assert table.rows["label"].tolist() == ["cat", "cat", "dog"]
     assert table.rows["uri"].tolist() == [str(tmp_path / p) for p in
                                           ["cat/1.jpg", "cat/sub/2.jpg", "dog/3.png"]]
-    assert set(table.rows["split"]) == {"UNASSIGNED"}
+    assert set(table.rows["split"]) == {"unassigned"}
 
 
 def test_split_and_label_folders(tmp_path):
     touch(tmp_path, "train/cat/1.jpg", "Validation/dog/2.jpg", "test/cat/3.jpg")
     table = load_table(str(tmp_path))
-    assert table.rows["split"].tolist() == ["VALIDATION", "TEST", "TRAIN"]
+    assert table.rows["split"].tolist() == ["validation", "test", "train"]
     assert table.rows["label"].tolist() == ["dog", "cat", "cat"]
 
 

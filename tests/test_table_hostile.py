@@ -131,7 +131,7 @@ def test_whitespace_before_a_uri_scheme_is_an_error(tmp_path):
 
 def test_other_columns_ignore_whitespace_as_before(tmp_path):
     table = load_table(csv_file(tmp_path, " train ,/a.png, cat \nTEST ,/b.png,dog\n"))
-    assert table.rows["split"].tolist() == ["TRAIN", "TEST"]
+    assert table.rows["split"].tolist() == ["train", "test"]
     assert table.rows["label"].tolist() == ["cat", "dog"]
     assert table.rows["image_uri"].tolist() == ["/a.png", "/b.png"]
 
@@ -359,7 +359,7 @@ def test_other_files_outside_label_folders_are_still_skipped(tmp_path, caplog):
 def test_role_names_in_another_case_or_the_plural_take_their_role(split, image, label, caplog):
     caplog.set_level(logging.INFO, logger="tfrecorder")
     table = load_table(pd.DataFrame({split: ["test"], image: ["/a.png"], label: ["cat"]}))
-    assert table.rows["split"].tolist() == ["TEST"]
+    assert table.rows["split"].tolist() == ["test"]
     assert table.rows["image_uri"].tolist() == ["/a.png"]
     assert table.rows["label"].tolist() == ["cat"] and not table.inputs
     assert list(table.source.columns) == [split, image, label]
@@ -370,7 +370,7 @@ def test_role_names_in_another_case_or_the_plural_take_their_role(split, image, 
 
 def test_a_csv_header_in_another_case_is_detected_and_mapped(tmp_path):
     table = load_table(csv_file(tmp_path, "Split,Image_URI,Labels\nTRAIN,/a.png,cat\n"))
-    assert table.rows["split"].tolist() == ["TRAIN"] and table.rows["label"].tolist() == ["cat"]
+    assert table.rows["split"].tolist() == ["train"] and table.rows["label"].tolist() == ["cat"]
 
 
 @pytest.mark.parametrize("names", [["label", "Label"], ["label", "labels"],
@@ -409,7 +409,7 @@ def test_a_set_path_class_csv_header_is_detected_and_asked_about(tmp_path):
         load_table(path)
     table = load_table(path, schema={"set": "SplitKey", "path": "ImageUri",
                                      "class": "StringLabel"})
-    assert table.rows["split"].tolist() == ["TRAIN", "TEST"]
+    assert table.rows["split"].tolist() == ["train", "test"]
     assert table.rows["label"].tolist() == ["cat", "dog"]
 
 
@@ -455,7 +455,7 @@ def test_val_valid_and_dev_folders_are_the_validation_split(tmp_path, layout):
         image_file(tmp_path / split / "dog" / f"{i}.png")
     table = load_table(str(tmp_path))
     assert set(table.rows["label"]) == {"cat", "dog"}
-    expected = {{"train": "TRAIN", "test": "TEST"}.get(s.lower(), "VALIDATION") for s in layout}
+    expected = {{"train": "train", "test": "test"}.get(s.lower(), "validation") for s in layout}
     assert set(table.rows["split"]) == expected
 
 

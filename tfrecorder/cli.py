@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import logging
 import os
 import re
 import shlex
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from inspect import Parameter, signature
 
 import tfrecorder
@@ -36,8 +35,14 @@ from tfrecorder.errors import (
     TooManyRejectedError,
     VerificationError,
 )
-from tfrecorder.load import SPLITS
-from tfrecorder.manifest import read_manifest
+from tfrecorder.manifest import (
+    LABEL,
+    SPLITS,
+    Feature,
+    Labels,
+    read_manifest,
+    read_manifest_bytes,
+)
 from tfrecorder.options import IMAGE_FORMATS
 from tfrecorder.schema import TYPES
 from tfrecorder.tfrecord import COMPRESSIONS
@@ -376,34 +381,31 @@ def _add_info(commands) -> None:
 
 
 def _info(args: argparse.Namespace) -> int:
-    manifest = read_manifest(args.path)
     if args.json:
-        print(json.dumps(manifest, indent=2))
+        sys.stdout.write(read_manifest_bytes(args.path).decode())
         return 0
-    splits = manifest["splits"]
-    print(f"{args.path}: a {manifest['format']} dataset (format {manifest['format_version']}, "
-          f"written by {manifest['created_by']})")
+    manifest = read_manifest(args.path)
+    print(f"{args.path}: a tfrecorder dataset (format {manifest.format_version}, "
+          f"written by {manifest.created_by})")
     print("Splits:")
-    rows = [(name, splits[name]) for name in SPLITS if name in splits]
-    total = {"num_records": sum(s["num_records"] for _, s in rows),
-             "num_bytes": sum(s["num_bytes"] for _, s in rows),
-             "shards": [shard for _, s in rows for shard in s["shards"]]}
-    for name, split in [*rows, ("total", total)]:
-        print(f"  {name:<11}{split['num_records']:>8} records {len(split['shards']):>5} "
-              f"shard{'s' if len(split['shards']) != 1 else ' '} "
-              f"{_megabytes(split['num_bytes']):>12}")
-    rejected = manifest["rejected"]
-    print(f"Rejected:     {rejected['num_rows']} of {manifest['num_source_rows']} source rows "
-          f"(see {fs.join(args.path, rejected['file'])})")
-    labels, features = manifest.get("labels"), manifest["features"]
+    rows = [(str(name), split.num_records, len(split.shards), split.num_bytes)
+            for name, split in manifest.splits.items()]
+    total = ("total", *(sum(row[i] for row in rows) for i in (1, 2, 3)))
+    for name, records, shards, num_bytes in [*rows, total]:
+        print(f"  {name:<11}{records:>8} records {shards:>5} "
+              f"shard{'s' if shards != 1 else ' '} {_megabytes(num_bytes):>12}")
+    rejected = manifest.rejected
+    print(f"Rejected:     {rejected.num_rows} of {manifest.num_source_rows} source rows "
+          f"(see {fs.join(args.path, rejected.file)})")
+    labels = manifest.labels
     print(f"Labels:       {_labels(labels)}")
-    print(f"Compression:  {manifest['compression'] or 'none'}")
-    images = (_image_options(manifest["options"]) if "image" in features
+    print(f"Compression:  {manifest.compression or 'none'}")
+    images = (_image_options(manifest.options) if manifest.has_images
               else "none (the records hold no images)")
     print(f"Image format: {images}")
     print("Features:")
-    rows = [(name, feature["dtype"], _shape(feature["shape"]), _role(name, feature, labels))
-            for name, feature in features.items()]
+    rows = [(name, feature.dtype, _shape(feature.shape), _role(name, feature, labels))
+            for name, feature in manifest.features.items()]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  " + "  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths))
@@ -411,40 +413,40 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _labels(labels: dict | None) -> str:
+def _labels(labels: Labels | None) -> str:
     if labels is None:
         return "none"
-    multi = ", multi-label" if labels.get("multi_label") else ""
-    if labels["vocabulary"] is None:
-        classes = labels.get("num_classes")
+    multi = ", multi-label" if labels.multi_label else ""
+    if labels.vocabulary is None:
+        classes = labels.num_classes
         return f"integer ids{multi}" + (f" (num_classes {classes})" if classes is not None
                                          else "")
-    vocabulary = labels["vocabulary"]
+    vocabulary = labels.vocabulary
     return f"{_count(len(vocabulary), 'class', 'classes')}{multi}: {', '.join(vocabulary)}"
 
 
-def _shape(shape: list) -> str:
+def _shape(shape: Sequence) -> str:
     """[], [None] or [None, 4]: the dimensions of one record's value (None: any length)."""
     return "[" + ", ".join("None" if size is None else str(size) for size in shape) + "]"
 
 
-def _role(name: str, feature: dict, labels: dict | None) -> str:
+def _role(name: str, feature: Feature, labels: Labels | None) -> str:
     """The feature's role, with its vocabulary's size, and whether labels are multi-label."""
     notes = []
-    if feature.get("vocabulary") is not None:
-        notes.append(f"categorical, {_count(len(feature['vocabulary']), 'value')}")
-    if name == "label" and labels:
-        if labels.get("multi_label"):
+    if feature.vocabulary is not None:
+        notes.append(f"categorical, {_count(len(feature.vocabulary), 'value')}")
+    if name == LABEL and labels:
+        if labels.multi_label:
             notes.append("multi-label")
-        if labels["vocabulary"] is not None:
-            notes.append(_count(len(labels["vocabulary"]), "class", "classes"))
-        elif labels.get("num_classes") is not None:
-            notes.append(f"num_classes {labels['num_classes']}")
-    role = feature.get("role", "")
+        if labels.vocabulary is not None:
+            notes.append(_count(len(labels.vocabulary), "class", "classes"))
+        elif labels.num_classes is not None:
+            notes.append(f"num_classes {labels.num_classes}")
+    role = feature.role
     return f"{role} ({', '.join(notes)})" if notes else role
 
 
-def _image_options(options: dict) -> str:
+def _image_options(options: Mapping) -> str:
     described = options["image_format"]
     if options.get("image_size"):
         height, width = options["image_size"]

@@ -24,7 +24,7 @@ from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import DEFAULT_MAX_REJECTED, RejectionLimit
 from tfrecorder.engines.local import write_local
 from tfrecorder.errors import ImageError, Terminated, TooManyRejectedError
-from tfrecorder.manifest import MANIFEST, REJECTED
+from tfrecorder.manifest import MANIFEST, REJECTED, Split
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions, is_int
 from tfrecorder.plan import (
     DEFAULT_UNASSIGNED_SPLIT,
@@ -234,12 +234,13 @@ def convert(
                    "unassigned_split": list(unassigned_split), "num_shards": num_shards,
                    "shard_size_mb": shard_size_mb}
         header = dataset.manifest_header(plan, table, options)
-        journal = resume_journal.open_journal(folder, header, plan, table, resume=resume)
+        journal = resume_journal.open_journal(folder, header.to_json(), plan, table,
+                                              resume=resume)
         # A resumed run's shards stay (the journal has checked them); temporary files go.
         folder.clear([name for name in folder.existing
                       if not resume or output.is_temporary(name)])
         try:
-            journal.begin(header)
+            journal.begin(header.to_json())
             metrics, job_id, pipeline = {}, None, None
             if runner is None:
                 written = write_local(plan, table, folder, journal=journal, limit=limit,
@@ -269,16 +270,15 @@ def convert(
             _clean_up(folder, journal, error)
             raise
     rejected_path = fs.join(output_dir, REJECTED)
-    num_rejected = manifest["rejected"]["num_rows"]
+    num_rejected = manifest.rejected.num_rows
     if num_rejected:
         logger.warning("%d of %d rows were rejected; see %s", num_rejected, plan.num_rows,
                        rejected_path)
     return ConversionResult(
         output_dir=output_dir,
-        counts={name: split["num_records"] for name, split in manifest["splits"].items()},
+        counts={str(name): split.num_records for name, split in manifest.splits.items()},
         num_rejected=num_rejected,
-        shards=[fs.join(output_dir, shard["file"]) for split in manifest["splits"].values()
-                for shard in split["shards"]],
+        shards=[fs.join(output_dir, shard.file) for _, shard in manifest.shards],
         manifest_path=fs.join(output_dir, MANIFEST),
         rejected_path=rejected_path,
         elapsed_seconds=time.perf_counter() - started,
@@ -380,7 +380,7 @@ def _estimate_record_bytes(table: Table, options: ImageOptions, seed: int) -> fl
     options = replace(options, validate=False)
     sample = shuffled_order(len(table.rows), seed)[:_SIZE_SAMPLE]
     inputs = [c.name for c in table.inputs]
-    rows = (Row(int(p), row.get("uri"), row.get("image_uri"), row.get("label"), "TRAIN",
+    rows = (Row(int(p), row.get("uri"), row.get("image_uri"), row.get("label"), Split.TRAIN,
                 {name: row[name] for name in inputs})
             for p, row in zip(sample, table.rows.iloc[sample].to_dict("records")))
     with Prefetcher() as prefetcher:

@@ -8,7 +8,6 @@ trust the manifest, never file names.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -19,18 +18,31 @@ import pandas as pd
 
 from tfrecorder._version import __version__
 from tfrecorder.errors import TooManyRejectedError
-from tfrecorder.manifest import FORMAT_VERSION, MANIFEST, REJECTED
+from tfrecorder.manifest import (
+    IMAGE_FEATURES,
+    LABEL,
+    MANIFEST,
+    REJECTED,
+    SPLIT,
+    SPLITS,
+    Feature,
+    Labels,
+    Manifest,
+    Rejected,
+    ShardInfo,
+    Split,
+    SplitInfo,
+)
 from tfrecorder.plan import Plan
-from tfrecorder.records import IMAGE_FEATURES
 from tfrecorder.rows import Rejection
-from tfrecorder.table import SPLITS, Table
+from tfrecorder.table import Table
 
 
 @dataclass(frozen=True)
 class WrittenShard:
     """What an engine wrote for one shard of the plan."""
 
-    split: str
+    split: Split
     filename: str
     num_records: int
     num_bytes: int
@@ -69,45 +81,32 @@ class RejectionLimit:
             num_rejected=len(rejections), num_rows=self.num_rows, reasons=dict(reasons))
 
 
-def manifest_header(plan: Plan, table: Table, options: dict) -> dict:
+def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
     """Everything the manifest says that is known before writing, as small plain data
     (engines that run elsewhere carry this, never the plan itself)."""
-    header = {
-        "format": "tfrecorder",
-        "format_version": FORMAT_VERSION,
-        "created_by": f"tfrecorder {__version__}",
-        "compression": plan.compression,
-        "features": features(plan, table),
-        "num_source_rows": plan.num_rows,
-        "options": {"seed": plan.seed, **options},
-    }
+    labels = None
     if table.has_labels:
-        header["labels"] = {
-            "type": "integer" if plan.label_vocabulary is None else "text",
-            "vocabulary": list(plan.label_vocabulary) if plan.label_vocabulary else None,
-            "multi_label": table.multi_label,
-            "num_classes": _num_classes(plan),
-        }
-    return header
+        labels = Labels(
+            type="integer" if plan.label_vocabulary is None else "text",
+            vocabulary=plan.label_vocabulary or None,
+            multi_label=table.multi_label,
+            num_classes=_num_classes(plan))
+    return Manifest(compression=plan.compression, features=features(plan, table),
+                    num_source_rows=plan.num_rows, options={"seed": plan.seed, **options},
+                    labels=labels, created_by=f"tfrecorder {__version__}")
 
 
-def features(plan: Plan, table: Table) -> dict:
-    """Every feature of the records: its dtype, its shape (None: any length), its role
-    (image, label, split or input) and, for categorical inputs, its vocabulary. `load()`
-    builds its parsing spec from this alone."""
-    found = {}
-    if table.has_images:
-        found.update({name: {"dtype": dtype, "shape": [], "role": "image"}
-                      for name, dtype in IMAGE_FEATURES.items()})
+def features(plan: Plan, table: Table) -> dict[str, Feature]:
+    """Every feature of the records (`load()` builds its parsing spec from these alone)."""
+    found = dict(IMAGE_FEATURES) if table.has_images else {}
     if table.has_labels:
-        found["label"] = {"dtype": "int64", "shape": [None] if table.multi_label else [],
-                          "role": "label"}
-    found["split"] = {"dtype": "string", "shape": [], "role": "split"}
+        found[LABEL] = Feature("int64", (None,) if table.multi_label else (), role="label")
+    found[SPLIT] = Feature("string", role="split")
     for column in table.inputs:
-        found[column.name] = {"dtype": column.dtype, "shape": list(column.shape),
-                              "role": "input"}
-        if column.kind == "categorical":
-            found[column.name]["vocabulary"] = list(plan.vocabularies[column.name])
+        found[column.name] = Feature(
+            column.dtype, tuple(column.shape), role="input",
+            vocabulary=(tuple(plan.vocabularies[column.name])
+                        if column.kind == "categorical" else None))
     return found
 
 
@@ -119,8 +118,8 @@ def _num_classes(plan: Plan) -> int:
     return max(ids, default=-1) + 1
 
 
-def finish(folder, header: dict, written: Sequence[WrittenShard],
-           rejections: Sequence[Rejection], source: pd.DataFrame) -> dict:
+def finish(folder, header: Manifest, written: Sequence[WrittenShard],
+           rejections: Sequence[Rejection], source: pd.DataFrame) -> Manifest:
     """The last step of every engine: writes rejected.csv, then the manifest, into the
     run's `output.OutputFolder` (each under a temporary name first, so it is either
     absent or complete). Returns the manifest."""
@@ -129,16 +128,14 @@ def finish(folder, header: dict, written: Sequence[WrittenShard],
     for split in SPLITS:
         shards = [w for w in written if w.split == split]
         if shards:
-            splits[split.lower()] = {
-                "num_records": sum(w.num_records for w in shards),
-                "num_rejected": sum(w.num_rejected for w in shards),
-                "num_bytes": sum(w.num_bytes for w in shards),
-                "shards": [{"file": w.filename, "num_records": w.num_records,
-                            "num_bytes": w.num_bytes, "sha256": w.sha256} for w in shards],
-            }
-    manifest = {**header, "splits": splits,
-                "rejected": {"file": REJECTED, "num_rows": len(rejections)}}
-    folder.write_bytes(MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n")
+            splits[split] = SplitInfo(
+                num_records=sum(w.num_records for w in shards),
+                num_rejected=sum(w.num_rejected for w in shards),
+                num_bytes=sum(w.num_bytes for w in shards),
+                shards=tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256)
+                             for w in shards))
+    manifest = header.finished(splits, Rejected(REJECTED, len(rejections)))
+    folder.write_bytes(MANIFEST, manifest.to_bytes())
     return manifest
 
 

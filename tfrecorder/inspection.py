@@ -18,8 +18,8 @@ import re
 import tempfile
 
 from tfrecorder import fs
-from tfrecorder.load import decode_image, feature_spec, shard_files, shard_records
-from tfrecorder.manifest import read_manifest
+from tfrecorder.load import decode_image, shard_files, shard_records
+from tfrecorder.manifest import LABEL, Manifest, read_manifest
 
 CSV_FILE = "records.csv"
 _EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "raw": ".png"}  # raw pixels are saved as PNG
@@ -57,18 +57,18 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
                   else os.fspath(output_dir))
     os.makedirs(output_dir, exist_ok=True)
 
-    has_images = "image" in manifest["features"]
-    columns = [name for name in manifest["features"] if name != "image"]
+    has_images = manifest.has_images
+    columns = [name for name in manifest.features if name != "image"]
     vocabularies = _vocabularies(manifest)
     header = []
     for name in columns:
         header.append(name)
         if name in vocabularies:
-            header.append(_unused(f"{name}_name" if name == "label" else f"{name}_value",
-                                  manifest["features"]))
-    spec = feature_spec(manifest)
+            header.append(_unused(f"{name}_name" if name == LABEL else f"{name}_value",
+                                  manifest.features))
+    spec = manifest.parse_spec()
     rows = []
-    for index, record in enumerate(_first_records(files, manifest.get("compression"),
+    for index, record in enumerate(_first_records(files, manifest.compression,
                                                   num_records)):
         features = {name: _plain(value) for name, value in _parse(record, spec).items()}
         row = []
@@ -91,17 +91,17 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
     return output_dir
 
 
-def _vocabularies(manifest: dict) -> dict[str, list[str]]:
+def _vocabularies(manifest: Manifest) -> dict[str, tuple[str, ...]]:
     """The names of the ids of the label (text labels) and of categorical inputs."""
-    found = {name: feature["vocabulary"] for name, feature in manifest["features"].items()
-             if feature.get("vocabulary") is not None}
-    labels = manifest.get("labels") or {}
-    if labels.get("vocabulary") is not None and "label" in manifest["features"]:
-        found["label"] = labels["vocabulary"]
+    found = {name: feature.vocabulary for name, feature in manifest.features.items()
+             if feature.vocabulary is not None}
+    labels = manifest.labels
+    if labels is not None and labels.vocabulary is not None and LABEL in manifest.features:
+        found[LABEL] = labels.vocabulary
     return found
 
 
-def _unused(name: str, features: dict) -> str:
+def _unused(name: str, features) -> str:
     """`name`, or with underscores added until no feature has it."""
     while name in features:
         name += "_"

@@ -23,25 +23,18 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import fs
-from tfrecorder.manifest import read_manifest
+from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
-SPLITS = ("train", "validation", "test")
 AUGMENT_PRESETS = ("basic",)
-# The features `decode_image` reads: a dataset with images has all of them.
-DECODE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
 _CHUNK_BYTES = 1 << 20  # records of a remote shard handed to TensorFlow at once
 
 
-def shard_files(dataset_dir: str, manifest: dict, split: str) -> list[str]:
+def shard_files(dataset_dir: str, manifest: Manifest, split: str) -> list[str]:
     """The paths of a split's shards, as the manifest lists them."""
-    if split not in manifest["splits"]:
-        raise ValueError(
-            f"the dataset in {dataset_dir!r} has no {split!r} split; it has "
-            f"{sorted(manifest['splits'])}."
-        )
-    return [fs.join(dataset_dir, shard["file"]) for shard in manifest["splits"][split]["shards"]]
+    return [fs.join(dataset_dir, shard.file)
+            for shard in manifest.split(split, dataset_dir).shards]
 
 
 def shard_records(path: str, compression: str | None, digest=None) -> Iterator[bytes]:
@@ -82,34 +75,6 @@ def shard_reader(remote: bool, compression: str | None) -> Callable:
 
     return lambda path: tf.data.Dataset.from_generator(
         chunks, args=(path,), output_signature=tf.TensorSpec([None], tf.string)).unbatch()
-
-
-def feature_spec(manifest: dict) -> dict:
-    """The `tf.io.parse_example` spec of the dataset's records, from the manifest.
-
-    A feature of shape [] is a FixedLenFeature; a list ([None]) and a list of k-value
-    rows ([None, k], stored flat) are RaggedFeatures, the latter cut into rows of k. So
-    `tf.io.parse_single_example` returns dense tensors of shape [], [n] and [n, k], and
-    `tf.io.parse_example` a dense [B] and RaggedTensors [B, None] and [B, None, k]
-    (row splits int64, like `tf.data.Dataset.ragged_batch`).
-    """
-    import tensorflow as tf
-
-    dtypes = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}
-    spec = {}
-    for name, feature in manifest["features"].items():
-        dtype, shape = dtypes[feature["dtype"]], feature["shape"]
-        if None not in shape:
-            spec[name] = tf.io.FixedLenFeature(shape, dtype)
-        elif shape[0] is None and None not in shape[1:]:
-            rows = [tf.io.RaggedFeature.UniformRowLength(k) for k in shape[1:]]
-            spec[name] = tf.io.RaggedFeature(dtype, partitions=rows,
-                                             row_splits_dtype=tf.int64)
-        else:
-            raise ValueError(
-                f"feature {name!r} has shape {shape}; only its first dimension may be of any "
-                "length (None). Is the manifest from a newer tfrecorder? Upgrade to read it.")
-    return spec
 
 
 def decode_image(features: dict, channels: int = 0):
@@ -194,7 +159,7 @@ def load(
     path = os.fspath(path)
     manifest = read_manifest(path)
     _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot)
-    splits = [split] if split is not None else [s for s in SPLITS if s in manifest["splits"]]
+    splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
     datasets = {
         name: _pipeline(
             path, manifest, name, batch_size=batch_size, image_size=image_size,
@@ -209,9 +174,10 @@ def load(
     return datasets[split] if split is not None else datasets
 
 
-def _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot) -> None:
-    features = manifest["features"]
-    if "image" not in features:
+def _check_options(manifest: Manifest, image_size, channels, augment, as_supervised,
+                   multi_hot) -> None:
+    features = manifest.features
+    if not manifest.has_images:
         given = [name for name, value in
                  [("image_size", image_size), ("channels", channels), ("augment", augment)]
                  if value is not None]
@@ -219,7 +185,7 @@ def _check_options(manifest, image_size, channels, augment, as_supervised, multi
             raise ValueError(
                 f"this dataset has no images, so {' and '.join(given)} cannot apply. Leave "
                 f"{'it' if len(given) == 1 else 'them'} out.")
-        if as_supervised and not _inputs(manifest):
+        if as_supervised and not manifest.inputs:
             raise ValueError(
                 "as_supervised pairs the input features with the label, and this dataset "
                 "has neither images nor input features. Load feature dicts instead.")
@@ -231,21 +197,15 @@ def _check_options(manifest, image_size, channels, augment, as_supervised, multi
         raise ValueError(f"channels must be 0, 1, 3 or 4, not {channels!r}")
     if isinstance(augment, str) and augment not in AUGMENT_PRESETS:
         raise ValueError(f"augment must be a function or one of {AUGMENT_PRESETS}")
-    if as_supervised and "label" not in features:
+    if as_supervised and LABEL not in features:
         raise ValueError("as_supervised needs labels, and this dataset has none.")
-    if multi_hot and "label" not in features:
+    if multi_hot and LABEL not in features:
         raise ValueError("multi_hot needs labels, and this dataset has none.")
-    if multi_hot and not manifest.get("labels", {}).get("multi_label", False):
+    if multi_hot and not (manifest.labels and manifest.labels.multi_label):
         raise ValueError(
             "multi_hot is for multi-label datasets, and this one has a single label per "
             "record: its label is already a class id. Leave multi_hot out (or use "
             "tf.one_hot on the label).")
-
-
-def _inputs(manifest: dict) -> list[str]:
-    """The names of the features written from input columns (not image, label or split)."""
-    return [name for name, feature in manifest["features"].items()
-            if feature.get("role") == "input"]
 
 
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
@@ -257,16 +217,16 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     # A seed promises a reproducible order; without one, parallel stages may reorder.
     ordered = seed is not None or not shuffle
     files = shard_files(path, manifest, split)
-    num_records = manifest["splits"][split]["num_records"]
-    spec = feature_spec(manifest)
-    num_classes = manifest["labels"]["num_classes"] if multi_hot else None
-    has_images = "image" in manifest["features"]
+    num_records = manifest.splits[split].num_records
+    spec = manifest.parse_spec()
+    num_classes = manifest.labels.num_classes if multi_hot else None
+    has_images = manifest.has_images
 
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     ds = ds.interleave(
-        shard_reader(fs.is_remote(path), manifest["compression"]),
+        shard_reader(fs.is_remote(path), manifest.compression),
         cycle_length=min(len(files), 16), num_parallel_calls=autotune,
         deterministic=ordered,
     )
@@ -314,10 +274,10 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
         if batch_size:
             ds = _batched(ds, batch_size, drop_remainder, ordered)
     if as_supervised and has_images:
-        ds = ds.map(lambda f: (f["image"], f["label"]))
+        ds = ds.map(lambda f: (f["image"], f[LABEL]))
     elif as_supervised:
-        inputs = _inputs(manifest)
-        ds = ds.map(lambda f: ({name: f[name] for name in inputs}, f["label"]))
+        inputs = manifest.inputs
+        ds = ds.map(lambda f: ({name: f[name] for name in inputs}, f[LABEL]))
     return ds.prefetch(autotune)
 
 
@@ -347,9 +307,9 @@ def _parsed(serialized, spec: dict, num_classes: int | None) -> dict:
         # Per record, also for a batch's RaggedTensor of labels; ids out of range are
         # dropped.
         multi_hot = tf.math.bincount(
-            features["label"], minlength=num_classes, maxlength=num_classes,
+            features[LABEL], minlength=num_classes, maxlength=num_classes,
             binary_output=True, dtype=tf.float32, axis=-1)
-        features["label"] = tf.ensure_shape(multi_hot, serialized.shape + [num_classes])
+        features[LABEL] = tf.ensure_shape(multi_hot, serialized.shape + [num_classes])
     return features
 
 

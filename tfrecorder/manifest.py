@@ -1,6 +1,10 @@
-"""The dataset on disk, as readers and the writer both name it: its files, their names,
-and reading the manifest. Light on purpose (no pandas, Pillow or TensorFlow): `load`,
-`verify` and `inspect` depend on this, never on the writer.
+"""The dataset on disk, as the writer and every reader name it: the manifest's types, the
+features of a record, the splits, and the dataset's files and their names.
+
+This is the one home of the on-disk contract. It is light on purpose (no pandas, Pillow
+or TensorFlow at import): `load`, `verify`, `inspect` and the command line depend on it,
+never on the writer. TensorFlow Datasets shares `DatasetInfo` and its features between
+builder and reader the same way.
 
 A dataset folder holds shards (`train-00000-of-00004.tfrecord`), `rejected.csv` and the
 manifest `dataset.json`, written last: a folder without a manifest is not a dataset, so an
@@ -10,8 +14,12 @@ lock, its journal and files under temporary names (see `output`).
 
 from __future__ import annotations
 
+import enum
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from tfrecorder import fs
 
@@ -24,7 +32,288 @@ RECEIPT_SUFFIX = ".receipt.json"
 TEMP_MARKER = ".tmp-"  # a file being written: `name.tmp-<run id>`
 LOCK = ".tfrecorder.lock"  # held by the run writing into the folder
 
-_SHARD_FILE = r"(?:train|validation|test)-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?"
+
+class Split(enum.StrEnum):
+    """A split of the dataset. Its value names it in the manifest, in file names and in
+    `load` ("train"); AutoML tables and the records' `split` feature spell it in capitals
+    (`stored`), as TFRecorder did."""
+
+    TRAIN = "train"
+    VALIDATION = "validation"
+    TEST = "test"
+
+    @property
+    def stored(self) -> str:
+        """The split as records store it: "TRAIN"."""
+        return self.name
+
+
+SPLITS = tuple(Split)  # in writing order
+
+
+# --- features ------------------------------------------------------------------------------
+
+DTYPES = ("string", "int64", "float32")
+LABEL = "label"
+SPLIT = "split"
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One feature of every record: its write form (dtype and shape), its read form
+    (`parse_spec`) and its JSON form in the manifest.
+
+    `shape` is that of one record's value: () a scalar, (None,) a list of any length,
+    (None, k) a list of k-value rows (stored flat). `role` is "image", "label", "split" or
+    "input"; a categorical input also has the `vocabulary` its ids index.
+    """
+
+    dtype: str
+    shape: tuple[int | None, ...] = ()
+    role: str = "input"
+    vocabulary: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict:
+        found = {"dtype": self.dtype, "shape": list(self.shape), "role": self.role}
+        if self.vocabulary is not None:
+            found["vocabulary"] = list(self.vocabulary)
+        return found
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Feature:
+        vocabulary = data.get("vocabulary")
+        return cls(data["dtype"], tuple(data["shape"]), data.get("role", ""),
+                   None if vocabulary is None else tuple(vocabulary))
+
+    def parse_spec(self, name: str):
+        """The `tf.io.parse_example` spec: a FixedLenFeature for a fixed shape; a list
+        ([None]) or a list of k-value rows ([None, k]) a RaggedFeature, the latter cut
+        into rows of k. So `parse_single_example` gives dense tensors of shape [], [n] and
+        [n, k], and `parse_example` a dense [B] and RaggedTensors [B, None] and
+        [B, None, k] (row splits int64, like `tf.data.Dataset.ragged_batch`)."""
+        import tensorflow as tf
+
+        dtype = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}[self.dtype]
+        if None not in self.shape:
+            return tf.io.FixedLenFeature(self.shape, dtype)
+        if self.shape[0] is None and None not in self.shape[1:]:
+            rows = [tf.io.RaggedFeature.UniformRowLength(k) for k in self.shape[1:]]
+            return tf.io.RaggedFeature(dtype, partitions=rows, row_splits_dtype=tf.int64)
+        raise ValueError(
+            f"feature {name!r} has shape {list(self.shape)}; only its first dimension may be "
+            "of any length (None). Is the manifest from a newer tfrecorder? Upgrade to read "
+            "it.")
+
+
+# The features of every record with an image, in the order `image_features` fills them.
+IMAGE_FEATURES = {
+    "image": Feature("string", role="image"),  # the stored bytes (or base64 raw pixels)
+    "image_format": Feature("string", role="image"),  # "jpeg", "png" or "raw"
+    "image_height": Feature("int64", role="image"),
+    "image_width": Feature("int64", role="image"),
+    "image_channels": Feature("int64", role="image"),
+    "image_name": Feature("string", role="image"),  # the source's base name
+    "image_uri": Feature("string", role="image"),  # as the table gave it
+}
+# What decoding an image reads (`load.decode_image`).
+DECODE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
+# Names an input column cannot take: tfrecorder writes these itself.
+RESERVED = (*IMAGE_FEATURES, LABEL, SPLIT)
+
+# Image formats as stored, and how files of the encoded ones begin.
+STORED_FORMATS = ("jpeg", "png", "raw")
+SIGNATURES = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
+
+
+def image_features(image: bytes | str, image_format: str, height: int, width: int,
+                   channels: int, image_uri: str) -> dict:
+    """The values of `IMAGE_FEATURES` for one stored image."""
+    return {"image": image, "image_format": image_format, "image_height": height,
+            "image_width": width, "image_channels": channels,
+            "image_name": fs.basename(image_uri), "image_uri": image_uri}
+
+
+def record_features(split: str, label, inputs: Mapping[str, Any]) -> dict:
+    """The values of the features every record has besides its image."""
+    features = {**inputs, SPLIT: Split(split).stored}
+    if label is not None:
+        features[LABEL] = label
+    return features
+
+
+# --- the manifest --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ShardInfo:
+    file: str
+    num_records: int
+    num_bytes: int
+    sha256: str = ""  # of the file's bytes; "" in manifests written before it was kept
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "num_records": self.num_records,
+                "num_bytes": self.num_bytes, "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ShardInfo:
+        return cls(data["file"], data["num_records"], data["num_bytes"],
+                   data.get("sha256") or "")
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    num_records: int
+    num_rejected: int
+    num_bytes: int
+    shards: tuple[ShardInfo, ...]
+
+    def to_json(self) -> dict:
+        return {"num_records": self.num_records, "num_rejected": self.num_rejected,
+                "num_bytes": self.num_bytes, "shards": [s.to_json() for s in self.shards]}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> SplitInfo:
+        return cls(data["num_records"], data.get("num_rejected", 0), data["num_bytes"],
+                   tuple(ShardInfo.from_json(s) for s in data["shards"]))
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The `label` feature's classes: text labels' sorted vocabulary (a label's id is its
+    index), or for integer labels none, and num_classes the largest id + 1."""
+
+    type: str  # "text" or "integer"
+    vocabulary: tuple[str, ...] | None
+    multi_label: bool = False
+    num_classes: int | None = None
+
+    def to_json(self) -> dict:
+        return {"type": self.type,
+                "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
+                "multi_label": self.multi_label, "num_classes": self.num_classes}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Labels:
+        vocabulary = data.get("vocabulary")
+        return cls(data.get("type", "integer" if vocabulary is None else "text"),
+                   None if vocabulary is None else tuple(vocabulary),
+                   bool(data.get("multi_label", False)), data.get("num_classes"))
+
+
+@dataclass(frozen=True)
+class Rejected:
+    file: str
+    num_rows: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What `dataset.json` says. Before writing, the writer holds a header: the same type
+    without `splits` and `rejected`, which the last step fills in."""
+
+    compression: str | None
+    features: Mapping[str, Feature]
+    num_source_rows: int
+    options: Mapping[str, Any]
+    labels: Labels | None = None
+    splits: Mapping[Split, SplitInfo] = field(default_factory=dict)
+    rejected: Rejected | None = None
+    created_by: str = ""
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def has_images(self) -> bool:
+        return "image" in self.features
+
+    @property
+    def inputs(self) -> list[str]:
+        """The features written from input columns (not image, label or split)."""
+        return [name for name, f in self.features.items() if f.role == "input"]
+
+    @property
+    def num_records(self) -> int:
+        return sum(split.num_records for split in self.splits.values())
+
+    @property
+    def shards(self) -> list[tuple[Split, ShardInfo]]:
+        """Every shard, by split, in writing order."""
+        return [(name, shard) for name, split in self.splits.items() for shard in split.shards]
+
+    def split(self, name: str, dataset_dir: str) -> SplitInfo:
+        """The split `name`, or a ValueError naming the splits there are."""
+        if name not in self.splits:
+            raise ValueError(f"the dataset in {dataset_dir!r} has no {name!r} split; it has "
+                             f"{sorted(map(str, self.splits))}.")
+        return self.splits[Split(name)]
+
+    def parse_spec(self) -> dict:
+        """The `tf.io` parsing spec of the records, feature by feature."""
+        return {name: feature.parse_spec(name) for name, feature in self.features.items()}
+
+    def finished(self, splits: Mapping[Split, SplitInfo], rejected: Rejected) -> Manifest:
+        return replace(self, splits=splits, rejected=rejected)
+
+    def to_json(self) -> dict:
+        found = {
+            "format": "tfrecorder",
+            "format_version": self.format_version,
+            "created_by": self.created_by,
+            "compression": self.compression,
+            "features": {name: f.to_json() for name, f in self.features.items()},
+            "num_source_rows": self.num_source_rows,
+            "options": dict(self.options),
+        }
+        if self.labels is not None:
+            found["labels"] = self.labels.to_json()
+        if self.rejected is not None:  # a finished manifest, not a header
+            found["splits"] = {str(name): s.to_json() for name, s in self.splits.items()}
+            found["rejected"] = {"file": self.rejected.file, "num_rows": self.rejected.num_rows}
+        return found
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Manifest:
+        try:
+            rejected = data.get("rejected")
+            splits = {Split(name): SplitInfo.from_json(split)
+                      for name, split in data.get("splits", {}).items()}
+            return cls(
+                compression=data.get("compression"),
+                features={name: Feature.from_json(f) for name, f in data["features"].items()},
+                num_source_rows=data.get("num_source_rows", 0),
+                options=data.get("options", {}),
+                labels=Labels.from_json(data["labels"]) if data.get("labels") else None,
+                splits=dict(sorted(splits.items(), key=lambda item: SPLITS.index(item[0]))),
+                rejected=(Rejected(rejected["file"], rejected["num_rows"]) if rejected
+                          else None),
+                created_by=data.get("created_by", ""),
+                format_version=data.get("format_version", FORMAT_VERSION),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ValueError(f"{MANIFEST} is not a tfrecorder manifest ({type(error).__name__}"
+                             f": {error}).") from None
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_json(), indent=2).encode() + b"\n"
+
+
+def read_manifest(dataset_dir: str) -> Manifest:
+    return Manifest.from_json(json.loads(read_manifest_bytes(dataset_dir)))
+
+
+def read_manifest_bytes(dataset_dir: str) -> bytes:
+    """The manifest file as it is (`tfrecorder info --json` prints it)."""
+    path = fs.join(dataset_dir, MANIFEST)
+    if not fs.exists(path):
+        fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
+        raise FileNotFoundError(
+            f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
+        )
+    return fs.read_bytes(path)
+
+
+# --- file names ----------------------------------------------------------------------------
+
+_SHARD_FILE = (r"(?:" + "|".join(SPLITS) + r")-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?")
 # Every file a run may leave in the output folder, including temporary ones.
 _DATASET_FILE = re.compile(
     r"^(?:" + _SHARD_FILE + "(?:" + re.escape(RECEIPT_SUFFIX) + ")?|"
@@ -34,9 +323,9 @@ _DATASET_FILE = re.compile(
 
 
 def shard_filename(split: str, index: int, num_shards: int, compression: str | None) -> str:
-    """`train-00000-of-00004.tfrecord` (`.tfrecord.gz` when gzipped); `split` any case."""
+    """`train-00000-of-00004.tfrecord` (`.tfrecord.gz` when gzipped)."""
     suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
-    return f"{split.lower()}-{index:05d}-of-{num_shards:05d}{suffix}"
+    return f"{Split(split)}-{index:05d}-of-{num_shards:05d}{suffix}"
 
 
 def dataset_files(folder: str) -> list[str]:
@@ -46,13 +335,3 @@ def dataset_files(folder: str) -> list[str]:
 
 def is_temporary(name: str) -> bool:
     return TEMP_MARKER in name
-
-
-def read_manifest(dataset_dir: str) -> dict:
-    path = fs.join(dataset_dir, MANIFEST)
-    if not fs.exists(path):
-        fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
-        raise FileNotFoundError(
-            f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
-        )
-    return json.loads(fs.read_bytes(path))

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tfrecorder.manifest import shard_filename
+from tfrecorder.manifest import SPLITS, Split, shard_filename
 from tfrecorder.options import ImageOptions
 from tfrecorder.rows import Row
-from tfrecorder.table import SPLITS, UNASSIGNED, Table
+from tfrecorder.table import UNASSIGNED, Table
 from tfrecorder.tfrecord import COMPRESSIONS
 
 DEFAULT_SHARD_BYTES = 128 * 2**20  # TensorFlow's guidance: shards of 100-200 MB
@@ -33,7 +33,7 @@ DEFAULT_UNASSIGNED_SPLIT = (0.8, 0.1, 0.1)
 class Shard:
     """One output file: which table rows go into it, in order."""
 
-    split: str  # TRAIN, VALIDATION or TEST
+    split: Split
     index: int
     num_shards: int
     positions: tuple[int, ...]  # positions (0-based, as in .iloc) of the table's rows
@@ -53,7 +53,7 @@ class Plan:
     compression: str | None
     label_vocabulary: tuple[str, ...] | None  # None: labels were integers already
     label_ids: tuple | None  # by table position (lists for multi-label); None: no labels
-    splits: tuple[str, ...]  # by table position, after assigning UNASSIGNED rows
+    splits: tuple[Split, ...]  # by table position, after assigning unassigned rows
     shards: tuple[Shard, ...]  # in writing order: train, validation, test
     # Categorical inputs' vocabularies (a value's id is its index), by column.
     vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -62,7 +62,7 @@ class Plan:
     def num_rows(self) -> int:
         return len(self.splits)
 
-    def shards_of(self, split: str) -> tuple[Shard, ...]:
+    def shards_of(self, split: Split) -> tuple[Shard, ...]:
         return tuple(s for s in self.shards if s.split == split)
 
 
@@ -92,7 +92,7 @@ def split_keys(table: Table) -> list[str]:
         if columns else [str(i) for i in range(len(table.rows))]
 
 
-def split_by_hash(uri: str, fractions: Sequence[float]) -> str:
+def split_by_hash(uri: str, fractions: Sequence[float]) -> Split:
     """A split for an UNASSIGNED row, stable for its URI across runs and machines."""
     digest = hashlib.blake2b(uri.encode(), digest_size=8).digest()
     point = int.from_bytes(digest, "big") / 2**64
@@ -205,7 +205,7 @@ def check_options(
         raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")
     counts = num_shards.items() if isinstance(num_shards, Mapping) else [("", num_shards)]
     for split, count in counts:
-        if split and split not in {s.lower() for s in SPLITS}:
+        if split and split not in SPLITS:
             raise ValueError(f"num_shards names an unknown split {split!r}")
         if count is not None and (not isinstance(count, int) or count < 1):
             raise ValueError(f"num_shards must be a positive int, not {count!r}")
@@ -215,7 +215,7 @@ def check_options(
 def sizes_shards_by_bytes(num_shards: int | Mapping[str, int] | None) -> bool:
     """Whether some split's shard count depends on the size of its records."""
     if isinstance(num_shards, Mapping):
-        return any(s.lower() not in num_shards for s in SPLITS)
+        return any(s not in num_shards for s in SPLITS)
     return num_shards is None
 
 
@@ -223,7 +223,7 @@ def _shard_count(split, num_rows, num_shards, record_bytes, shard_bytes) -> int:
     if num_rows == 0:
         return 0
     if isinstance(num_shards, Mapping):
-        num_shards = num_shards.get(split.lower())
+        num_shards = num_shards.get(split)
     if num_shards is None:
         return shards_for_size(num_rows, record_bytes, shard_bytes)
     return num_shards

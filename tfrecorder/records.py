@@ -44,11 +44,9 @@ from PIL import Image
 
 from tfrecorder import fs
 from tfrecorder.example import encode_example
+from tfrecorder.manifest import SIGNATURES, image_features, record_features
 from tfrecorder.options import ImageOptions
 from tfrecorder.rows import Rejection, Row
-
-# How files of each stored format begin (verify checks stored images against these).
-SIGNATURES = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
 
 # Channels of each mode images are stored in ("I;16": 16-bit greyscale).
 _CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "I;16": 1}
@@ -71,18 +69,6 @@ class _Rejected(Exception):
         self.reason = reason
 
 
-# Feature name -> dtype of the image features of every record with an image.
-IMAGE_FEATURES = {
-    "image": "string",
-    "image_format": "string",
-    "image_height": "int64",
-    "image_width": "int64",
-    "image_channels": "int64",
-    "image_name": "string",
-    "image_uri": "string",
-}
-
-
 def encode_row(row: Row, options: ImageOptions,
                read: Callable[[], bytes] | None = None) -> bytes | Rejection:
     """The serialized Example for `row`, or a Rejection that says why there is none.
@@ -90,9 +76,7 @@ def encode_row(row: Row, options: ImageOptions,
     `read` returns the image's bytes (or raises what the store answered); by default the
     file is read now. The engines pass readers that fetched ahead (`prefetch`).
     """
-    features = {**row.inputs, "split": row.split}
-    if row.label is not None:
-        features["label"] = row.label
+    features = record_features(row.split, row.label, row.inputs)
     if row.uri is None:
         return encode_example(features)
     try:
@@ -109,15 +93,8 @@ def encode_row(row: Row, options: ImageOptions,
         return Rejection(row.position, "not an image, or an image format Pillow cannot read")
     except Exception as e:  # Pillow raises many types for corrupt data
         return Rejection(row.position, f"{_CORRUPT}: {_describe(e)}")
-    features.update({
-        "image": image,
-        "image_format": stored_format,
-        "image_height": height,
-        "image_width": width,
-        "image_channels": channels,
-        "image_name": fs.basename(row.image_uri),
-        "image_uri": row.image_uri,
-    })
+    features.update(image_features(image, stored_format, height, width, channels,
+                                   row.image_uri))
     return encode_example(features)
 
 

@@ -55,9 +55,6 @@ SYNONYMS = {
 }
 _BY_LOWER_NAME = {re.sub(r"[_\s]", "", name.lower()): name for name in TYPES}
 
-# Features tfrecorder writes itself; an input column cannot take these names.
-RESERVED = ("image", "image_format", "image_height", "image_width", "image_channels",
-            "image_name", "image_uri", "label", "split")
 
 _MAX_ROWS_NAMED = 5
 _INTEGER = re.compile(r"^[+-]?\d+$")

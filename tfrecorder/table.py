@@ -33,12 +33,12 @@ import pandas as pd
 
 from tfrecorder import fs
 from tfrecorder.errors import SchemaError
+from tfrecorder.manifest import RESERVED, SPLITS, Split
 from tfrecorder.schema import (
     IMAGE_URI,
     INPUT_KINDS,
     INTEGER_LABEL,
     LABEL_TYPES,
-    RESERVED,
     SPLIT_KEY,
     STRING_LABEL,
     Column,
@@ -55,10 +55,10 @@ from tfrecorder.schema import (
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("TRAIN", "VALIDATION", "TEST")
-UNASSIGNED = "UNASSIGNED"
-_SPLIT_ALIASES = {"TRAIN": "TRAIN", "TRAINING": "TRAIN", "VALIDATION": "VALIDATION",
-                  "TEST": "TEST", "UNASSIGNED": UNASSIGNED, "": UNASSIGNED}
+UNASSIGNED = "unassigned"  # a row whose split the plan draws (not a `Split`)
+_SPLIT_ALIASES = {"TRAIN": Split.TRAIN, "TRAINING": Split.TRAIN,
+                  "VALIDATION": Split.VALIDATION, "TEST": Split.TEST,
+                  "UNASSIGNED": UNASSIGNED, "": UNASSIGNED}
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -694,9 +694,10 @@ def _first_local_file_is_image(values: list, base_dir: str) -> bool:
 
 # Folder names that mean a split, any case: `val/`, `valid/` and `dev/` beside `train/`
 # are the validation split of many published datasets, never a class.
-_FOLDER_SPLITS = {"train": "TRAIN", "training": "TRAIN", "validation": "VALIDATION",
-                  "val": "VALIDATION", "valid": "VALIDATION", "dev": "VALIDATION",
-                  "test": "TEST", "unassigned": UNASSIGNED}
+_FOLDER_SPLITS = {"train": Split.TRAIN, "training": Split.TRAIN,
+                  "validation": Split.VALIDATION, "val": Split.VALIDATION,
+                  "valid": Split.VALIDATION, "dev": Split.VALIDATION, "test": Split.TEST,
+                  "unassigned": UNASSIGNED}
 _STRAY_SNIFFED = 100  # stray files without an image extension whose bytes are looked at
 
 

@@ -34,21 +34,20 @@ from dataclasses import dataclass, field
 
 from tfrecorder import fs
 from tfrecorder.errors import StorageError, VerificationError
-from tfrecorder.load import (
-    DECODE_FEATURES,
-    decode_image,
-    feature_spec,
-    shard_reader,
-    shard_records,
-)
+from tfrecorder.load import decode_image, shard_reader, shard_records
 from tfrecorder.manifest import (
+    DECODE_FEATURES,
+    LABEL,
     LOCK,
     MANIFEST,
+    SIGNATURES,
+    SPLIT,
+    Manifest,
+    ShardInfo,
     dataset_files,
     is_temporary,
     read_manifest,
 )
-from tfrecorder.records import SIGNATURES
 from tfrecorder.tfrecord import CorruptRecordError
 
 logger = logging.getLogger(__name__)
@@ -108,28 +107,27 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
 
     path = os.fspath(path)
     manifest = read_manifest(path)
-    compression = manifest.get("compression")
-    listed = [(split, shard) for split, info in manifest["splits"].items()
-              for shard in info["shards"]]
+    compression = manifest.compression
+    listed = manifest.shards
     problems = _check_totals(manifest)
     file_problems, missing = _check_files(path, manifest)
     problems += file_problems
 
-    num_records = {split: 0 for split in manifest["splits"]}
+    num_records = {str(split): 0 for split in manifest.splits}
     readable: list[_Shard] = []
-    total = sum(shard["num_records"] for _, shard in listed)
+    total = sum(shard.num_records for _, shard in listed)
     with tqdm(total=total, unit="rec", desc="Checking records", disable=not progress) as bar:
         for split, shard in listed:
-            if shard["file"] in missing:
-                bar.update(shard["num_records"])
+            if shard.file in missing:
+                bar.update(shard.num_records)
                 continue
-            file = fs.join(path, shard["file"])
+            file = fs.join(path, shard.file)
             count, error, sha256 = _read_shard(file, compression, bar)
-            bar.update(max(0, shard["num_records"] - count))  # those it could not read
+            bar.update(max(0, shard.num_records - count))  # those it could not read
             num_records[split] += count
             problems += _check_shard(shard, count, error, fs.size(file), sha256)
             if error is None:
-                readable.append(_Shard(shard["file"], file, split, count))
+                readable.append(_Shard(shard.file, file, split, count))
 
     num_parsed = num_decoded = 0
     if decode_images:
@@ -161,35 +159,34 @@ def _message(path: str, problems: Sequence[str]) -> str:
     )
 
 
-def _check_totals(manifest: dict) -> list[str]:
+def _check_totals(manifest: Manifest) -> list[str]:
     """The manifest agrees with itself: each split's totals are the sums of its shards;
     and it holds records (a run that rejected every row wrote nothing to train on)."""
     problems = []
-    if not any(info["num_records"] for info in manifest["splits"].values()):
-        rejected = (manifest.get("rejected") or {}).get("num_rows", 0)
+    if not manifest.num_records:
+        rejected = manifest.rejected.num_rows if manifest.rejected else 0
         problems.append(f"{MANIFEST}: the dataset holds no records"
                         + (f" ({rejected} rows were rejected)" if rejected else ""))
-    for split, info in manifest["splits"].items():
+    for split, info in manifest.splits.items():
         for key in ("num_records", "num_bytes"):
-            total = sum(shard[key] for shard in info["shards"])
-            if info[key] != total:
-                problems.append(f"{MANIFEST}: the {split} split has {key} {info[key]}, but "
-                                f"its shards add up to {total}")
+            total = sum(getattr(shard, key) for shard in info.shards)
+            if getattr(info, key) != total:
+                problems.append(f"{MANIFEST}: the {split} split has {key} "
+                                f"{getattr(info, key)}, but its shards add up to {total}")
     return problems
 
 
-def _check_files(path: str, manifest: dict) -> tuple[list[str], set[str]]:
+def _check_files(path: str, manifest: Manifest) -> tuple[list[str], set[str]]:
     """Problems with the folder's files (every file the manifest does not list is one),
     and the names of the listed shards it lacks."""
     present = set(fs.list_dir(path))
-    shards = {shard["file"] for info in manifest["splits"].values()
-              for shard in info["shards"]}
+    shards = {shard.file for _, shard in manifest.shards}
     # A listed name the pattern does not match (a hand-edited manifest) is looked up alone.
     missing = {name for name in shards
                if name not in present and not fs.exists(fs.join(path, name))}
     problems = [f"{name}: missing; the manifest lists it" for name in sorted(missing)]
-    rejected = manifest.get("rejected")
-    expected = shards | {MANIFEST} | ({rejected["file"]} if rejected else set())
+    rejected = manifest.rejected
+    expected = shards | {MANIFEST} | ({rejected.file} if rejected else set())
     ours = set(dataset_files(path))
     for name in sorted(present - expected):
         problems.append(
@@ -203,14 +200,14 @@ def _check_files(path: str, manifest: dict) -> tuple[list[str], set[str]]:
     return problems, missing
 
 
-def _check_rejected(path: str, rejected: dict, present: set[str]) -> list[str]:
-    name = rejected["file"]
+def _check_rejected(path: str, rejected, present: set[str]) -> list[str]:
+    name = rejected.file
     if name not in present:
-        return [f"{name}: missing; the manifest lists it with {rejected['num_rows']} rows"]
+        return [f"{name}: missing; the manifest lists it with {rejected.num_rows} rows"]
     text = fs.read_bytes(fs.join(path, name)).decode("utf-8", errors="replace")
     rows = max(0, sum(1 for _ in csv.reader(io.StringIO(text))) - 1)  # less the header
-    if rows != rejected["num_rows"]:
-        return [f"{name}: {rows} rows, but the manifest says {rejected['num_rows']}"]
+    if rows != rejected.num_rows:
+        return [f"{name}: {rows} rows, but the manifest says {rejected.num_rows}"]
     return []
 
 
@@ -231,22 +228,22 @@ def _read_shard(file: str, compression: str | None, bar) -> tuple[int, str | Non
     return count, None, digest.hexdigest()
 
 
-def _check_shard(shard: dict, count: int, error: str | None, size: int,
+def _check_shard(shard: ShardInfo, count: int, error: str | None, size: int,
                  sha256: str) -> list[str]:
-    name, problems = shard["file"], []
+    name, problems = shard.file, []
     if error is not None:
         problems.append(f"{name}: {error}, after {count} sound records; the rest of the "
                         "shard cannot be read")
-    elif count != shard["num_records"]:
+    elif count != shard.num_records:
         problems.append(f"{name}: {count} records, but the manifest says "
-                        f"{shard['num_records']}")
-    if size != shard["num_bytes"]:
-        problems.append(f"{name}: {size} bytes, but the manifest says {shard['num_bytes']}")
+                        f"{shard.num_records}")
+    if size != shard.num_bytes:
+        problems.append(f"{name}: {size} bytes, but the manifest says {shard.num_bytes}")
     # Manifests before the SHA-256 have none; a file changed in place (a record swapped
     # for another valid one, with its checksums redone) differs only here.
-    elif error is None and shard.get("sha256") and sha256 != shard["sha256"]:
+    elif error is None and shard.sha256 and sha256 != shard.sha256:
         problems.append(f"{name}: its SHA-256 is {sha256[:16]}..., but the manifest says "
-                        f"{shard['sha256'][:16]}...: the file was changed after it was "
+                        f"{shard.sha256[:16]}...: the file was changed after it was "
                         "written")
     return problems
 
@@ -273,37 +270,38 @@ class _Checks:
     split: bool  # the `split` feature names the split of the record's shard
 
 
-def _record_checks(manifest: dict) -> tuple[_Checks, list[str]]:
+def _record_checks(manifest: Manifest) -> tuple[_Checks, list[str]]:
     """The checks the manifest allows, and its problems that rule some out."""
-    features, problems = manifest["features"], []
+    features, problems = manifest.features, []
     present = [name for name in DECODE_FEATURES if name in features]
     if present:  # a dataset without images has none of them
         problems += [f"{MANIFEST}: lists no {name!r} feature, so images cannot be checked"
                      for name in DECODE_FEATURES if name not in features]
     ranges = []
-    labels = manifest.get("labels")
-    if labels and "label" in features:
-        vocabulary = labels.get("vocabulary")
-        size = labels.get("num_classes", None if vocabulary is None else len(vocabulary))
+    labels = manifest.labels
+    if labels and LABEL in features:
+        vocabulary = labels.vocabulary
+        size = labels.num_classes if labels.num_classes is not None or vocabulary is None \
+            else len(vocabulary)
         if vocabulary is not None and size != len(vocabulary):
             problems.append(f"{MANIFEST}: labels has num_classes {size}, but a vocabulary "
                             f"of {len(vocabulary)} classes")
         elif vocabulary is not None:
-            ranges.append(_IdRange("label", size, f"the {_count(size, 'class', 'classes')} "
+            ranges.append(_IdRange(LABEL, size, f"the {_count(size, 'class', 'classes')} "
                                    f"of the manifest's labels (ids 0 to {size - 1})"))
         elif size is not None:  # integer labels: num_classes is the largest id + 1
-            ranges.append(_IdRange("label", size,
+            ranges.append(_IdRange(LABEL, size,
                                    f"the manifest's num_classes {size} (ids 0 to {size - 1})"))
     for name, feature in features.items():
-        if "vocabulary" in feature:
-            size = len(feature["vocabulary"])
+        if feature.vocabulary is not None:
+            size = len(feature.vocabulary)
             ranges.append(_IdRange(name, size, f"the {_count(size, 'value')} of its "
                                    f"vocabulary (ids 0 to {size - 1})"))
-    checks = _Checks(len(present) == len(DECODE_FEATURES), tuple(ranges), "split" in features)
+    checks = _Checks(len(present) == len(DECODE_FEATURES), tuple(ranges), SPLIT in features)
     return checks, problems
 
 
-def _check_records(manifest: dict, shards: Sequence[_Shard], checks: _Checks,
+def _check_records(manifest: Manifest, shards: Sequence[_Shard], checks: _Checks,
                    progress: bool) -> tuple[int, int, list[str]]:
     """Parses every record of `shards` and checks it; returns how many parsed, how many
     images decoded to their recorded shape, and a problem for each record that failed."""
@@ -311,10 +309,10 @@ def _check_records(manifest: dict, shards: Sequence[_Shard], checks: _Checks,
     from tqdm.auto import tqdm
 
     try:
-        spec = feature_spec(manifest)
+        spec = manifest.parse_spec()
     except ValueError as error:  # a feature of a shape this version cannot parse
         return 0, 0, [f"{MANIFEST}: {error}"]
-    compression = manifest.get("compression")
+    compression = manifest.compression
     ds = _checking_pipeline(shards, spec, checks, compression)
     arrived = [np.zeros(shard.num_records, dtype=bool) for shard in shards]
     flagged = [np.zeros(shard.num_records, dtype=bool) for shard in shards]

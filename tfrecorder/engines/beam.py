@@ -32,7 +32,7 @@ from tfrecorder import fs, output
 from tfrecorder.dataset import RejectionLimit, WrittenShard, finish
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import ConversionAborted, ImageError, TooManyRejectedError
-from tfrecorder.manifest import read_manifest
+from tfrecorder.manifest import Manifest, read_manifest
 from tfrecorder.options import ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, planned_rows
@@ -96,7 +96,7 @@ class BeamRun:
     """A submitted or finished pipeline."""
 
     result: object  # Beam's PipelineResult (for a dry run, `.job` is the built job)
-    manifest: dict | None  # None until the job has finished
+    manifest: Manifest | None  # None until the job has finished
     metrics: dict
     job_id: str | None = None
 
@@ -106,7 +106,7 @@ def write_beam(
     table: Table,
     folder: OutputFolder,
     *,
-    header: dict,
+    header: Manifest,
     journal: Journal,
     limit: RejectionLimit,
     runner: str,
