@@ -89,10 +89,11 @@ def cpu_seconds(who: int) -> float:
 class Phases:
     """Wall time spent in some of convert()'s steps, by wrapping them (measuring only)."""
 
-    def __init__(self, module, names):
-        self.seconds = dict.fromkeys(names, 0.0)
-        for name in names:
-            setattr(module, name, self._timed(name, getattr(module, name)))
+    def __init__(self, targets: dict):
+        """`targets`: phase name -> (module or class, the function's name in it)."""
+        self.seconds = dict.fromkeys(targets, 0.0)
+        for name, (owner, attribute) in targets.items():
+            setattr(owner, attribute, self._timed(name, getattr(owner, attribute)))
 
     def _timed(self, name, function):
         def timed(*args, **kwargs):
@@ -128,10 +129,11 @@ def contender(name: str, table_pickle: str, out: str) -> dict:
 
         read = fs.read_bytes
     else:
-        import importlib
+        from tfrecorder.engines import local
+        from tfrecorder.options import ShardOptions
 
-        module = importlib.import_module("tfrecorder.convert")  # the package's `convert`
-        phases = Phases(module, ["_estimate_record_bytes", "write_local"])  # is the function
+        phases = Phases({"_estimate_record_bytes": (ShardOptions, "record_bytes"),
+                         "write_local": (local, "write_local")})
     cpu = cpu_seconds(resource.RUSAGE_SELF), cpu_seconds(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     if phases is None:

@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from inspect import signature
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +23,7 @@ from helpers import (
 )
 
 import tfrecorder
-from tfrecorder import cli
+from tfrecorder import cli, options
 
 SAMPLE_CSV = Path(__file__).resolve().parent.parent / "examples" / "images.csv"
 SAMPLE_COUNTS = {"train": 7, "validation": 5, "test": 4}
@@ -77,16 +76,19 @@ def test_convert_flags_take_effect(tmp_path):
 
 
 def test_every_convert_option_has_a_flag_with_the_library_default():
+    """The flags come from `tfrecorder.options`: an option without a flag of its own
+    (a default alone is no flag) fails here."""
     parser = cli.build_parser()
-    args = parser.parse_args(["convert", "in.csv", "out/"])
-    options = {name for name, p in signature(tfrecorder.convert).parameters.items()
-               if p.kind is p.KEYWORD_ONLY}
-    assert {name: getattr(args, name) for name in options} == cli.CONVERT_DEFAULTS
-    assert set(cli.CONVERT_DEFAULTS) == options
-    # A default alone (set_defaults) is not a flag: each option must be settable.
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    flags = {a.dest for a in commands.choices["convert"]._actions if a.option_strings}
-    assert options <= flags, options - flags
+    flags = {a.dest: a for a in commands.choices["convert"]._actions if a.option_strings}
+    declared = {f.name: f for f in options.fields()}
+    assert set(declared) <= set(flags), set(declared) - set(flags)
+    assert {name: flags[name].default for name in declared} == {
+        name: f.default for name, f in declared.items()}
+    args = parser.parse_args(["convert", "in.csv", "out/"])
+    assert {name: getattr(args, name) for name in declared} == cli.CONVERT_DEFAULTS
+    # convert() takes exactly the declared options.
+    assert set(cli.CONVERT_DEFAULTS) == set(declared)
 
 
 def test_convert_flags_map_to_the_library_options():

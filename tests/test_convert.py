@@ -25,6 +25,7 @@ from helpers import (
 
 import tfrecorder
 from tfrecorder import DatasetExistsError, ImageError
+from tfrecorder.errors import OptionError
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 
@@ -341,6 +342,18 @@ def test_gs_folder_source(image_table, tmp_path, gcs_bucket):
 ])
 def test_a_bad_option_is_a_value_error_that_names_it(tmp_path, name, value):
     table = pd.DataFrame({"x": [1.0, 2.0], "label": ["a", "b"]})
-    with pytest.raises(ValueError, match=f"^{name} must be .*, not {re.escape(repr(value))}"):
+    with pytest.raises(OptionError, match=f"^{name} must be .*, not {re.escape(repr(value))}"
+                       ) as caught:
         tfrecorder.convert(table, tmp_path / "out", **{"progress": False, name: value})
+    assert caught.value.option == name
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_keyword_is_a_type_error_that_suggests_the_option(tmp_path):
+    table = pd.DataFrame({"x": [1.0, 2.0], "label": ["a", "b"]})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'num_shard'; did you "
+                                        "mean 'num_shards'"):
+        tfrecorder.convert(table, tmp_path / "out", num_shard=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'zzz'$"):
+        table.tensorflow.to_tfrecord(tmp_path / "out", zzz=2)
     assert not (tmp_path / "out").exists()

@@ -3,12 +3,11 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from tfrecorder.options import ImageOptions
+from tfrecorder.options import ConvertOptions, shards_for_size
 from tfrecorder.plan import (
     make_plan,
     planned_rows,
     shard_boundaries,
-    shards_for_size,
     shuffled_order,
     split_by_hash,
 )
@@ -22,7 +21,8 @@ def plan_for(n=100, splits=None, labels=None, **options):
     if labels is not None:
         df["label"] = labels
     table = load_table(df)
-    return table, make_plan(table, image_options=ImageOptions(), **options)
+    record_bytes = options.pop("record_bytes", 0.0)
+    return table, make_plan(table, ConvertOptions.from_keywords(**options), record_bytes)
 
 
 def test_text_labels_get_ids_from_a_sorted_vocabulary():
@@ -83,7 +83,7 @@ def test_shard_boundaries_and_sizes():
 
 def test_num_shards_per_split_and_size_for_the_rest():
     _, plan = plan_for(200, splits=["TRAIN", "TEST"] * 100, num_shards={"train": 3},
-                       record_bytes=1000, shard_bytes=25_000)
+                       record_bytes=1000, shard_size_mb=0.025)
     assert [s.num_shards for s in plan.shards_of("train")] == [3, 3, 3]
     assert len(plan.shards_of("test")) == 4  # 100 rows x 1000 B / 25 kB
     assert plan.shards_of("validation") == ()

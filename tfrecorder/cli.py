@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import logging
 import os
 import re
@@ -24,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from inspect import Parameter, signature
 
 import tfrecorder
-from tfrecorder import fs
-from tfrecorder.convert import ON_ERROR
+from tfrecorder import fs, options
 from tfrecorder.errors import (
     DatasetExistsError,
     ResumeError,
@@ -43,9 +43,6 @@ from tfrecorder.manifest import (
     read_manifest,
     read_manifest_bytes,
 )
-from tfrecorder.options import IMAGE_FORMATS
-from tfrecorder.schema import TYPES
-from tfrecorder.tfrecord import COMPRESSIONS
 
 PROG = "tfrecorder"
 
@@ -124,7 +121,6 @@ def _command(commands, name: str, summary: str, description: str, example: str):
 # --- convert -------------------------------------------------------------------------------
 
 def _add_convert(commands) -> None:
-    d = CONVERT_DEFAULTS
     command = _command(
         commands, "convert", "convert a CSV or image folder into a TFRecord dataset",
         "Convert SOURCE, a CSV (AutoML Vision rows [split,]image_uri[,label...] with or "
@@ -136,92 +132,66 @@ def _add_convert(commands) -> None:
         "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
         "--schema notes=drop --fill-missing age=0",
     )
-    command.set_defaults(run=_convert, **d)
+    command.set_defaults(run=_convert)
     command.add_argument("source", metavar="SOURCE", help="a CSV file or an image folder")
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
                          help="the dataset folder to write (local, gs:// or s3://)")
-    table = command.add_argument_group("table")
-    table.add_argument("--header", action=argparse.BooleanOptionalAction,
-                       help="whether the CSV's first line names its columns "
-                            "(default: detect)")
-    table.add_argument("--schema", type=_schema_entry, action=_MergeDict,
-                       metavar="COLUMN=TYPE",
-                       help=f"what a column is: {', '.join(TYPES)}, or drop to leave it "
-                            "out (repeatable; default: split, image_uri and label by name, "
-                            "other columns typed by their values)")
-    table.add_argument("--fill-missing", type=_fill_entry, action=_FillMissing,
-                       metavar="[COLUMN=]VALUE",
-                       help="the value for missing cells of input columns: VALUE for all, "
-                            "or COLUMN=VALUE per column (repeatable); read as a Python "
-                            "literal where it is one (default: a missing value is an error)")
-    table.add_argument("--unassigned-split", type=_fractions, metavar="TRAIN,VAL,TEST",
-                       help="fractions for UNASSIGNED rows (and every row without a split "
-                            "column), by a stable hash of the URI (default: "
-                            f"{','.join(map(str, d['unassigned_split']))})")
-    table.add_argument("--seed", type=int, metavar="N",
-                       help=f"seed of the shuffle that mixes classes across shards "
-                            f"(default: {d['seed']})")
-    images = command.add_argument_group("images")
-    images.add_argument("--image-format", choices=IMAGE_FORMATS,
-                        help="auto keeps JPEG/PNG bytes and converts other formats "
-                             "losslessly to PNG; raw stores base64 pixels "
-                             f"(default: {d['image_format']})")
-    images.add_argument("--image-size", type=_image_size, metavar="HxW",
-                        help="resize every image to HEIGHTxWIDTH, e.g. 224x224")
-    images.add_argument("--max-image-side", type=int, metavar="N",
-                        help="shrink images whose longer side exceeds N pixels")
-    images.add_argument("--jpeg-quality", type=int, metavar="N",
-                        help=f"quality of re-encoded JPEGs (default: {d['jpeg_quality']})")
-    images.add_argument("--no-validate", dest="validate", action="store_false",
-                        help="trust the files: read image headers only, do not decode "
-                             "every image")
-    images.add_argument("--max-image-pixels", type=_pixels, metavar="N|none",
-                        help="reject images with more pixels than N (from the header, "
-                             "before decoding); none for no limit (default: "
-                             f"{d['max_image_pixels']})")
-    images.add_argument("--on-error", choices=ON_ERROR,
-                        help="reject: write unreadable images' rows to rejected.csv; "
-                             f"raise: stop at the first (default: {d['on_error']})")
-    images.add_argument("--max-rejected", type=float, metavar="FRACTION",
-                        help="fail (leaving no dataset) when more than this fraction of "
-                             f"the rows is rejected (default: {d['max_rejected']})")
-    output = command.add_argument_group("output")
-    output.add_argument("--num-shards", type=_num_shards, metavar="N|SPLIT=N,...",
-                        help="shards per split: one number, or per split like "
-                             "train=8,validation=1 (default: shards of about "
-                             "--shard-size-mb)")
-    output.add_argument("--shard-size-mb", type=float, metavar="MB",
-                        help=f"target shard size (default: {d['shard_size_mb']})")
-    output.add_argument("--compression", choices=[c for c in COMPRESSIONS if c],
-                        help="compress the shards (default: none)")
-    again = output.add_mutually_exclusive_group()
-    again.add_argument("--overwrite", action="store_true",
-                       help="replace a dataset already in OUTPUT_DIR")
-    again.add_argument("--resume", action="store_true",
-                       help="continue an interrupted run into OUTPUT_DIR: keep the shards "
-                            "it finished (after checking them) and write the rest")
-    run = command.add_argument_group("run")
-    run.add_argument("--num-workers", type=int, metavar="N",
-                     help="worker processes (default: all cores)")
-    run.add_argument("--no-progress", dest="progress", action="store_false",
-                     help="hide the progress bar")
-    run.add_argument("--runner", metavar="NAME",
-                     help="run as an Apache Beam pipeline on this runner (DirectRunner, "
-                          "DataflowRunner, ...) instead of the local process pool")
-    run.add_argument("--project", help="Google Cloud project (DataflowRunner)")
-    run.add_argument("--region", help="Google Cloud region (DataflowRunner)")
-    run.add_argument("--temp-location", metavar="GS_URI",
-                     help="gs:// folder for the job's staged input and temporary files")
-    run.add_argument("--tfrecorder-wheel", metavar="PATH",
-                     help="a tfrecorder wheel for remote Beam workers to install (default: "
-                          "one is built from this installation and staged)")
-    run.add_argument("--wait", action=argparse.BooleanOptionalAction,
-                     help="wait for a Beam job to finish (default: yes, but not for "
-                          "DataflowRunner, which prints the job's id and console URL)")
-    run.add_argument("--beam-option", dest="beam_options", type=_key_value,
-                     action=_MergeDict, metavar="KEY=VALUE",
-                     help="a Beam pipeline option for --runner, e.g. "
-                          "temp_location=gs://bucket/tmp (repeatable)")
+    for group in options.GROUPS:
+        arguments = command.add_argument_group(
+            _GROUP_TITLES[group], " ".join(group.__doc__.split("\n\n")[0].split()))
+        exclusive = getattr(group, "exclusive", ())
+        if exclusive:
+            together = arguments.add_mutually_exclusive_group()
+        for field in dataclasses.fields(group):
+            adder = together if field.name in exclusive else arguments
+            adder.add_argument(*_flag_names(field), dest=field.name, default=field.default,
+                               help=_flag_help(field), **_flag_kind(field))
+
+
+# Each group of `tfrecorder.options`, as the command's help shows it.
+_GROUP_TITLES = {
+    options.TableOptions: "table", options.SplitOptions: "splits",
+    options.ImageOptions: "images", options.RejectOptions: "rejected rows",
+    options.ShardOptions: "shards", options.OutputOptions: "output folder",
+    options.RunOptions: "local run", options.BeamOptions: "Apache Beam",
+}
+
+
+def _flag_names(field: dataclasses.Field) -> list[str]:
+    """--name-with-dashes (--no-name for a switch that is on by default)."""
+    if field.metadata["flag"]:
+        return [field.metadata["flag"]]
+    name = field.name.replace("_", "-")
+    return [f"--no-{name}" if field.metadata["kind"] == "switch" and field.default
+            else f"--{name}"]
+
+
+def _flag_help(field: dataclasses.Field) -> str:
+    text = (field.metadata["help"] or field.metadata["doc"]).rstrip(".")
+    if field.default is None or field.metadata["kind"] in ("switch", "tristate") \
+            or "default" in text:
+        return text
+    default = (",".join(map(str, field.default)) if isinstance(field.default, tuple)
+               else field.default)
+    return f"{text} (default: {default})"
+
+
+def _flag_kind(field: dataclasses.Field) -> dict:
+    """How an option of its kind (`options.option`) is read: argparse's keywords."""
+    kind, metavar = field.metadata["kind"], field.metadata["metavar"]
+    if kind == "switch":
+        return {"action": "store_false" if field.default else "store_true"}
+    if kind == "tristate":
+        return {"action": argparse.BooleanOptionalAction}
+    if kind == "choice":
+        return {"choices": field.metadata["choices"]}
+    reads = {"int": {"type": int}, "float": {"type": float}, "text": {},
+             "size": {"type": _image_size}, "fractions": {"type": _fractions},
+             "shards": {"type": _num_shards}, "pixels": {"type": _pixels},
+             "schema": {"type": _schema_entry, "action": _MergeDict},
+             "fill": {"type": _fill_entry, "action": _FillMissing},
+             "pairs": {"type": _key_value, "action": _MergeDict}}
+    return {"metavar": metavar, **reads[kind]}
 
 
 def _key_value(value: str) -> dict:

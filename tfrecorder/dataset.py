@@ -8,6 +8,7 @@ trust the manifest, never file names.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tfrecorder._version import __version__
-from tfrecorder.errors import TooManyRejectedError
+from tfrecorder.errors import Option, TooManyRejectedError
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
     LABEL,
@@ -33,6 +34,7 @@ from tfrecorder.manifest import (
     Split,
     SplitInfo,
 )
+from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan
 from tfrecorder.rows import Rejection
 from tfrecorder.table import Table
@@ -50,7 +52,21 @@ class WrittenShard:
     sha256: str = ""  # of the file's bytes, as written
 
 
-DEFAULT_MAX_REJECTED = 0.5  # "a run that loses most of its rows fails"
+@dataclass(frozen=True)
+class Written:
+    """What an engine wrote: every shard of the plan in writing order, and every row it
+    rejected. Both engines return this, and `finish` turns it into the dataset."""
+
+    shards: list[WrittenShard]
+    rejections: list[Rejection]
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        written = sum(shard.num_records for shard in self.shards)
+        return {"rows_read": written + len(self.rejections), "records_written": written,
+                "rows_rejected": len(self.rejections)}
+
+
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _REASONS_SHOWN = 3
 
@@ -73,17 +89,19 @@ class RejectionLimit:
         common = "; ".join(f"{count} x {reason}"
                            for reason, count in reasons.most_common(_REASONS_SHOWN))
         return TooManyRejectedError(
-            f"{len(rejections)} rows were rejected before the run stopped, more than "
-            f"max_rejected={self.max_rejected} of the {self.num_rows} rows allows "
-            f"({math.floor(self.max_rejected * self.num_rows)}). Most common reasons: "
-            f"{common}. Fix the table (are the paths relative to the right folder?), or "
-            "pass a larger max_rejected (1.0 writes whatever can be written).",
+            f"{len(rejections)} rows were rejected before the run stopped, more than ",
+            Option("max_rejected", self.max_rejected), f" of the {self.num_rows} rows "
+            f"allows ({math.floor(self.max_rejected * self.num_rows)}). Most common "
+            f"reasons: {common}. Fix the table (are the paths relative to the right "
+            "folder?), or pass a larger ", Option("max_rejected"),
+            " (1.0 writes whatever can be written).",
             num_rejected=len(rejections), num_rows=self.num_rows, reasons=dict(reasons))
 
 
 def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
     """Everything the manifest says that is known before writing, as small plain data
-    (engines that run elsewhere carry this, never the plan itself)."""
+    (engines that run elsewhere carry this, never the plan itself). `options` are those
+    the manifest records (`ConvertOptions.recorded`)."""
     labels = None
     if table.has_labels:
         labels = Labels(
@@ -92,7 +110,7 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
             multi_label=table.multi_label,
             num_classes=_num_classes(plan))
     return Manifest(compression=plan.compression, features=features(plan, table),
-                    num_source_rows=plan.num_rows, options={"seed": plan.seed, **options},
+                    num_source_rows=plan.num_rows, options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}")
 
 
@@ -118,15 +136,19 @@ def _num_classes(plan: Plan) -> int:
     return max(ids, default=-1) + 1
 
 
-def finish(folder, header: Manifest, written: Sequence[WrittenShard],
-           rejections: Sequence[Rejection], source: pd.DataFrame) -> Manifest:
-    """The last step of every engine: writes rejected.csv, then the manifest, into the
-    run's `output.OutputFolder` (each under a temporary name first, so it is either
-    absent or complete). Returns the manifest."""
-    _write_rejected(folder, source, rejections)
+def finish(folder, header: Manifest, written: Written, journal, limit: RejectionLimit,
+           source: pd.DataFrame) -> Manifest:
+    """The last step of every run, whichever engine wrote the shards (a Beam job that the
+    driver did not wait for runs it itself): refuses a run that rejected too many rows,
+    writes rejected.csv, then the manifest, into the run's `output.OutputFolder` (each
+    under a temporary name first, so it is either absent or complete), and deletes the
+    run's journal. Returns the manifest."""
+    if limit.exceeded(len(written.rejections)):
+        raise limit.error(written.rejections)
+    _write_rejected(folder, source, written.rejections)
     splits = {}
     for split in SPLITS:
-        shards = [w for w in written if w.split == split]
+        shards = [w for w in written.shards if w.split == split]
         if shards:
             splits[split] = SplitInfo(
                 num_records=sum(w.num_records for w in shards),
@@ -134,8 +156,9 @@ def finish(folder, header: Manifest, written: Sequence[WrittenShard],
                 num_bytes=sum(w.num_bytes for w in shards),
                 shards=tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256)
                              for w in shards))
-    manifest = header.finished(splits, Rejected(REJECTED, len(rejections)))
+    manifest = header.finished(splits, Rejected(REJECTED, len(written.rejections)))
     folder.write_bytes(MANIFEST, manifest.to_bytes())
+    journal.close([shard.filename for shard in written.shards])
     return manifest
 
 

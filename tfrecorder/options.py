@@ -1,4 +1,12 @@
-"""Options of a conversion as frozen data, each checked once, when it is made.
+"""Every option of a conversion, as frozen data: the one place an option is declared,
+documented and checked.
+
+Options come in groups (the table, splits, images, rejected rows, shards, the output
+folder, the local run, Beam), each a frozen dataclass checked once, in `__post_init__`,
+with an `OptionError` that names the option. `convert()`'s signature and docstring and
+the `tfrecorder convert` flags are all generated from these fields (see `option`), so an
+option added here is accepted, documented and given a flag everywhere at once, as
+TensorFlow Datasets' `ShardConfig` holds its sharding settings in one place.
 
 Light on purpose (no Pillow, no pandas): the plan, the workers and the readers of a
 manifest all hold these.
@@ -6,17 +14,52 @@ manifest all hold these.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import math
 import numbers
-from dataclasses import dataclass
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from tfrecorder.errors import Option, OptionError
+from tfrecorder.manifest import SPLITS
+from tfrecorder.tfrecord import COMPRESSIONS
+
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
+ON_ERROR = ("reject", "raise")
 
 # Larger images are rejected unless the user raises ImageOptions.max_image_pixels: 100
 # megapixels decode to 300 MB of RGB (a 10,000 x 10,000 scan), and far larger sizes are
 # what a decompression bomb declares.
 DEFAULT_MAX_IMAGE_PIXELS = 100_000_000
+DEFAULT_MAX_REJECTED = 0.5  # "a run that loses most of its rows fails"
+DEFAULT_UNASSIGNED_SPLIT = (0.8, 0.1, 0.1)
+DEFAULT_SHARD_SIZE_MB = 128  # TensorFlow's guidance: shards of 100-200 MB
+SIZE_SAMPLE = 32  # rows encoded up front to estimate the size of a record
+_FALLBACK_RECORD_BYTES = 100_000
+
+
+def option(default: Any, doc: str, kind: str, *, help: str | None = None,
+           metavar: str | None = None, choices: tuple | None = None,
+           flag: str | None = None) -> Any:
+    """A field that is an option of `convert`.
+
+    Args:
+        doc: what it does, for `convert`'s docstring (Python values).
+        kind: how the command line reads it: "switch" (a bool), "tristate" (True, False
+            or None), "int", "float", "text", "choice" (one of `choices`), or one of the
+            command line's own parsers ("size", "fractions", "shards", "pixels",
+            "schema", "fill", "pairs").
+        help: the flag's help, where it must say something else than `doc`.
+        flag: the flag's name, where it is not `--` + the name with dashes.
+    """
+    return field(default=default, metadata={
+        "doc": doc, "kind": kind, "help": help, "metavar": metavar, "choices": choices,
+        "flag": flag})
 
 
 def is_int(value) -> bool:
@@ -24,25 +67,104 @@ def is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-@dataclass(frozen=True)
-class ImageOptions:
-    """How images are stored; part of the plan, identical for every row.
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
-    Attributes:
-        image_format: "auto" keeps JPEG/PNG bytes that TensorFlow decodes as they are and
-            converts other images to PNG (resized images become JPEG, or PNG when they
-            have transparency); "jpeg" and "png" store every image in that format; "raw"
-            stores base64 pixels as TFRecorder did.
-        image_size: (height, width) to resize every image to, or None.
-        max_image_side: shrink images whose longer side exceeds this (aspect kept).
-        jpeg_quality: quality of re-encoded JPEGs.
-        validate: fully decode every image, strictly, so corrupt files are rejected, not
-            written. Without it only headers are checked (and PNG chunks' CRCs).
-        max_image_pixels: reject images that declare more pixels (width x height) than
-            this, from their header, before anything is decoded (a decompression bomb
-            declares billions in a few KB); None: no limit. It applies on every path,
-            and it alone: Pillow's process-wide `PIL.Image.MAX_IMAGE_PIXELS` does not
-            add a second limit.
+
+def _refuse(name: str, expected: str, value) -> OptionError:
+    return OptionError(Option(name), f" must be {expected}, not {value!r}", option=name)
+
+
+class _Checked:
+    """Checks of one option, used by the groups' `__post_init__`."""
+
+    def _require(self, name: str, ok: bool, expected: str) -> None:
+        if not ok:
+            raise _refuse(name, expected, getattr(self, name))
+
+    def _int(self, name: str, expected: str, minimum: int, maximum: int | None = None,
+             optional: bool = True) -> None:
+        value = getattr(self, name)
+        if value is None and optional:
+            return
+        self._require(name, is_int(value) and minimum <= value
+                      and (maximum is None or value <= maximum), expected)
+        object.__setattr__(self, name, int(value))  # a NumPy int would not go into JSON
+
+    def _bool(self, name: str, optional: bool = False) -> None:
+        value = getattr(self, name)
+        if value is None and optional:
+            return
+        self._require(name, isinstance(value, (bool, np.bool_)),
+                      "True, False or None" if optional else "True or False")
+        object.__setattr__(self, name, bool(value))
+
+
+@dataclass(frozen=True)
+class TableOptions(_Checked):
+    """How the source is read into a table."""
+
+    header: bool | None = option(
+        None, "whether a CSV's first line names its columns; None detects it.", "tristate",
+        help="whether the CSV's first line names its columns (default: detect)")
+    schema: Mapping[str, str | None] | None = option(
+        None, "what columns are, by name: TFRecorder's types \"SplitKey\", \"ImageUri\", "
+        "\"StringLabel\", \"IntegerLabel\", \"IntegerInput\", \"FloatInput\", "
+        "\"CategoricalInput\" (text stored as ids; the vocabulary is saved) or "
+        "\"StringInput\", or None to drop a column. Columns it does not name keep their "
+        "role (split, image_uri, label) or pass through typed by their dtype. Several "
+        "label columns, or a label column of lists, make multi-label rows. See "
+        "docs/schema.md.", "schema", metavar="COLUMN=TYPE",
+        help="what a column is (a TFRecorder type, see docs/schema.md), or drop to leave "
+             "it out (repeatable; default: split, image_uri and label by name, other "
+             "columns typed by their values)")
+    fill_missing: Any = option(
+        None, "the value for missing cells of input columns (one value, or a dict by "
+        "column); by default a missing value is an error naming the rows.", "fill",
+        metavar="[COLUMN=]VALUE",
+        help="the value for missing cells of input columns: VALUE for all, or "
+             "COLUMN=VALUE per column (repeatable); read as a Python literal where it is "
+             "one (default: a missing value is an error)")
+
+    def __post_init__(self):
+        self._bool("header", optional=True)
+        self._require("schema", self.schema is None or isinstance(self.schema, Mapping),
+                      "a dict of column names to types")
+
+
+@dataclass(frozen=True)
+class SplitOptions(_Checked):
+    """How rows without a split get one, and how rows are mixed."""
+
+    unassigned_split: tuple[float, float, float] = option(
+        DEFAULT_UNASSIGNED_SPLIT, "train/validation/test fractions for UNASSIGNED rows "
+        "(and all rows when there is no split column), assigned by a stable hash of the "
+        "URI.", "fractions", metavar="TRAIN,VAL,TEST",
+        help="fractions for UNASSIGNED rows (and every row without a split column), by a "
+             "stable hash of the URI")
+    seed: int = option(0, "seeds the shuffle that mixes classes across shards; recorded.",
+                       "int", metavar="N")
+
+    def __post_init__(self):
+        try:
+            fractions = tuple(float(f) for f in self.unassigned_split)
+        except (TypeError, ValueError):
+            fractions = ()
+        self._require("unassigned_split", len(fractions) == 3 and min(fractions) >= 0
+                      and math.isclose(sum(fractions), 1.0),
+                      "three fractions (train, validation, test) that sum to 1")
+        object.__setattr__(self, "unassigned_split", tuple(self.unassigned_split))
+        self._int("seed", "an int from 0 to 2**32 - 1", minimum=0, maximum=2**32 - 1,
+                  optional=False)
+
+    @property
+    def fractions(self) -> tuple[float, float, float]:
+        return tuple(float(f) for f in self.unassigned_split)
+
+
+@dataclass(frozen=True)
+class ImageOptions(_Checked):
+    """How images are stored; part of the plan, identical for every row.
 
     Bit depths are never clipped. 16-bit greyscale images (16-bit PNG, TIFF, PGM, and
     32-bit integer images whose values fit in 0..65535) stay 16-bit wherever the stored
@@ -55,41 +177,306 @@ class ImageOptions:
     and their scale is unknown.
     """
 
-    image_format: str = "auto"
-    image_size: tuple[int, int] | None = None
-    max_image_side: int | None = None
-    jpeg_quality: int = 90
-    validate: bool = True
-    max_image_pixels: int | None = DEFAULT_MAX_IMAGE_PIXELS
+    image_format: str = option(
+        "auto", "\"auto\" keeps JPEG and PNG bytes that TensorFlow decodes as they are and "
+        "converts other formats losslessly to PNG (resized images become JPEG, or PNG when "
+        "they have transparency); \"jpeg\" or \"png\" store every image so; \"raw\" stores "
+        "base64 pixels like TFRecorder.", "choice", choices=IMAGE_FORMATS,
+        help="auto keeps JPEG/PNG bytes and converts other formats losslessly to PNG; raw "
+             "stores base64 pixels")
+    image_size: tuple[int, int] | None = option(
+        None, "resize every image to (height, width).", "size", metavar="HxW",
+        help="resize every image to HEIGHTxWIDTH, e.g. 224x224")
+    max_image_side: int | None = option(
+        None, "shrink images whose longer side is larger (aspect ratio kept).", "int",
+        metavar="N", help="shrink images whose longer side exceeds N pixels")
+    jpeg_quality: int = option(
+        90, "quality of re-encoded JPEGs (resized or image_format=\"jpeg\").", "int",
+        metavar="N", help="quality of re-encoded JPEGs")
+    validate: bool = option(
+        True, "fully decode every image so corrupt ones are rejected (strictly: damaged "
+        "JPEG data that decoders fill with grey is rejected too); False trusts the files "
+        "and only checks their headers (and PNG checksums).", "switch",
+        help="trust the files: read image headers only, do not decode every image")
+    max_image_pixels: int | None = option(
+        DEFAULT_MAX_IMAGE_PIXELS, "images with more pixels (height x width, read from the "
+        "header) are rejected before any decoding, on every path: a 6 MB JPEG may declare "
+        "gigapixels (a decompression bomb). None: no limit. It applies alone: Pillow's "
+        "process-wide `PIL.Image.MAX_IMAGE_PIXELS` adds no second limit.", "pixels",
+        metavar="N|none",
+        help="reject images with more pixels than N (from the header, before decoding); "
+             "none for no limit")
 
     def __post_init__(self):
-        if not (isinstance(self.image_format, str) and self.image_format in IMAGE_FORMATS):
-            raise ValueError(f"image_format must be one of "
-                             f"{', '.join(map(repr, IMAGE_FORMATS))}, not {self.image_format!r}")
+        self._require("image_format", isinstance(self.image_format, str)
+                      and self.image_format in IMAGE_FORMATS,
+                      f"one of {', '.join(map(repr, IMAGE_FORMATS))}")
         size = self.image_size
         if size is not None:
-            if not (isinstance(size, (tuple, list)) and len(size) == 2
-                    and all(is_int(v) and v > 0 for v in size)):
-                raise ValueError(
-                    f"image_size must be (height, width) with positive ints, not {size!r}")
+            self._require("image_size", isinstance(size, (tuple, list)) and len(size) == 2
+                          and all(is_int(v) and v > 0 for v in size),
+                          "(height, width) with positive ints")
             object.__setattr__(self, "image_size", (int(size[0]), int(size[1])))
-        self._check_int("max_image_side", "a positive int (pixels) or None", minimum=1)
-        self._check_int("jpeg_quality", "an int from 1 to 100", minimum=1, maximum=100,
-                        optional=False)
-        if not isinstance(self.validate, (bool, np.bool_)):
-            raise ValueError(f"validate must be True or False, not {self.validate!r}")
-        object.__setattr__(self, "validate", bool(self.validate))
-        self._check_int("max_image_pixels", "a positive int (width x height) or None for "
-                        "no limit", minimum=1)
+        self._int("max_image_side", "a positive int (pixels) or None", minimum=1)
+        self._int("jpeg_quality", "an int from 1 to 100", minimum=1, maximum=100,
+                  optional=False)
+        self._bool("validate")
+        self._int("max_image_pixels", "a positive int (width x height) or None for no "
+                  "limit", minimum=1)
         if self.image_size is not None and self.max_image_side is not None:
-            raise ValueError(f"give image_size or max_image_side, not both (image_size="
-                             f"{self.image_size!r}, max_image_side={self.max_image_side!r})")
+            raise OptionError(
+                "give ", Option("image_size"), " or ", Option("max_image_side"),
+                f", not both (image_size={self.image_size!r}, max_image_side="
+                f"{self.max_image_side!r})", option="max_image_side")
 
-    def _check_int(self, name: str, expected: str, minimum: int, maximum: int | None = None,
-                   optional: bool = True) -> None:
-        value = getattr(self, name)
-        if value is None and optional:
-            return
-        if not (is_int(value) and minimum <= value and (maximum is None or value <= maximum)):
-            raise ValueError(f"{name} must be {expected}, not {value!r}")
-        object.__setattr__(self, name, int(value))  # a NumPy int would not go into JSON
+
+@dataclass(frozen=True)
+class RejectOptions(_Checked):
+    """What happens to rows whose image cannot be written."""
+
+    on_error: str = option(
+        "reject", "\"reject\" writes rows whose image cannot be read to rejected.csv; "
+        "\"raise\" stops at the first one.", "choice", choices=ON_ERROR,
+        help="reject: write unreadable images' rows to rejected.csv; raise: stop at the "
+             "first")
+    max_rejected: float = option(
+        DEFAULT_MAX_REJECTED, "the fraction of rows that may be rejected; past it the run "
+        "fails (as soon as that is certain), naming the commonest reasons, and leaves no "
+        "dataset: so many bad rows mean a wrong table, not a few bad images.", "float",
+        metavar="FRACTION",
+        help="fail (leaving no dataset) when more than this fraction of the rows is "
+             "rejected")
+
+    def __post_init__(self):
+        self._require("on_error", self.on_error in ON_ERROR, f"one of {ON_ERROR}")
+        self._require("max_rejected", _is_number(self.max_rejected)
+                      and 0 <= self.max_rejected <= 1, "a fraction of the rows, from 0 to 1")
+
+
+@dataclass(frozen=True)
+class ShardOptions(_Checked):
+    """How many shards each split gets: a given count, or as many as keep shards near
+    `shard_size_mb`, from the mean size of a sample of records (`record_bytes`)."""
+
+    num_shards: int | Mapping[str, int] | None = option(
+        None, "shards per split (an int, or e.g. {\"train\": 16}); by default shards are "
+        "sized to about shard_size_mb.", "shards", metavar="N|SPLIT=N,...",
+        help="shards per split: one number, or per split like train=8,validation=1 "
+             "(default: shards of about --shard-size-mb)")
+    shard_size_mb: float = option(
+        DEFAULT_SHARD_SIZE_MB, "the target size of a shard when num_shards is not given.",
+        "float", metavar="MB", help="target shard size")
+    compression: str | None = option(
+        None, "None or \"gzip\".", "choice", choices=tuple(c for c in COMPRESSIONS if c),
+        help="compress the shards (default: none)")
+
+    def __post_init__(self):
+        counts = (self.num_shards.items() if isinstance(self.num_shards, Mapping)
+                  else [("", self.num_shards)])
+        for split, count in counts:
+            if split and split not in SPLITS:
+                raise OptionError(Option("num_shards"), f" names an unknown split {split!r}",
+                                  option="num_shards")
+            if count is not None and not (is_int(count) and count >= 1):
+                raise _refuse("num_shards", "a positive int", count)
+        self._require("shard_size_mb", _is_number(self.shard_size_mb)
+                      and self.shard_size_mb > 0, "a positive number")
+        self._require("compression", self.compression in COMPRESSIONS,
+                      f"one of {COMPRESSIONS}")
+
+    @property
+    def sized_by_bytes(self) -> bool:
+        """Whether some split's shard count depends on the size of its records."""
+        if isinstance(self.num_shards, Mapping):
+            return any(s not in self.num_shards for s in SPLITS)
+        return self.num_shards is None
+
+    def count(self, split: str, num_rows: int, record_bytes: float) -> int:
+        """Shards for a split of `num_rows`: as given, or as many as keep each near
+        `shard_size_mb`; at least one, never more than rows."""
+        if num_rows == 0:
+            return 0
+        given = (self.num_shards.get(split) if isinstance(self.num_shards, Mapping)
+                 else self.num_shards)
+        if given is not None:
+            return given
+        return shards_for_size(num_rows, record_bytes, int(self.shard_size_mb * 2**20))
+
+    def record_bytes(self, rows: Iterable, image_options: ImageOptions) -> float:
+        """The mean size of the records of `rows` (a sample), reading image headers only
+        (and the sample's images at once, where they are in a bucket); 0 when no split
+        is sized by bytes."""
+        if not self.sized_by_bytes:
+            return 0.0
+        from tfrecorder.prefetch import Prefetcher, encode_in_order
+        from tfrecorder.rows import Rejection
+
+        options = dataclasses.replace(image_options, validate=False)
+        with Prefetcher() as prefetcher:
+            sizes = [len(result) for _, result in encode_in_order(rows, options, prefetcher)
+                     if not isinstance(result, Rejection)]
+        return sum(sizes) / len(sizes) if sizes else _FALLBACK_RECORD_BYTES
+
+
+def shards_for_size(num_rows: int, record_bytes: float, shard_bytes: int) -> int:
+    """How many shards keep each near `shard_bytes`; at least one, never more than rows."""
+    if num_rows == 0:
+        return 0
+    return max(1, min(num_rows, math.ceil(num_rows * record_bytes / shard_bytes)))
+
+
+@dataclass(frozen=True)
+class OutputOptions(_Checked):
+    """What to do with what is already in the output folder."""
+
+    overwrite: bool = option(
+        False, "replace a dataset already in output_dir. A run holds a lock on output_dir "
+        "throughout: a second run into it fails at once, naming the first.", "switch",
+        help="replace a dataset already in OUTPUT_DIR")
+    resume: bool = option(
+        False, "continue a run that was interrupted (Ctrl-C, killed, a lost machine): keep "
+        "the shards it committed, after checking every record, and write the rest; the "
+        "dataset is the same, byte for byte, as an uninterrupted run's. A run with another "
+        "table or other options is refused. A resumable run that is interrupted keeps its "
+        "committed shards (without resume, it deletes them).", "switch",
+        help="continue an interrupted run into OUTPUT_DIR: keep the shards it finished "
+             "(after checking them) and write the rest")
+
+    exclusive = ("overwrite", "resume")  # the command line offers one or the other
+
+    def __post_init__(self):
+        self._bool("overwrite")
+        self._bool("resume")
+        if self.resume and self.overwrite:
+            raise OptionError(
+                Option("resume", True), " continues an interrupted run and ",
+                Option("overwrite", True), " replaces it: pass one of them.",
+                option="resume")
+
+
+@dataclass(frozen=True)
+class RunOptions(_Checked):
+    """How the local engine runs."""
+
+    num_workers: int | None = option(
+        None, "worker processes (default: all cores; 1 runs in this process).", "int",
+        metavar="N", help="worker processes (default: all cores)")
+    progress: bool = option(True, "show a progress bar.", "switch",
+                            help="hide the progress bar")
+
+    def __post_init__(self):
+        self._int("num_workers", "a positive int or None", minimum=1)
+        self._bool("progress")
+
+
+@dataclass(frozen=True)
+class BeamOptions(_Checked):
+    """Running the plan as an Apache Beam pipeline instead of the local engine."""
+
+    runner: str | None = option(
+        None, "None writes with the local process pool; an Apache Beam runner name "
+        "(\"DirectRunner\", \"DataflowRunner\", ...) runs the same plan as a Beam pipeline "
+        "and gives the same shards.", "text", metavar="NAME",
+        help="run as an Apache Beam pipeline on this runner (DirectRunner, DataflowRunner, "
+             "...) instead of the local process pool")
+    beam_options: Mapping | None = option(
+        None, "Beam pipeline options for runner, e.g. {\"machine_type\": \"n2-standard-4\", "
+        "\"max_num_workers\": 20, \"direct_running_mode\": \"multi_processing\"}; Dataflow "
+        "options pass through.", "pairs", metavar="KEY=VALUE", flag="--beam-option",
+        help="a Beam pipeline option for --runner, e.g. temp_location=gs://bucket/tmp "
+             "(repeatable)")
+    project: str | None = option(None, "Google Cloud project, for DataflowRunner.", "text")
+    region: str | None = option(None, "Google Cloud region, for DataflowRunner.", "text")
+    temp_location: str | None = option(
+        None, "for DataflowRunner: gs://, where the job stages its input and temporary "
+        "files.", "text", metavar="GS_URI",
+        help="gs:// folder for the job's staged input and temporary files")
+    tfrecorder_wheel: str | os.PathLike | None = option(
+        None, "a tfrecorder wheel (or sdist) for a Beam runner's workers to install. By "
+        "default tfrecorder builds one from the package this process runs (declaring only "
+        "what workers need: no TensorFlow) and stages it, unless beam_options ship the "
+        "code already (extra_packages with a tfrecorder package, setup_file or "
+        "sdk_container_image).", "text", metavar="PATH",
+        help="a tfrecorder wheel for remote Beam workers to install (default: one is built "
+             "from this installation and staged)")
+    wait: bool | None = option(
+        None, "wait for a Beam job to finish; default True, but False for DataflowRunner, "
+        "which then returns the job id and console URL at once (the job writes the "
+        "manifest itself when it is done).", "tristate",
+        help="wait for a Beam job to finish (default: yes, but not for DataflowRunner, "
+             "which prints the job's id and console URL)")
+
+    def __post_init__(self):
+        self._require("runner", self.runner is None or isinstance(self.runner, str),
+                      "a Beam runner's name")
+        self._require("beam_options", self.beam_options is None
+                      or isinstance(self.beam_options, Mapping), "a dict of Beam options")
+        self._require("tfrecorder_wheel", self.tfrecorder_wheel is None
+                      or isinstance(self.tfrecorder_wheel, (str, os.PathLike)),
+                      "a path to a wheel")
+        self._bool("wait", optional=True)
+
+    @property
+    def waits(self) -> bool:
+        return self.wait if self.wait is not None else self.runner != "DataflowRunner"
+
+    def pipeline_options(self) -> dict:
+        """`beam_options` with the Dataflow options and the wheel given on their own."""
+        found = {**(self.beam_options or {}), **{
+            name: value for name, value in (("project", self.project), ("region", self.region),
+                                            ("temp_location", self.temp_location))
+            if value is not None}}
+        if self.tfrecorder_wheel is not None:
+            found["extra_packages"] = [*(found.get("extra_packages") or []),
+                                       os.fspath(self.tfrecorder_wheel)]
+        return found
+
+
+GROUPS = (TableOptions, SplitOptions, ImageOptions, RejectOptions, ShardOptions,
+          OutputOptions, RunOptions, BeamOptions)
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """Every option of one conversion, by group."""
+
+    table: TableOptions = field(default_factory=TableOptions)
+    split: SplitOptions = field(default_factory=SplitOptions)
+    image: ImageOptions = field(default_factory=ImageOptions)
+    reject: RejectOptions = field(default_factory=RejectOptions)
+    shards: ShardOptions = field(default_factory=ShardOptions)
+    output: OutputOptions = field(default_factory=OutputOptions)
+    run: RunOptions = field(default_factory=RunOptions)
+    beam: BeamOptions = field(default_factory=BeamOptions)
+
+    @classmethod
+    def from_keywords(cls, function: str = "convert", **given) -> ConvertOptions:
+        """The options from `convert()`'s keywords; an unknown one is a TypeError that
+        suggests the nearest name."""
+        unknown = set(given) - {f.name for f in fields()}
+        if unknown:
+            name = sorted(unknown)[0]
+            near = difflib.get_close_matches(name, [f.name for f in fields()], n=1)
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}"
+                            + (f"; did you mean {near[0]!r}?" if near else ""))
+        groups = {}
+        for slot in dataclasses.fields(cls):
+            group = slot.default_factory
+            groups[slot.name] = group(**{f.name: given[f.name]
+                                         for f in dataclasses.fields(group) if f.name in given})
+        return cls(**groups)
+
+    def recorded(self) -> dict:
+        """The options the manifest records (those that change the bytes written, with
+        the shard sizing), in JSON's types."""
+        return {"seed": self.split.seed, **dataclasses.asdict(self.image),
+                "compression": self.shards.compression,
+                "unassigned_split": list(self.split.unassigned_split),
+                "num_shards": self.shards.num_shards,
+                "shard_size_mb": self.shards.shard_size_mb}
+
+
+def fields() -> Iterator[dataclasses.Field]:
+    """Every option of `convert`, group by group, in the order of its signature."""
+    for group in GROUPS:
+        yield from dataclasses.fields(group)

@@ -13,20 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tfrecorder.manifest import SPLITS, Split, shard_filename
-from tfrecorder.options import ImageOptions
+from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, ImageOptions
 from tfrecorder.rows import Row
 from tfrecorder.table import UNASSIGNED, Table
-from tfrecorder.tfrecord import COMPRESSIONS
-
-DEFAULT_SHARD_BYTES = 128 * 2**20  # TensorFlow's guidance: shards of 100-200 MB
-DEFAULT_UNASSIGNED_SPLIT = (0.8, 0.1, 0.1)
 
 
 @dataclass(frozen=True)
@@ -114,32 +109,10 @@ def shard_boundaries(num_rows: int, num_shards: int) -> list[int]:
     return [round(num_rows * (i + 1) / num_shards) for i in range(num_shards)]
 
 
-def shards_for_size(num_rows: int, record_bytes: float, shard_bytes: int) -> int:
-    """How many shards keep each near `shard_bytes`; at least one, never more than rows."""
-    if num_rows == 0:
-        return 0
-    return max(1, min(num_rows, math.ceil(num_rows * record_bytes / shard_bytes)))
-
-
-def make_plan(
-    table: Table,
-    *,
-    image_options: ImageOptions,
-    seed: int = 0,
-    unassigned_split: Sequence[float] = DEFAULT_UNASSIGNED_SPLIT,
-    num_shards: int | Mapping[str, int] | None = None,
-    record_bytes: float = 0.0,
-    shard_bytes: int = DEFAULT_SHARD_BYTES,
-    compression: str | None = None,
-) -> Plan:
-    """Decides labels, splits, order and shards for `table`.
-
-    Args:
-        num_shards: shards per split, as one int for every split or a mapping such as
-            {"train": 8, "validation": 1}; None sizes shards by `shard_bytes`, using
-            `record_bytes` (the estimated size of one record).
-    """
-    fractions = check_options(unassigned_split, num_shards, compression)
+def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0) -> Plan:
+    """Decides labels, splits, order and shards for `table`; `record_bytes` is the
+    estimated size of one record, for the splits whose shards are sized by bytes."""
+    fractions, seed = options.split.fractions, options.split.seed
     rows = table.rows
     splits = tuple(
         split_by_hash(key, fractions) if split == UNASSIGNED else split
@@ -161,13 +134,24 @@ def make_plan(
     shards = []
     for split in SPLITS:
         positions = [int(p) for p in order if splits[p] == split]
-        count = _shard_count(split, len(positions), num_shards, record_bytes, shard_bytes)
+        count = options.shards.count(split, len(positions), record_bytes)
         start = 0
         for index, end in enumerate(shard_boundaries(len(positions), count)):
-            shards.append(Shard(split, index, count, tuple(positions[start:end]), compression))
+            shards.append(Shard(split, index, count, tuple(positions[start:end]),
+                                options.shards.compression))
             start = end
-    return Plan(seed, image_options, compression, vocabulary, label_ids, splits, tuple(shards),
-                vocabularies)
+    return Plan(seed, options.image, options.shards.compression, vocabulary, label_ids,
+                splits, tuple(shards), vocabularies)
+
+
+def sample_rows(table: Table, seed: int) -> Iterator[Row]:
+    """A fixed sample of the table's rows (the first of the shuffled order), to estimate
+    the size of a record before planning (`ShardOptions.record_bytes`)."""
+    sample = shuffled_order(len(table.rows), seed)[:SIZE_SAMPLE]
+    inputs = [c.name for c in table.inputs]
+    for position, row in zip(sample, table.rows.iloc[sample].to_dict("records")):
+        yield Row(int(position), row.get("uri"), row.get("image_uri"), row.get("label"),
+                  Split.TRAIN, {name: row[name] for name in inputs})
 
 
 def planned_rows(plan: Plan, table: Table) -> Iterator[Row]:
@@ -184,46 +168,3 @@ def planned_rows(plan: Plan, table: Table) -> Iterator[Row]:
             label = plan.label_ids[position] if plan.label_ids is not None else None
             yield Row(position, uris[position], image_uris[position], label, shard.split,
                       {name: values[position] for name, values in inputs.items()})
-
-
-def check_options(
-    unassigned_split: Sequence[float],
-    num_shards: int | Mapping[str, int] | None,
-    compression: str | None,
-) -> tuple[float, float, float]:
-    """Raises ValueError for bad planning options; returns the split fractions."""
-    try:
-        fractions = tuple(float(f) for f in unassigned_split)
-    except (TypeError, ValueError):
-        fractions = (unassigned_split,)
-    if len(fractions) != 3 or min(fractions) < 0 or not math.isclose(sum(fractions), 1.0):
-        raise ValueError(
-            f"unassigned_split must be three fractions (train, validation, test) that sum "
-            f"to 1, not {unassigned_split!r}"
-        )
-    if compression not in COMPRESSIONS:
-        raise ValueError(f"compression must be one of {COMPRESSIONS}, not {compression!r}")
-    counts = num_shards.items() if isinstance(num_shards, Mapping) else [("", num_shards)]
-    for split, count in counts:
-        if split and split not in SPLITS:
-            raise ValueError(f"num_shards names an unknown split {split!r}")
-        if count is not None and (not isinstance(count, int) or count < 1):
-            raise ValueError(f"num_shards must be a positive int, not {count!r}")
-    return fractions
-
-
-def sizes_shards_by_bytes(num_shards: int | Mapping[str, int] | None) -> bool:
-    """Whether some split's shard count depends on the size of its records."""
-    if isinstance(num_shards, Mapping):
-        return any(s not in num_shards for s in SPLITS)
-    return num_shards is None
-
-
-def _shard_count(split, num_rows, num_shards, record_bytes, shard_bytes) -> int:
-    if num_rows == 0:
-        return 0
-    if isinstance(num_shards, Mapping):
-        num_shards = num_shards.get(split)
-    if num_shards is None:
-        return shards_for_size(num_rows, record_bytes, shard_bytes)
-    return num_shards

@@ -4,9 +4,10 @@ The driver stages the planned rows as a JSON-lines file (and the source table, f
 rejected-rows report) next to the job's temporary data, so the table is read by a Beam
 source and never embedded in the job graph. The pipeline groups rows by shard, encodes
 each with `records.encode_row` and writes each shard through the shared `ShardWriter`,
-in plan order, so shards are byte-identical to the local engine's. Its last step writes
-rejected.csv and the manifest with the shared `dataset.finish`, so even a job that runs
-on after the driver has gone leaves a complete dataset.
+in plan order, so shards are byte-identical to the local engine's. Its last step hands
+what it wrote to the driver, which finishes the dataset as after the local engine; a job
+that runs on after the driver has gone finishes it itself, with the same
+`dataset.finish`, so it too leaves a complete dataset.
 
 Workers need neither TensorFlow nor the driver's memory: they get small descriptors of
 the shards, the image options and the manifest's header. (This module imports Beam; it
@@ -19,21 +20,21 @@ import contextlib
 import io
 import json
 import logging
+import pickle
 from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import islice
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tfrecorder import fs, output
-from tfrecorder.dataset import RejectionLimit, WrittenShard, finish
+from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, finish
+from tfrecorder.engines import EngineRun
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import ConversionAborted, ImageError, TooManyRejectedError
-from tfrecorder.manifest import Manifest, read_manifest
-from tfrecorder.options import ImageOptions
+from tfrecorder.manifest import Manifest
+from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, planned_rows
 from tfrecorder.prefetch import Prefetcher, encode_in_order
@@ -91,14 +92,24 @@ def _check_remote(name: str, uri: str) -> None:
                          f"not the local path {uri!r}.")
 
 
-@dataclass(frozen=True)
-class BeamRun:
-    """A submitted or finished pipeline."""
+class BeamEngine:
+    """The Beam engine, as `engines.Engine`."""
 
-    result: object  # Beam's PipelineResult (for a dry run, `.job` is the built job)
-    manifest: Manifest | None  # None until the job has finished
-    metrics: dict
-    job_id: str | None = None
+    def __init__(self, options: ConvertOptions):
+        self.options = options.beam
+        self.on_error = options.reject.on_error
+
+    def check(self, output_dir: str, table: Table) -> None:
+        if self.options.runner == "DataflowRunner":
+            check_dataflow(output_dir, table)  # needs no network: first
+        check_runner(self.options.runner, self.options.pipeline_options())
+
+    def write(self, plan: Plan, table: Table, folder: OutputFolder, *, header: Manifest,
+              journal: Journal, limit: RejectionLimit) -> EngineRun:
+        return write_beam(plan, table, folder, header=header, journal=journal, limit=limit,
+                          runner=self.options.runner,
+                          beam_options=self.options.pipeline_options(),
+                          on_error=self.on_error, wait=self.options.waits)
 
 
 def write_beam(
@@ -113,9 +124,10 @@ def write_beam(
     beam_options: Mapping | None = None,
     on_error: str = "reject",
     wait: bool = True,
-) -> BeamRun:
-    """Runs the plan as a Beam pipeline; with `wait`, until it is done. Without, the job
-    finishes the dataset and releases the folder's lock itself."""
+) -> EngineRun:
+    """Runs the plan as a Beam pipeline; with `wait`, until it is done, and returns what
+    it wrote. Without, the job finishes the dataset (`dataset.finish`) and releases the
+    folder's lock itself."""
     beam_options = dict(beam_options or {})
     wait = wait and not beam_options.get("dry_run")  # a dry run builds the job, runs nothing
     with private_temp_dir("wheel") as wheel_dir:  # run() has staged (uploaded) it by exit
@@ -135,7 +147,7 @@ def write_beam(
 
 
 def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, runner,
-         beam_options, on_error, wait) -> BeamRun:
+         beam_options, on_error, wait) -> EngineRun:
     """Stages the planned rows, builds and runs the pipeline."""
     staged = _stage(plan, table, staging, folder)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
@@ -153,12 +165,14 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
                        journal)))
         _ = (written
              | "AllShards" >> beam.combiners.ToList()
-             | "WriteManifest" >> beam.Map(_finish, folder, header, journal, limit, staged,
-                                           not wait))
+             | "Finish" >> beam.Map(_last_step, folder, header, journal, limit, staged,
+                                    not wait))
         result = pipeline.run()
+        written = None
         if wait:
             result.wait_until_finish()
-        # A job the driver does not wait for deletes them itself (`_finish`).
+            written = pickle.loads(fs.read_bytes(staged[2]))
+        # A job the driver does not wait for deletes them itself (`_last_step`).
         staging_used = not wait and not beam_options.get("dry_run")
     except BaseException as error:
         staging_used = False
@@ -174,8 +188,7 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
     job_id = result.job_id() if hasattr(result, "job_id") else None
     if not wait:
         folder.handed_over = not beam_options.get("dry_run")
-        return BeamRun(result, None, {}, job_id)
-    return BeamRun(result, read_manifest(folder.path), _metrics(result), job_id)
+    return EngineRun(written, job_id, result)
 
 
 def _cancel(result) -> None:
@@ -186,11 +199,14 @@ def _cancel(result) -> None:
         result.cancel()
 
 
-def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder) -> tuple[str, str]:
+def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
+           ) -> tuple[str, str, str]:
     """Writes the planned rows (JSON lines: shard, order in shard, Row) and the source
-    table where the workers can read them."""
+    table where the workers can read them; the job writes what it wrote to the third
+    path, for the driver."""
     fs.makedirs(staging)
     rows_path, source_path = fs.join(staging, "rows.jsonl"), fs.join(staging, "source.pkl")
+    written_path = fs.join(staging, "written.pkl")
     rows = planned_rows(plan, table)
     with fs.atomic_write(rows_path, folder.temp_suffix) as f:
         for index, shard in enumerate(plan.shards):
@@ -199,7 +215,7 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder) -> tupl
     buffer = io.BytesIO()
     table.source.to_pickle(buffer)
     fs.write_bytes(source_path, buffer.getvalue(), temp_suffix=folder.temp_suffix)
-    return rows_path, source_path
+    return rows_path, source_path, written_path
 
 
 def _parse_row(line: str) -> tuple[int, tuple[int, Row]]:
@@ -251,27 +267,22 @@ class _WriteShard(beam.DoFn):
         yield index, shard, rejections
 
 
-def _finish(results, folder: OutputFolder, header, journal: Journal, limit: RejectionLimit,
-            staged, release_lock: bool):
-    """The pipeline's last step: rejected.csv and the manifest (unless too many rows
-    were rejected); then it deletes the journal, the files the driver staged for it and,
-    for a job the driver did not wait for, the folder's lock (the driver may be gone)."""
+def _last_step(results, folder: OutputFolder, header: Manifest, journal: Journal,
+               limit: RejectionLimit, staged, detached: bool):
+    """The pipeline's last step. For a driver that waits, it hands what was written over
+    (the driver finishes the dataset, as after the local engine). A job the driver did
+    not wait for finishes the dataset itself, then deletes the files the driver staged
+    for it and the folder's lock (the driver may be gone)."""
+    results = sorted(results, key=lambda item: item[0])
+    written = Written([shard for _, shard, _ in results],
+                      [r for _, _, rejected in results for r in rejected])
+    if not detached:
+        fs.write_bytes(staged[2], pickle.dumps(written), temp_suffix=folder.temp_suffix)
+        return
     import pandas as pd
 
-    results = sorted(results, key=lambda item: item[0])
-    written = [shard for _, shard, _ in results]
-    rejections = [r for _, _, rejected in results for r in rejected]
-    if limit.exceeded(len(rejections)):
-        raise limit.error(rejections)
-    source = pd.read_pickle(io.BytesIO(fs.read_bytes(staged[1])))
-    finish(folder, header, written, rejections, source)
-    journal.close([shard.filename for shard in written])
-    if release_lock:
-        if fs.is_remote(staged[0]):
-            fs.delete(staged)
-        output.release(folder)
-
-
-def _metrics(result) -> dict:
-    counters = result.metrics().query(MetricsFilter().with_namespace(_METRICS))["counters"]
-    return {c.key.metric.name: c.committed or c.attempted for c in counters}
+    finish(folder, header, written, journal, limit,
+           pd.read_pickle(io.BytesIO(fs.read_bytes(staged[1]))))
+    if fs.is_remote(staged[0]):
+        fs.delete(list(staged))
+    output.release(folder)

@@ -37,14 +37,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from itertools import islice
 from typing import NamedTuple
 
 from tfrecorder import fs
-from tfrecorder.dataset import RejectionLimit, WrittenShard
+from tfrecorder.dataset import RejectionLimit, Written, WrittenShard
+from tfrecorder.engines import EngineRun
 from tfrecorder.errors import ConversionAborted, ImageError
-from tfrecorder.options import ImageOptions
+from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, Shard, planned_rows
 from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher
@@ -77,10 +77,22 @@ class Encoded(NamedTuple):
     rejections: list[Rejection]
 
 
-@dataclass(frozen=True)
-class Written:
-    shards: list[WrittenShard]
-    rejections: list[Rejection]
+class LocalEngine:
+    """The local engine, as `engines.Engine`: it can write anything the driver reads."""
+
+    def __init__(self, options: ConvertOptions):
+        self.options = options
+
+    def check(self, output_dir: str, table: Table) -> None:
+        pass
+
+    def write(self, plan: Plan, table: Table, folder: OutputFolder, *, header, journal,
+              limit) -> EngineRun:
+        written = write_local(plan, table, folder, journal=journal, limit=limit,
+                              num_workers=self.options.run.num_workers,
+                              on_error=self.options.reject.on_error,
+                              progress=self.options.run.progress)
+        return EngineRun(written)
 
 
 def write_local(
