@@ -89,6 +89,12 @@ def test_every_convert_option_has_a_flag_with_the_library_default():
     assert {name: getattr(args, name) for name in declared} == cli.CONVERT_DEFAULTS
     # convert() takes exactly the declared options.
     assert set(cli.CONVERT_DEFAULTS) == set(declared)
+    # ... and docs/cli.md lists each flag with its option.
+    table = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    undocumented = [name for name, action in flags.items() if name in declared
+                    and not all(f"`{flag}" in table and f"`{name}" in table
+                                for flag in action.option_strings)]
+    assert not undocumented, f"add these options to docs/cli.md: {undocumented}"
 
 
 def test_convert_flags_map_to_the_library_options():
