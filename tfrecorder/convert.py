@@ -8,7 +8,6 @@ or any file is written.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import inspect
 import logging
 import os
@@ -49,7 +48,7 @@ class ConversionResult:
     manifest_path: str = field(repr=False)
     rejected_path: str = field(repr=False)
     elapsed_seconds: float = 0.0
-    metrics: dict = field(default_factory=dict)  # Beam's counters, for the Beam engine
+    metrics: dict = field(default_factory=dict)  # rows read, records written, rows rejected
     job_id: str | None = None  # a Beam job's id, where the runner has one
     job_url: str | None = None  # Dataflow's console page for the job
     pipeline: object = field(default=None, repr=False)  # Beam's PipelineResult
@@ -72,7 +71,7 @@ def convert(source: pd.DataFrame | str | os.PathLike, output_dir: str | os.PathL
     output_dir = os.fspath(output_dir)
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
-    table = load_table(source, **dataclasses.asdict(options.table))
+    table = load_table(source, **vars(options.table))
     engine.check(output_dir, table)
     limit = RejectionLimit(len(table.rows), options.reject.max_rejected)
     _check_images_exist(table, limit, options.reject.on_error)
