@@ -21,10 +21,8 @@ from tfrecorder._version import __version__
 from tfrecorder.errors import Option, TooManyRejectedError
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
-    LABEL,
     MANIFEST,
     REJECTED,
-    SPLIT,
     SPLITS,
     Feature,
     Labels,
@@ -33,6 +31,7 @@ from tfrecorder.manifest import (
     ShardInfo,
     Split,
     SplitInfo,
+    record_feature_types,
 )
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan
@@ -117,9 +116,7 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
 def features(plan: Plan, table: Table) -> dict[str, Feature]:
     """Every feature of the records (`load()` builds its parsing spec from these alone)."""
     found = dict(IMAGE_FEATURES) if table.has_images else {}
-    if table.has_labels:
-        found[LABEL] = Feature("int64", (None,) if table.multi_label else (), role="label")
-    found[SPLIT] = Feature("string", role="split")
+    found.update(record_feature_types(table.has_labels, table.multi_label))
     for column in table.inputs:
         found[column.name] = Feature(
             column.dtype, tuple(column.shape), role="input",

@@ -133,8 +133,19 @@ def image_features(image: bytes | str, image_format: str, height: int, width: in
             "image_name": fs.basename(image_uri), "image_uri": image_uri}
 
 
+def record_feature_types(labels: bool, multi_label: bool) -> dict[str, Feature]:
+    """The features every record has besides its image and inputs (`record_features`
+    gives their values)."""
+    found = {}
+    if labels:
+        found[LABEL] = Feature("int64", (None,) if multi_label else (), role="label")
+    found[SPLIT] = Feature("string", role="split")
+    return found
+
+
 def record_features(split: str, label, inputs: Mapping[str, Any]) -> dict:
-    """The values of the features every record has besides its image."""
+    """The values of the features every record has besides its image (their types:
+    `record_feature_types`), with the input columns' values."""
     features = {**inputs, SPLIT: Split(split).stored}
     if label is not None:
         features[LABEL] = label
