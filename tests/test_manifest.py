@@ -25,7 +25,10 @@ def datasets(tmp_path_factory) -> dict[str, Path]:
         "box": [[0.1, 0.2, 0.3, 0.4]] * 12,
     })
     found = {"samples": root / "samples", "structured": root / "structured"}
-    tfrecorder.convert(SAMPLES, found["samples"], progress=False, compression="gzip")
+    (root / "images").symlink_to(SAMPLES.parent / "images")  # the CSV's relative paths
+    (root / "images.csv").write_text(SAMPLES.read_text() + "TRAIN,images/gone.jpg,cat\n")
+    tfrecorder.convert(root / "images.csv", found["samples"], progress=False,
+                       compression="gzip")
     tfrecorder.convert(table, found["structured"], progress=False)
     return found
 
@@ -36,6 +39,8 @@ def test_the_manifest_type_writes_the_file_it_reads(datasets, name):
     parsed = manifest.read_manifest(str(datasets[name]))
     assert parsed.to_bytes() == written
     assert Manifest.from_json(json.loads(written)) == parsed
+    assert sum(s.num_rejected for s in parsed.splits.values()) == parsed.rejected.num_rows \
+        == (name == "samples")
 
 
 @pytest.mark.parametrize("name", ["samples", "structured"])
