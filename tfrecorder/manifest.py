@@ -49,6 +49,7 @@ class Split(enum.StrEnum):
 
 
 SPLITS = tuple(Split)  # in writing order
+_STORED_SPLIT = {split: split.stored for split in Split}  # "train" finds TRAIN too (str)
 
 
 # --- features ------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def record_feature_types(labels: bool, multi_label: bool) -> dict[str, Feature]:
 def record_features(split: str, label, inputs: Mapping[str, Any]) -> dict:
     """The values of the features every record has besides its image (their types:
     `record_feature_types`), with the input columns' values."""
-    features = {**inputs, SPLIT: Split(split).stored}
+    features = {**inputs, SPLIT: _STORED_SPLIT[split]}
     if label is not None:
         features[LABEL] = label
     return features
