@@ -12,20 +12,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_NAME_ONLY = object()
-
 
 class _Placeholder:
-    """A value the user fills in (`fill_missing={'age': value}`)."""
+    """A value that stands for another: one the user fills in (`VALUE`, shown as
+    `fill_missing={'age': value}`), or none given (an option named alone). Pickled by
+    name, so it is still itself in the process an error reaches."""
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, shown: str):
+        self.name, self.shown = name, shown
 
     def __repr__(self) -> str:
+        return self.shown
+
+    def __reduce__(self) -> str:
         return self.name
 
 
-VALUE = _Placeholder("value")
+VALUE = _Placeholder("VALUE", "value")
+_NAME_ONLY = _Placeholder("_NAME_ONLY", "")
 
 
 @dataclass(frozen=True)
