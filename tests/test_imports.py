@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).parent.parent / "tfrecorder"
 # they bring). `fs`, `tfrecord` (framing) and `errors` are shared.
 WRITER = {"table", "schema", "plan", "records", "prefetch", "output", "resume", "convert",
           "engines.local", "engines.beam", "engines.shipping"}
-READERS = {"load", "verify", "inspection"}
+READERS = {"load", "verify", "verify_records", "inspection"}
 # Worker code: imported by every worker process, so neither TensorFlow nor Beam.
 WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "plan",
           "table", "schema", "dataset", "output", "resume", "convert", "manifest", "options",

@@ -142,7 +142,7 @@ def test_verify_catches_a_corrupted_remote_shard(store, local):
     prefix = upload_dataset(store, local["plain"], f"{store.root}/corrupt", flip_a_byte)
     with pytest.raises(VerificationError) as caught:
         tfrecorder.verify(prefix)
-    assert [p for p in caught.value.report.problems if p.startswith(f"{shard}: bad data")]
+    assert [p for p in caught.value.report.problems if str(p).startswith(f"{shard}: bad data")]
 
 
 def fail_downloads(store, name: str) -> None:

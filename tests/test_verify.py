@@ -3,6 +3,8 @@
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +15,7 @@ from helpers import features_of, read_manifest, read_split, rewrite_split, write
 import tfrecorder
 from tfrecorder import VerificationError
 from tfrecorder.tfrecord import open_read, read_records, write_framed
+from tfrecorder.verify import Problem
 
 
 @pytest.fixture
@@ -32,14 +35,29 @@ def first_shard(output_dir, split="train") -> Path:
     return Path(output_dir, read_manifest(output_dir)["splits"][split]["shards"][0]["file"])
 
 
-def problems_of(output_dir, **options) -> list[str]:
+def found(output_dir, **options) -> list[Problem]:
+    """The problems verify finds, after checking that its error counts and quotes them."""
     with pytest.raises(VerificationError) as caught:
         tfrecorder.verify(output_dir, **options)
     report = caught.value.report
     assert not report.ok
     assert f"{len(report.problems)} problem" in str(caught.value)
-    assert report.problems[0] in str(caught.value)
+    assert str(report.problems[0]) in str(caught.value)
     return report.problems
+
+
+def problems_of(output_dir, **options) -> list[str]:
+    return texts(found(output_dir, **options))
+
+
+def texts(problems: list[Problem]) -> list[str]:
+    """The problems as sentences, as the error message and the command line print them."""
+    return [str(problem) for problem in problems]
+
+
+def kinds(problems: list[Problem]) -> list[tuple[str, int | None, str]]:
+    """Each problem's file, record and check."""
+    return [(problem.file, problem.record, problem.check) for problem in problems]
 
 
 @pytest.mark.parametrize("options", [{}, {"compression": "gzip"}, {"image_format": "raw"}],
@@ -62,6 +80,15 @@ def test_verify_shows_progress_and_can_skip_decoding(dataset, capsys):
     assert "Checking records" in capsys.readouterr().err
 
 
+def test_verify_without_decoding_never_imports_tensorflow(dataset):
+    """Files, framing and checksums need no TensorFlow: only the record checks load it."""
+    code = ("import sys, tfrecorder; tfrecorder.verify(sys.argv[1], decode_images=False); "
+            "print('tensorflow' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code, dataset], capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.strip() == "False"
+
+
 def test_a_flipped_byte_inside_an_image_fails_its_checksum(dataset):
     record = read_split(dataset, "train")[0]
     shard = first_shard(dataset)
@@ -79,9 +106,10 @@ def test_a_truncated_shard_is_named_with_its_missing_bytes(dataset):
     shard = first_shard(dataset)
     size = shard.stat().st_size
     shard.write_bytes(shard.read_bytes()[:-10])
-    problems = problems_of(dataset)
-    assert any(p.startswith(f"{shard.name}: truncated record at byte ") for p in problems)
-    assert f"{shard.name}: {size - 10} bytes, but the manifest says {size}" in problems
+    problems = found(dataset)
+    assert kinds(problems) == [(shard.name, None, "framing"), (shard.name, None, "size")]
+    assert texts(problems)[0].startswith(f"{shard.name}: truncated record at byte ")
+    assert texts(problems)[1] == f"{shard.name}: {size - 10} bytes, but the manifest says {size}"
 
 
 def test_a_truncated_gzip_shard_is_found(image_table, tmp_path):
@@ -96,7 +124,9 @@ def test_a_truncated_gzip_shard_is_found(image_table, tmp_path):
 def test_a_missing_shard_is_named(dataset):
     shard = first_shard(dataset, "validation")
     shard.unlink()
-    assert problems_of(dataset) == [f"{shard.name}: missing; the manifest lists it"]
+    problems = found(dataset)
+    assert texts(problems) == [f"{shard.name}: missing; the manifest lists it"]
+    assert kinds(problems) == [(shard.name, None, "missing")]
 
 
 def test_every_file_the_manifest_does_not_list_is_named(dataset):
@@ -105,12 +135,19 @@ def test_every_file_the_manifest_does_not_list_is_named(dataset):
     shutil.copy(shard, Path(dataset, "train-extra.tfrecord"))
     Path(dataset, f"{shard.name}.tmp-0123abcd").write_bytes(b"")
     Path(dataset, "notes.txt").write_text("a reader would take it for part of the dataset")
-    assert problems_of(dataset, decode_images=False) == [
+    problems = found(dataset, decode_images=False)
+    assert texts(problems) == [
         "notes.txt: a file the manifest does not list",
         "train-00000-of-00001.tfrecord.tmp-0123abcd: a temporary file left by an "
         "interrupted run",
         "train-00001-of-00002.tfrecord: a shard the manifest does not list",
         "train-extra.tfrecord: a file the manifest does not list",
+    ]
+    assert kinds(problems) == [
+        ("notes.txt", None, "unlisted"),
+        ("train-00000-of-00001.tfrecord.tmp-0123abcd", None, "temporary"),
+        ("train-00001-of-00002.tfrecord", None, "unlisted"),
+        ("train-extra.tfrecord", None, "unlisted"),
     ]
 
 
@@ -184,7 +221,7 @@ def test_an_image_that_does_not_decode_is_found_though_its_checksum_is_sound(dat
         tfrecorder.verify(dataset)
     report = caught.value.report
     name = records[2]["image_name"].decode()
-    (problem,) = report.problems
+    (problem,) = map(str, report.problems)
     assert problem.startswith(
         f"train-00000-of-00001.tfrecord, record 2 ({name!r}): the image does not decode: ")
     assert report.num_images_decoded == sum(report.num_records.values()) - 1
@@ -198,12 +235,17 @@ def test_shapes_formats_and_features_that_differ_from_the_record_are_found(datas
     examples[1]["image_format"] = b"png" if records[1]["image_format"] == b"jpeg" else b"jpeg"
     del examples[3]["label"]
     rewrite_split(dataset, "train", examples)
-    problems = problems_of(dataset)
+    problems = found(dataset)
     name = [r["image_name"].decode() for r in records]
+    shard = "train-00000-of-00001.tfrecord"
+    assert sorted(kinds(problems)) == [(shard, 0, "shape"), (shard, 1, "format"),
+                                       (shard, 3, "parse")]
+    assert sorted((p.record, p.image_name) for p in problems) == [
+        (0, name[0]), (1, name[1]), (3, None)]  # a record that does not parse has no name
     shape = "x".join(str(v) for v in records[0]["pixels"].shape)
     taller = "x".join(str(v) for v in (records[0]["image_height"] + 1,
                                        *records[0]["pixels"].shape[1:]))
-    assert sorted(problems) == sorted([
+    assert sorted(texts(problems)) == sorted([
         f"train-00000-of-00001.tfrecord, record 0 ({name[0]!r}): the image decodes to "
         f"{shape}, but the record says {taller} (height x width x channels)",
         f"train-00000-of-00001.tfrecord, record 1 ({name[1]!r}): image_format is "
@@ -222,7 +264,7 @@ def test_the_message_counts_every_problem_and_quotes_the_first_few(dataset):
             Path(dataset, shard["file"]).write_bytes(b"\x00")
     with pytest.raises(VerificationError, match="problems") as caught:
         tfrecorder.verify(dataset)
-    problems = caught.value.report.problems
+    problems = [str(problem) for problem in caught.value.report.problems]
     assert len(problems) == 6  # three shards, each truncated and of the wrong size
     message = str(caught.value)
     assert "6 problems" in message and "... and 1 more" in message
@@ -304,12 +346,16 @@ def test_a_label_id_outside_the_vocabulary_is_named(dataset):
     examples[2]["label"] = -1
     rewrite_split(dataset, "train", examples)
     name = [r["image_name"].decode() for r in records]
-    assert problems_of(dataset) == [
+    problems = found(dataset)
+    assert texts(problems) == [
         f"train-00000-of-00001.tfrecord, record 1 ({name[1]!r}): label id 3 is outside the "
         "3 classes of the manifest's labels (ids 0 to 2)",
         f"train-00000-of-00001.tfrecord, record 2 ({name[2]!r}): label id -1 is outside the "
         "3 classes of the manifest's labels (ids 0 to 2)",
     ]
+    shard = "train-00000-of-00001.tfrecord"
+    assert kinds(problems) == [(shard, 1, "ids"), (shard, 2, "ids")]
+    assert [p.image_name for p in problems] == name[1:3]
     assert tfrecorder.verify(dataset, decode_images=False).ok  # ids need parsing
 
 
@@ -338,7 +384,8 @@ def test_a_record_in_the_shard_of_another_split_is_named(tmp_path):
     examples[2]["split"] = [b"VALIDATION"]
     examples[2]["label"] = [7]
     rewrite_split(out, "train", examples)
-    assert problems_of(out) == [
+    problems = found(out)
+    assert texts(problems) == [
         "train-00000-of-00001.tfrecord, record 1: split is 'TEST', but the record is in a "
         "shard of the train split",
         "train-00000-of-00001.tfrecord, record 2: label id 7 is outside the 3 classes of "
@@ -346,6 +393,8 @@ def test_a_record_in_the_shard_of_another_split_is_named(tmp_path):
         "train-00000-of-00001.tfrecord, record 2: split is 'VALIDATION', but the record is "
         "in a shard of the train split",
     ]
+    shard = "train-00000-of-00001.tfrecord"
+    assert kinds(problems) == [(shard, 1, "split"), (shard, 2, "ids"), (shard, 2, "split")]
 
 
 def test_a_record_that_does_not_match_the_schema_is_named_without_images(tmp_path):

@@ -1,0 +1,364 @@
+"""The record checks of `verify()`: parse every record, check its values, decode its image.
+
+Apart from `verify` because it is the only part that needs TensorFlow: `verify()` imports
+this module only when asked to decode, so checking files, framing, checksums and counts
+(`decode_images=False`) never pays TensorFlow's seconds of import.
+
+Decoding is nearly all of the cost, so every record goes through one `tf.data` pipeline
+(a parallel map) that only says which records failed; those few are then parsed again,
+eagerly, one by one, to say why. Each value rule (ids in range, the split of the shard)
+is stated once, in `offending`, which works on graph and eager tensors alike: the pipeline
+asks whether it found anything, the describing pass words what it found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+import tensorflow as tf
+from tqdm.auto import tqdm
+
+from tfrecorder import fs
+from tfrecorder.load import decode_image, shard_reader, shard_records
+from tfrecorder.manifest import DECODE_FEATURES, LABEL, MANIFEST, SIGNATURES, SPLIT, Manifest
+from tfrecorder.verify import Check, Problem, ReadableShard
+
+logger = logging.getLogger(__name__)
+
+_BATCH = 256  # records per batch handed from the checking pipeline to Python
+_SHOWN_IDS = 5  # out-of-range ids quoted per record
+
+
+def check_records(manifest: Manifest, shards: Sequence[ReadableShard], progress: bool
+                  ) -> tuple[int, int, list[Problem]]:
+    """Parses every record of `shards` and checks it as far as the manifest allows.
+
+    Returns how many records parsed, how many images decoded to their recorded shape,
+    and the problems: the manifest's own that rule a check out, then each failing record's.
+    """
+    checks, problems = _record_checks(manifest)
+    if not shards:
+        return 0, 0, problems
+    num_parsed, num_decoded, found = _check_records(manifest, shards, checks, progress)
+    return num_parsed, num_decoded, problems + found
+
+
+class _ValueRule(Protocol):
+    """A rule on a parsed record's values, stated once for the pipeline and the
+    describing pass."""
+
+    check: ClassVar[Check]
+
+    def offending(self, features: dict, split) -> tf.Tensor:
+        """The values that break the rule (none in a sound record), from the parsed
+        `features` (graph or eager tensors) and the split of the record's shard."""
+
+    def describe(self, offending: np.ndarray, split: str) -> str:
+        """The problem's detail, from what `offending` found (never empty here)."""
+
+
+@dataclass(frozen=True)
+class _IdRange:
+    """The ids a feature's values must be: 0 to `size` - 1."""
+
+    check: ClassVar[Check] = Check.IDS
+    feature: str
+    size: int
+    described: str  # what the ids index, for the message
+
+    def offending(self, features: dict, split) -> tf.Tensor:
+        ids = _flat(features[self.feature])
+        return tf.boolean_mask(ids, (ids >= self.size) | (ids < 0))
+
+    def describe(self, offending: np.ndarray, split: str) -> str:
+        bad = offending.tolist()
+        shown = ", ".join(map(str, bad[:_SHOWN_IDS])) + (", ..." if len(bad) > _SHOWN_IDS
+                                                          else "")
+        return (f"{self.feature} id{'s' if len(bad) > 1 else ''} {shown} "
+                f"{'are' if len(bad) > 1 else 'is'} outside {self.described}")
+
+
+@dataclass(frozen=True)
+class _SplitOfShard:
+    """The `split` feature names (in any case) the split of the record's shard."""
+
+    check: ClassVar[Check] = Check.SPLIT
+
+    def offending(self, features: dict, split) -> tf.Tensor:
+        recorded = tf.reshape(features[SPLIT], [-1])
+        return tf.boolean_mask(recorded, tf.not_equal(tf.strings.lower(recorded), split))
+
+    def describe(self, offending: np.ndarray, split: str) -> str:
+        return (f"split is {_text(offending[0])!r}, but the record is in a shard of the "
+                f"{split} split")
+
+
+@dataclass(frozen=True)
+class _Checks:
+    """What is checked in each record besides parsing, as the manifest allows."""
+
+    images: bool  # decode the image to its recorded shape and format
+    values: tuple[_ValueRule, ...]  # ids inside their vocabularies, the shard's split
+
+
+def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
+    """The checks the manifest allows, and its problems that rule some out."""
+    features, problems = manifest.features, []
+    present = [name for name in DECODE_FEATURES if name in features]
+    if present:  # a dataset without images has none of them
+        problems += [_manifest_problem(f"lists no {name!r} feature, so images cannot be "
+                                       "checked")
+                     for name in DECODE_FEATURES if name not in features]
+    rules: list[_ValueRule] = []
+    labels = manifest.labels
+    if labels and LABEL in features:
+        vocabulary = labels.vocabulary
+        size = labels.num_classes if labels.num_classes is not None or vocabulary is None \
+            else len(vocabulary)
+        if vocabulary is not None and size != len(vocabulary):
+            problems.append(_manifest_problem(f"labels has num_classes {size}, but a "
+                                              f"vocabulary of {len(vocabulary)} classes"))
+        elif vocabulary is not None:
+            rules.append(_IdRange(LABEL, size, f"the {_count(size, 'class', 'classes')} "
+                                  f"of the manifest's labels (ids 0 to {size - 1})"))
+        elif size is not None:  # integer labels: num_classes is the largest id + 1
+            rules.append(_IdRange(LABEL, size,
+                                  f"the manifest's num_classes {size} (ids 0 to {size - 1})"))
+    for name, feature in features.items():
+        if feature.vocabulary is not None:
+            size = len(feature.vocabulary)
+            rules.append(_IdRange(name, size, f"the {_count(size, 'value')} of its "
+                                  f"vocabulary (ids 0 to {size - 1})"))
+    if SPLIT in features:
+        rules.append(_SplitOfShard())
+    return _Checks(len(present) == len(DECODE_FEATURES), tuple(rules)), problems
+
+
+def _check_records(manifest: Manifest, shards: Sequence[ReadableShard], checks: _Checks,
+                   progress: bool) -> tuple[int, int, list[Problem]]:
+    """Parses every record of `shards` and checks it; returns how many parsed, how many
+    images decoded to their recorded shape, and a problem for each record that failed."""
+    try:
+        spec = manifest.parse_spec()
+    except ValueError as error:  # a feature of a shape this version cannot parse
+        return 0, 0, [_manifest_problem(str(error))]
+    compression = manifest.compression
+    ds = _checking_pipeline(shards, spec, checks, compression)
+    arrived = [np.zeros(shard.num_records, dtype=bool) for shard in shards]
+    flagged = [np.zeros(shard.num_records, dtype=bool) for shard in shards]
+    total = sum(shard.num_records for shard in shards)
+    desc, unit = ("Decoding images", "img") if checks.images else ("Parsing records", "rec")
+    with tqdm(total=total, unit=unit, desc=desc, disable=not progress) as bar:
+        num_parsed, num_decoded, problems = _collect(ds, shards, arrived, flagged, bar)
+        for shard, seen, bad in zip(shards, arrived, flagged):
+            failed = np.flatnonzero(~seen)
+            if failed.size or bad.any():
+                found, parsed, decoded = _describe_failures(
+                    shard, set(failed.tolist()), set(np.flatnonzero(bad).tolist()), spec,
+                    checks, compression)
+                problems += found
+                num_parsed += parsed
+                num_decoded += decoded
+                bar.update(failed.size)
+    return num_parsed, num_decoded, problems
+
+
+def _checking_pipeline(shards: Sequence[ReadableShard], spec: dict, checks: _Checks,
+                       compression: str | None):
+    """Batches of one summary per record that parses (and whose image decodes): its
+    shard index and record number, whether its values are sound, how many values it
+    holds, and for images the decoded shape, recorded shape, format, whether the format
+    matches, and the image's name."""
+    # Pillow, and a writer module, which a reader imports only where it is needed.
+    from tfrecorder.records import stored_image_problem
+
+    def strict(image: bytes, image_format: bytes) -> bytes:
+        return (stored_image_problem(image, image_format) or "").encode()
+
+    read = shard_reader(fs.is_remote(shards[0].path), compression)
+
+    def records(index, file, split):
+        return read(file).enumerate().map(lambda number, record: (index, split, number, record))
+
+    def summary(index, split, number, record):
+        features = tf.io.parse_single_example(record, spec)
+        # Lists of k-value rows are cut into rows after parsing, by ops that run only if
+        # an output uses them (graph optimization drops mere control dependencies), so
+        # every feature's values are counted: that checks every feature.
+        parts = tf.nest.flatten(features, expand_composites=True)
+        found = {"index": index, "number": number,
+                 "values_ok": _values_sound(features, checks.values, split),
+                 "num_values": tf.add_n([tf.constant(0, tf.int64)] + [
+                     tf.size(part, out_type=tf.int64) for part in parts])}
+        if checks.images:
+            found.update(
+                shape=tf.shape(decode_image(features), out_type=tf.int64),
+                recorded=tf.stack([features["image_height"], features["image_width"],
+                                   features["image_channels"]]),
+                format=features["image_format"], format_ok=_format_matches(features),
+                name=features["image_name"],
+                # TensorFlow decodes damaged JPEG data with a mere warning (grey blocks):
+                # the writer's strict checks say what TensorFlow does not.
+                strict=tf.numpy_function(strict, [features["image"],
+                                                  features["image_format"]], tf.string,
+                                         stateful=False))
+        return found
+
+    autotune = tf.data.AUTOTUNE
+    ds = tf.data.Dataset.from_tensor_slices(
+        (tf.range(len(shards), dtype=tf.int64), [shard.path for shard in shards],
+         [shard.split for shard in shards]))
+    ds = ds.interleave(records, cycle_length=min(len(shards), 16),
+                       num_parallel_calls=autotune, deterministic=False)
+    # A record that fails to parse or decode raises inside the map; ignore_errors drops
+    # it, and the record numbers that never arrive are the failures.
+    ds = ds.map(summary, num_parallel_calls=autotune, deterministic=False).ignore_errors()
+    return ds.batch(_BATCH).prefetch(autotune)
+
+
+def _values_sound(features: dict, rules: Sequence[_ValueRule], split):
+    """In the pipeline: whether no rule finds a value that breaks it."""
+    return tf.reduce_all(tf.stack([tf.constant(True)] + [
+        tf.equal(tf.size(rule.offending(features, split)), 0) for rule in rules]))
+
+
+def _flat(tensor):
+    """A feature's values as one flat tensor, whether it parsed dense or ragged."""
+    if isinstance(tensor, tf.RaggedTensor):
+        return tensor.flat_values
+    return tf.reshape(tensor, [-1])
+
+
+def _collect(ds, shards: Sequence[ReadableShard], arrived: list, flagged: list, bar
+             ) -> tuple[int, int, list[Problem]]:
+    """Reads the pipeline's batches: marks the records that arrived and those whose values
+    are not sound, and describes images that decoded to another shape or are not in their
+    recorded format. Returns the records parsed, the images decoded and the problems."""
+    problems, num_parsed, num_decoded = [], 0, 0
+    for batch in ds.as_numpy_iterator():
+        index, number = batch["index"], batch["number"]
+        for i in np.unique(index):
+            arrived[i][number[index == i]] = True
+            flagged[i][number[(index == i) & ~batch["values_ok"]]] = True
+        num_parsed += len(index)
+        bar.update(len(index))
+        if "shape" not in batch:
+            continue
+        shape, recorded, fmt_ok = batch["shape"], batch["recorded"], batch["format_ok"]
+        strict_ok = batch["strict"] == b""
+        good = (shape == recorded).all(axis=1) & fmt_ok & strict_ok
+        num_decoded += int(good.sum())
+        for k in np.flatnonzero(~good):
+            where = (shards[index[k]].name, number[k], batch["name"][k])
+            if not fmt_ok[k]:
+                problems.append(_record_problem(
+                    *where, Check.FORMAT, f"image_format is {_text(batch['format'][k])!r}, "
+                    "but the image bytes are not in that format"))
+            if (shape[k] != recorded[k]).any():
+                problems.append(_record_problem(
+                    *where, Check.SHAPE, f"the image decodes to {_hwc(shape[k])}, but the "
+                    f"record says {_hwc(recorded[k])} (height x width x channels)"))
+            elif fmt_ok[k] and not strict_ok[k]:
+                problems.append(_record_problem(*where, Check.STRICT,
+                                                _text(batch["strict"][k])))
+    return num_parsed, num_decoded, problems
+
+
+def _format_matches(features: dict):
+    """Whether the bytes are in the recorded image_format (raw: checked by decoding)."""
+    fmt, head = features["image_format"], tf.strings.substr(features["image"], 0, 8)
+    matches = [tf.equal(fmt, "raw")] + [
+        tf.logical_and(tf.equal(fmt, name),
+                       tf.equal(tf.strings.substr(head, 0, len(magic)), magic))
+        for name, magic in SIGNATURES.items()
+    ]
+    return tf.reduce_any(tf.stack(matches))
+
+
+def _describe_failures(shard: ReadableShard, failed: set[int], flagged: set[int],
+                       spec: dict, checks: _Checks, compression: str | None
+                       ) -> tuple[list[Problem], int, int]:
+    """Parses the records `failed` (they never left the pipeline) and `flagged` (their
+    values are not sound) of `shard` one by one, eagerly, to say why. Returns the
+    problems, and how many of `failed` parsed and decoded after all."""
+    problems, parsed, decoded, last = [], 0, 0, max(failed | flagged)
+    with contextlib.closing(shard_records(shard.path, compression)) as records:
+        for number, record in enumerate(records):
+            if number in failed or number in flagged:
+                try:
+                    features = tf.io.parse_single_example(record, spec)
+                except tf.errors.OpError as error:
+                    problems.append(_record_problem(
+                        shard.name, number, b"", Check.PARSE, "does not parse with the "
+                        f"manifest's features: {_parse_errors(record, spec, error)}"))
+                    continue
+                name = features["image_name"].numpy() if "image_name" in features else b""
+                for rule in checks.values:
+                    offending = rule.offending(features, shard.split).numpy()
+                    if offending.size:
+                        problems.append(_record_problem(
+                            shard.name, number, name, rule.check,
+                            rule.describe(offending, shard.split)))
+                if number in failed:
+                    parsed += 1
+                    if checks.images:
+                        try:
+                            decode_image(features)
+                        except tf.errors.OpError as error:
+                            problems.append(_record_problem(
+                                shard.name, number, name, Check.DECODE,
+                                f"the image does not decode: {_tf_message(error)}"))
+                            continue
+                        decoded += 1
+                    logger.warning("%s, record %d: failed in the checking pipeline but "
+                                   "parsed%s alone.", shard.name, number,
+                                   " and decoded" if checks.images else "")
+            if number >= last:
+                break
+    return problems, parsed, decoded
+
+
+def _parse_errors(record: bytes, spec: dict, error) -> str:
+    """Why a record does not parse, feature by feature (TensorFlow's message does not
+    always name the feature)."""
+    errors = []
+    for name, feature in spec.items():
+        try:
+            tf.io.parse_single_example(record, {name: feature})
+        except tf.errors.OpError as one:
+            errors.append(f"{name}: {_tf_message(one)}")
+    return "; ".join(errors) or _tf_message(error)
+
+
+def _record_problem(shard: str, number: int, image_name: bytes, check: Check,
+                    detail: str) -> Problem:
+    return Problem(file=shard, record=int(number), check=check, detail=detail,
+                   image_name=_text(image_name) if image_name else None)
+
+
+def _manifest_problem(detail: str) -> Problem:
+    return Problem(file=MANIFEST, check=Check.MANIFEST, detail=detail)
+
+
+def _hwc(shape) -> str:
+    return "x".join(str(int(v)) for v in shape)
+
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", errors="backslashreplace")
+
+
+def _tf_message(error) -> str:
+    """TensorFlow's message without its op and device decorations."""
+    message = re.sub(r"\{\{[^}]*\}\}\s*", "", error.message)
+    return re.sub(r"\s*\[Op:\w+\].*$", "", message, flags=re.S).strip()
