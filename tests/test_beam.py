@@ -49,9 +49,27 @@ def test_direct_runner_writes_the_local_engines_bytes(table_with_bad_rows, tmp_p
 
 
 def test_a_failing_pipeline_leaves_no_dataset(table_with_bad_rows, tmp_path):
+    """on_error="raise" stops the pipeline with the error the local engine gives: the
+    row by its label in the table, its image and the reason."""
     out = tmp_path / "out"
-    with pytest.raises((ImageError, ConversionAborted)):
+    with pytest.raises(ImageError) as caught:
         tfrecorder.convert(table_with_bad_rows, str(out), runner="DirectRunner",
+                           on_error="raise", progress=False)
+    assert os.listdir(out) == []
+    (row,) = caught.value.rows
+    uri = table_with_bad_rows["image_uri"][row]
+    assert row in (24, 25) and uri.endswith(("empty.jpg", "truncated.jpg"))
+    assert str(caught.value).startswith(f"row {row} ({uri!r}): ")
+    assert (caught.value.column, caught.value.option) == ("image_uri", "on_error")
+
+
+def test_a_failing_pipeline_in_worker_processes_names_the_image(table_with_bad_rows,
+                                                                 tmp_path):
+    """Runners in other processes send back only the error's text."""
+    out = tmp_path / "out"
+    with pytest.raises(ConversionAborted, match=r"(empty|truncated)\.jpg': (corrupt|empty)"):
+        tfrecorder.convert(table_with_bad_rows, str(out), runner="DirectRunner",
+                           beam_options={"direct_running_mode": "multi_processing"},
                            on_error="raise", progress=False)
     assert os.listdir(out) == []
 

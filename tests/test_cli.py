@@ -4,6 +4,7 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from helpers import (
 
 import tfrecorder
 from tfrecorder import cli, options
+from tfrecorder.errors import VALUE, Option, SchemaError
 
 SAMPLE_CSV = Path(__file__).resolve().parent.parent / "examples" / "images.csv"
 SAMPLE_COUNTS = {"train": 7, "validation": 5, "test": 4}
@@ -133,6 +135,51 @@ def test_schema_and_fill_missing_flags_collect_columns():
     assert args.fill_missing == "n/a"
 
 
+# Options as errors' advice names them, each with a value of its kind.
+ADVICE = [
+    Option("schema", {"notes": None, "my col": "StringInput"}),
+    Option("fill_missing", {"age": 0, "name": "n/a"}),
+    Option("beam_options", {"temp_location": "gs://bucket/tmp"}),
+    Option("overwrite", True), Option("validate", False), Option("header", False),
+    Option("max_rejected", 1.0), Option("num_workers", 4), Option("on_error", "reject"),
+    Option("runner", "DirectRunner"), Option("image_size", (224, 200)),
+    Option("unassigned_split", (0.7, 0.2, 0.1)), Option("num_shards", {"train": 8}),
+    Option("max_image_pixels", None),
+]
+
+
+@pytest.mark.parametrize("option", ADVICE, ids=lambda option: option.name)
+def test_an_option_in_an_errors_advice_is_shown_as_the_flags_that_set_it(option):
+    """The flag form reads back as the very value the advice names."""
+    flags = shlex.split(cli._as_flag(option))
+    args = cli.build_parser().parse_args(["convert", "in.csv", "out/", *flags])
+    assert getattr(args, option.name) == option.value, flags
+
+
+def test_advice_covers_every_kind_of_option():
+    kinds = {f.name: f.metadata["kind"] for f in options.fields()}
+    assert {kinds[option.name] for option in ADVICE} == set(kinds.values())
+
+
+def test_named_options_placeholders_and_arguments_as_flags():
+    assert cli._as_flag(Option("max_rejected")) == "--max-rejected"
+    assert cli._as_flag(Option("validate")) == "--no-validate"
+    assert cli._as_flag(Option("beam_options")) == "--beam-option"
+    assert cli._as_flag(Option("fill_missing", {"age": VALUE})) == "--fill-missing age=VALUE"
+    assert cli._as_flag(Option("schema", {"a b": None})) == "--schema 'a b=drop'"
+    assert cli._as_flag(Option("output_dir")) == "OUTPUT_DIR"
+    assert cli._as_flag(Option("batch_size", 32)) == "batch_size=32"  # not convert's
+
+
+def test_an_error_line_gives_flags_where_python_gives_keywords():
+    error = SchemaError("column 'when' cannot be stored. Drop it with ",
+                        Option("schema", {"when": None}), ", or pass a larger ",
+                        Option("max_rejected"), ".", column="when")
+    assert cli._one_line(error) == ("column 'when' cannot be stored. Drop it with --schema "
+                                    "when=drop, or pass a larger --max-rejected.")
+    assert "schema={'when': None}" in str(error)
+
+
 @pytest.mark.parametrize("args", [
     ["--schema", "color"], ["--schema", "=StringInput"], ["--schema", "color="],
     ["--fill-missing", "0", "--fill-missing", "age=1"],
@@ -163,9 +210,9 @@ def test_converting_into_an_existing_dataset_suggests_overwrite(tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--num-shards", "0"], ["num_shards"]),
-    (["--unassigned-split", "0.5,0.5"], ["unassigned_split"]),
-    (["--image-size", "0x10"], ["image_size"]),
+    (["--num-shards", "0"], ["--num-shards must be"]),
+    (["--unassigned-split", "0.5,0.5"], ["--unassigned-split must be"]),
+    (["--image-size", "0x10"], ["--image-size must be"]),
 ])
 def test_bad_option_values_are_one_error_line(tmp_path, args, words):
     process = run_cli("convert", SAMPLE_CSV, tmp_path / "out", "--no-progress", *args)

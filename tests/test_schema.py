@@ -14,6 +14,7 @@ from helpers import shard_bytes, write_image
 
 import tfrecorder
 from tfrecorder import SchemaError
+from tfrecorder.errors import VALUE, Option
 from tfrecorder.table import load_table
 
 
@@ -180,6 +181,48 @@ def test_schema_mistakes_are_named_before_any_work(frame, schema, message, tmp_p
         tfrecorder.convert(pd.DataFrame(frame), tmp_path / "out", schema=schema,
                            progress=False)
     assert not (tmp_path / "out").exists()
+
+
+
+def with_images(**columns) -> pd.DataFrame:
+    return pd.DataFrame({"image_uri": [f"/{i}.jpg" for i in range(3)], **columns})
+
+
+# A bad table, its schema, and the data its error carries: (column, rows, option, fix).
+@pytest.mark.parametrize("table,schema,data", [
+    pytest.param(with_images(age=[1.0, np.nan, np.nan]), None,
+                 ("age", [1, 2], None, (Option("fill_missing", {"age": VALUE}),)),
+                 id="missing values in an input"),
+    pytest.param(with_images(x=[1, 2, 3]), {"x": "Strng"},
+                 ("x", None, "schema", (Option("schema", {"x": None}),)), id="unknown type"),
+    pytest.param(with_images(label=list("abc"), Label=list("abc")), None,
+                 (None, None, None, (Option("schema", {"Label": None}),
+                                     Option("schema", {"Label": "StringInput"}))),
+                 id="two columns for one role"),
+    pytest.param(with_images(x=[1, 2, 3]), {"nope": None, "x": "IntegerInput"},
+                 ("nope", None, "schema", ()), id="schema names a column the table lacks"),
+    pytest.param(with_images(s=["TRAIN"] * 3, t=["TEST"] * 3, u=[""] * 3),
+                 {"s": "SplitKey", "t": "SplitKey", "u": "SplitKey"},
+                 (None, None, None, (Option("schema", {"t": None, "u": None}),)),
+                 id="three split columns"),
+    pytest.param(with_images(when=pd.to_datetime(["2024-01-01"] * 3)), None,
+                 ("when", None, None, (Option("schema", {"when": None}),)), id="a dtype"),
+    pytest.param(with_images(big=[1.0, 1e39, 2.0]), {"big": "FloatInput"},
+                 ("big", [1], None, (Option("schema", {"big": "StringInput"}),)),
+                 id="numbers too large"),
+    pytest.param(with_images(v=[[1.0], 2.0, [3.0]]), None, ("v", [1], None, ()),
+                 id="lists and single values: the fewer"),
+    pytest.param(pd.DataFrame([["/a.jpg", 1, 2]], columns=["image_uri", "tag", "tag"]), None,
+                 ("tag", None, None, (Option("schema", {"tag": "StringLabel",
+                                                        "tag_2": "StringLabel"}),)),
+                 id="two columns of one name"),
+])
+def test_errors_carry_the_column_rows_and_options_at_fault(table, schema, data):
+    with pytest.raises(SchemaError) as caught:
+        load_table(table, schema=schema)
+    error = caught.value
+    assert (error.column, error.rows, error.option, error.fix) == data
+    assert all(str(option) in str(error) for option in data[3])
 
 
 def test_missing_values_can_be_filled(images, tmp_path):

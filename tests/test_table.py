@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from tfrecorder import SchemaError
+from tfrecorder.errors import Option
 from tfrecorder.table import load_table
 
 
@@ -88,6 +89,55 @@ def test_relative_paths_resolve_against_the_working_directory(tmp_path, monkeypa
     table = load_table(pd.DataFrame({"image_uri": ["a/b.jpg", "/abs.jpg", "gs://b/c.jpg"]}))
     assert table.rows["uri"].tolist() == [str(tmp_path / "a/b.jpg"), "/abs.jpg", "gs://b/c.jpg"]
     assert table.rows["image_uri"].tolist() == ["a/b.jpg", "/abs.jpg", "gs://b/c.jpg"]
+
+
+
+def schema(**columns) -> Option:
+    return Option("schema", columns)
+
+
+# A bad table (a DataFrame, or the text of a CSV file), what load_table is given besides,
+# and the data its error carries: (column, rows, option, fix).
+ERRORS_WITH_DATA = [
+    pytest.param(frame(split=["TRAIN", "TRIAN", "dev"]), {},
+                 ("split", [1, 2], None, ()), id="unknown split"),
+    pytest.param("TRAIN,/a.jpg,cat\n\nTRAIN,/b.jpg,\nBOGUS,/c.jpg,cat\n", {},
+                 ("split", [4], None, ()), id="unknown split in a CSV: its line"),
+    pytest.param(frame(image_width=[1, 2]), {},
+                 ("image_width", None, None, (schema(image_width=None),)), id="reserved name"),
+    pytest.param(frame(label=["01", "1", "2", "1"]), {},
+                 ("label", [0, 1, 3], None, (schema(label="StringLabel"),
+                                             schema(label="IntegerLabel"))),
+                 id="labels spelled two ways"),
+    pytest.param(frame(label=[1, "cat", 2]), {},
+                 ("label", [1], None, (schema(label="StringLabel"),)),
+                 id="numbers and text labels: the fewer"),
+    pytest.param(frame(label=["a", "b"], more=["c", 1.5]), {"schema": {"more": "StringLabel",
+                                                                       "label": "IntegerLabel"}},
+                 (None, [0, 1], None, (schema(label="StringLabel", more="StringLabel"),)),
+                 id="text in IntegerLabel columns"),
+    pytest.param(frame(label=["a", None]).set_index(pd.Index([100, 200])), {},
+                 ("label", [200], None, (schema(label=None),)), id="a missing label"),
+    pytest.param(pd.DataFrame({"image_uri": ["/a.jpg", "", None]}), {},
+                 ("image_uri", [1, 2], None, ()), id="empty image paths"),
+    pytest.param("image_uri,label\n/a.jpg,cat\n/b.jpg,dog,x\n\n/c.jpg,x,y\n", {},
+                 (None, [3, 5], None, ()), id="CSV rows with too many fields"),
+    pytest.param(pd.DataFrame({"path": ["a.jpg"], "label": ["x"]}), {},
+                 ("path", None, None, (schema(path="ImageUri"), schema(path="StringInput"))),
+                 id="image paths in a column named otherwise"),
+    pytest.param(frame(age=[1.0, 2.0]), {"fill_missing": {"agee": 0}},
+                 ("agee", None, "fill_missing", ()), id="fill_missing names no input"),
+]
+
+
+@pytest.mark.parametrize("table,options,data", ERRORS_WITH_DATA)
+def test_errors_carry_the_column_rows_and_options_at_fault(table, options, data, tmp_path):
+    source = write_csv(tmp_path, table) if isinstance(table, str) else table
+    with pytest.raises(SchemaError) as caught:
+        load_table(source, **options)
+    error = caught.value
+    assert (error.column, error.rows, error.option, error.fix) == data
+    assert all(str(option) in str(error) for option in data[3])
 
 
 # --- CSV ------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """The `tfrecorder` command: convert, info, verify and inspect from a shell.
 
 A thin layer: it parses arguments, calls the public functions of `tfrecorder`, and prints
-what they return. The defaults and choices of `convert`'s flags are read from the library
-(its signature and option constants), so the command cannot drift from `tfrecorder.convert`.
+what they return. `convert`'s flags are generated from `tfrecorder.options`, so the command
+cannot drift from `tfrecorder.convert`; and the advice in an error names options as
+`errors.Option` parts, which this module renders as the same flags (`--schema notes=drop`
+where Python reads `schema={'notes': None}`), never by rewording the message.
 
 Exit codes: 0 success; 1 a user error (bad table, existing dataset, failed verification,
 a store that cannot be reached), printed as one `tfrecorder: error: ...` line without a
@@ -26,15 +28,7 @@ from inspect import Parameter, signature
 
 import tfrecorder
 from tfrecorder import fs, options
-from tfrecorder.errors import (
-    DatasetExistsError,
-    ResumeError,
-    SchemaError,
-    Terminated,
-    TFRecorderError,
-    TooManyRejectedError,
-    VerificationError,
-)
+from tfrecorder.errors import VALUE, Option, Terminated, TFRecorderError, VerificationError
 from tfrecorder.manifest import (
     LABEL,
     SPLITS,
@@ -110,12 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command(commands, name: str, summary: str, description: str, example: str):
-    return commands.add_parser(
+def _command(commands, name: str, summary: str, description: str, example: str, run,
+             *, reads_dataset: bool = True):
+    """A subcommand that runs `run(args)`; one that reads a dataset takes its PATH."""
+    command = commands.add_parser(
         name, help=summary, description=textwrap.fill(description, 80),
         epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    command.set_defaults(run=run)
+    if reads_dataset:
+        command.add_argument("path", metavar="PATH",
+                             help="a dataset folder (local, gs:// or s3://)")
+    return command
 
 
 # --- convert -------------------------------------------------------------------------------
@@ -130,9 +131,8 @@ def _add_convert(commands) -> None:
         "TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
         "tfrecorder convert images.csv out/ --image-size 224x224 --num-shards train=8\n"
         "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
-        "--schema notes=drop --fill-missing age=0",
+        "--schema notes=drop --fill-missing age=0", _convert, reads_dataset=False,
     )
-    command.set_defaults(run=_convert)
     command.add_argument("source", metavar="SOURCE", help="a CSV file or an image folder")
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
                          help="the dataset folder to write (local, gs:// or s3://)")
@@ -263,12 +263,7 @@ def _pixels(text: str) -> int | None:
 
 def _convert(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
-    try:
-        result = tfrecorder.convert(args.source, args.output_dir, **options)
-    except (DatasetExistsError, ResumeError, TooManyRejectedError) as error:
-        raise type(error)(_as_flags(str(error))) from None
-    except SchemaError as error:
-        raise SchemaError(_flag_hint(str(error))) from None
+    result = tfrecorder.convert(args.source, args.output_dir, **options)
     width = max(len("rejected"), *(len(split) for split in result.counts))
     print(f"Converted {args.source} into {result.output_dir} in "
           f"{result.elapsed_seconds:.1f} s: {_count(result.num_records, 'record')}")
@@ -277,31 +272,6 @@ def _convert(args: argparse.Namespace) -> int:
     print(f"  {'rejected:':{width + 1}} {_count(result.num_rejected, 'row')} "
           f"(see {result.rejected_path})")
     return 0
-
-
-def _as_flags(message: str) -> str:
-    """The library's advice names its keyword arguments; here they are flags."""
-    message = re.sub(r"\bmax_rejected\b", "--max-rejected", message)
-    return re.sub(r"\b(overwrite|resume)=True", r"--\1",
-                  message.replace("(without resume)", "(without --resume)"))
-
-
-# The library's advice on a column, e.g. schema={'notes': None} or fill_missing={'age': value}.
-_COLUMN_ADVICE = re.compile(r"""(schema|fill_missing)=\{('[^']*'|"[^"]*"): ([^{}]*)\}""")
-
-
-def _flag_hint(message: str) -> str:
-    """The library's advice on schema= and fill_missing=, as flags."""
-    def flag(match: re.Match) -> str:
-        column, value = ast.literal_eval(match[2]), match[3]
-        if match[1] == "fill_missing":
-            return f"--fill-missing {shlex.quote(f'{column}=VALUE')}"
-        kind = "drop" if value == "None" else _literal(value)
-        return f"--schema {shlex.quote(f'{column}={kind}')}"
-
-    message = _COLUMN_ADVICE.sub(flag, message)
-    message = message.replace("or None to drop the column", "or drop to leave the column out")
-    return message.replace("schema=", "--schema")
 
 
 def _image_size(value: str) -> tuple[int, int]:
@@ -342,11 +312,8 @@ def _add_info(commands) -> None:
         "Print what the manifest (dataset.json) of the dataset in PATH says: splits with "
         "their records, shards and sizes, rejected rows, labels, compression, image "
         "options, and every feature's dtype, shape and role. Reads no shard.",
-        "tfrecorder info out/",
+        "tfrecorder info out/", _info,
     )
-    command.set_defaults(run=_info)
-    command.add_argument("path", metavar="PATH",
-                         help="a dataset folder (local, gs:// or s3://)")
     command.add_argument("--json", action="store_true", help="print the manifest itself")
 
 
@@ -436,11 +403,8 @@ def _add_verify(commands) -> None:
         "label and categorical ids are inside their vocabularies, its split is its "
         "shard's, and its image decodes. Prints 'OK: N records in M shards', or lists the "
         "problems and exits 1.",
-        "tfrecorder verify out/ --no-decode",
+        "tfrecorder verify out/ --no-decode", _verify,
     )
-    command.set_defaults(run=_verify)
-    command.add_argument("path", metavar="PATH",
-                         help="a dataset folder (local, gs:// or s3://)")
     command.add_argument("--no-decode", dest="decode_images", action="store_false",
                          help="skip parsing the records and decoding the images (much "
                               "faster)")
@@ -487,10 +451,8 @@ def _add_inspect(commands) -> None:
         "look at: their images, and their other features in records.csv (lists as JSON, "
         "label and categorical ids with their names). Prints the folder written.",
         "tfrecorder inspect out/ --split validation --num-records 3 --output-dir look/",
+        _inspect,
     )
-    command.set_defaults(run=_inspect)
-    command.add_argument("path", metavar="PATH",
-                         help="a dataset folder (local, gs:// or s3://)")
     command.add_argument("--split", default=d["split"], choices=SPLITS,
                          help="the split to read (default: %(default)s)")
     command.add_argument("--num-records", type=int, default=d["num_records"], metavar="N",
@@ -518,6 +480,50 @@ def _megabytes(num_bytes: int) -> str:
 
 
 def _one_line(error: BaseException) -> str:
-    """The message on one line, so `tfrecorder: error:` starts the only line printed."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    """The message on one line, so `tfrecorder: error:` starts the only line printed; the
+    options its advice names are given as this command's flags."""
+    text = error.render(_as_flag) if isinstance(error, TFRecorderError) else str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " ".join(lines) or type(error).__name__
+
+
+# --- errors' advice as flags ---------------------------------------------------------------
+
+_OPTION_FIELDS = {field.name: field for field in options.fields()}
+_ARGUMENTS = {"source": "SOURCE", "output_dir": "OUTPUT_DIR"}  # convert()'s positionals
+
+
+def _as_flag(option: Option) -> str:
+    """An option that an error's advice names (`errors.Option`), as the flags that set it:
+    `schema={'notes': None}` is `--schema notes=drop`, `overwrite=True` is `--overwrite`."""
+    if option.name in _ARGUMENTS:
+        return _ARGUMENTS[option.name]
+    field = _OPTION_FIELDS.get(option.name)
+    if field is None:  # not an option of convert (a Python-only one): as Python
+        return str(option)
+    flag = _flag_names(field)[0]
+    if option.named_only:
+        return flag
+    kind, value = field.metadata["kind"], option.value
+    if kind in ("switch", "tristate"):
+        name = field.name.replace("_", "-")
+        return f"--{name}" if value else f"--no-{name}"
+    if kind in ("schema", "fill", "pairs") and isinstance(value, Mapping):
+        return " ".join(f"{flag} {shlex.quote(f'{key}={_flag_value(kind, item)}')}"
+                        for key, item in value.items())
+    return f"{flag} {shlex.quote(_flag_value(kind, value))}"
+
+
+def _flag_value(kind: str, value) -> str:
+    """A value as a flag reads it back (see `_flag_kind`)."""
+    if value is VALUE:
+        return "VALUE"
+    if value is None:
+        return "drop" if kind == "schema" else "none"
+    if kind == "size":
+        return "x".join(map(str, value))
+    if kind == "fractions":
+        return ",".join(map(str, value))
+    if kind == "shards" and isinstance(value, Mapping):
+        return ",".join(f"{split}={count}" for split, count in value.items())
+    return value if isinstance(value, str) else repr(value)

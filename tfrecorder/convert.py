@@ -22,13 +22,14 @@ import pandas as pd
 
 from tfrecorder import dataset, fs, output
 from tfrecorder import resume as resume_journal
-from tfrecorder.dataset import RejectionLimit
+from tfrecorder.dataset import RejectionLimit, image_error
 from tfrecorder.engines import EngineRun, engine_for
-from tfrecorder.errors import ImageError, Option, Terminated, TooManyRejectedError
+from tfrecorder.errors import Option, Terminated, TooManyRejectedError
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
 from tfrecorder.plan import make_plan, sample_rows
+from tfrecorder.rows import Rejection
 from tfrecorder.table import Table, describe_missing_images, load_table, missing_local_images
 
 logger = logging.getLogger(__name__)
@@ -176,12 +177,7 @@ def _check_images_exist(table: Table, limit: RejectionLimit, on_error: str) -> N
     missing = missing_local_images(table)
     if missing and on_error == "raise":
         _, reasons = describe_missing_images(table, missing[:1])
-        raise ImageError(
-            f"row {table.rows.index[missing[0]]} "
-            f"({table.rows['image_uri'].iat[missing[0]]!r}): not a file ({next(iter(reasons))}"
-            "). Fix or drop the row, or use ", Option("on_error", "reject"),
-            " to list such rows in rejected.csv.", rows=[table.rows.index[missing[0]]],
-            column="image_uri", option="on_error")
+        raise image_error(table, Rejection(missing[0], f"not a file ({next(iter(reasons))})"))
     if limit.exceeded(len(missing)):
         details, reasons = describe_missing_images(table, missing)
         raise TooManyRejectedError(

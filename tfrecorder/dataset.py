@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tfrecorder._version import __version__
-from tfrecorder.errors import Option, TooManyRejectedError
+from tfrecorder.errors import ImageError, Option, TooManyRejectedError
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
     MANIFEST,
@@ -95,6 +95,17 @@ class RejectionLimit:
             "folder?), or pass a larger ", Option("max_rejected"),
             " (1.0 writes whatever can be written).",
             num_rejected=len(rejections), num_rows=self.num_rows, reasons=dict(reasons))
+
+
+def image_error(table: Table, rejection: Rejection) -> ImageError:
+    """What stops a run with `on_error="raise"`: the row, by its label in the table (a
+    CSV's line), its image and why it cannot be written."""
+    row = table.rows.index[rejection.position]
+    return ImageError(
+        f"row {row} ({table.rows['image_uri'].iat[rejection.position]!r}): "
+        f"{rejection.reason}. Fix or drop the row, or use ", Option("on_error", "reject"),
+        " to list such rows in rejected.csv.", column="image_uri", rows=[row],
+        option="on_error")
 
 
 def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:

@@ -18,6 +18,7 @@ import re
 import tempfile
 
 from tfrecorder import fs
+from tfrecorder.errors import OptionError
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
 
@@ -49,7 +50,8 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
         Text cells that a spreadsheet would read as a formula start with a single quote.
     """
     if num_records < 0:
-        raise ValueError(f"num_records must be 0 or more, not {num_records!r}")
+        raise OptionError(f"num_records must be 0 or more, not {num_records!r}",
+                          option="num_records")
     path = os.fspath(path)
     manifest = read_manifest(path)
     files = shard_files(path, manifest, split)

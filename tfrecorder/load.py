@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import fs
+from tfrecorder.errors import OptionError
 from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
@@ -182,30 +183,36 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
                  [("image_size", image_size), ("channels", channels), ("augment", augment)]
                  if value is not None]
         if given:
-            raise ValueError(
+            raise OptionError(
                 f"this dataset has no images, so {' and '.join(given)} cannot apply. Leave "
-                f"{'it' if len(given) == 1 else 'them'} out.")
+                f"{'it' if len(given) == 1 else 'them'} out.", option=given[0])
         if as_supervised and not manifest.inputs:
-            raise ValueError(
+            raise OptionError(
                 "as_supervised pairs the input features with the label, and this dataset "
-                "has neither images nor input features. Load feature dicts instead.")
+                "has neither images nor input features. Load feature dicts instead.",
+                option="as_supervised")
     if image_size is not None and (
         len(image_size) != 2 or not all(isinstance(v, int) and v > 0 for v in image_size)
     ):
-        raise ValueError(f"image_size must be (height, width) > 0, not {image_size!r}")
+        raise OptionError(f"image_size must be (height, width) > 0, not {image_size!r}",
+                          option="image_size")
     if channels not in (None, 0, 1, 3, 4):
-        raise ValueError(f"channels must be 0, 1, 3 or 4, not {channels!r}")
+        raise OptionError(f"channels must be 0, 1, 3 or 4, not {channels!r}",
+                          option="channels")
     if isinstance(augment, str) and augment not in AUGMENT_PRESETS:
-        raise ValueError(f"augment must be a function or one of {AUGMENT_PRESETS}")
+        raise OptionError(f"augment must be a function or one of {AUGMENT_PRESETS}",
+                          option="augment")
     if as_supervised and LABEL not in features:
-        raise ValueError("as_supervised needs labels, and this dataset has none.")
+        raise OptionError("as_supervised needs labels, and this dataset has none.",
+                          option="as_supervised")
     if multi_hot and LABEL not in features:
-        raise ValueError("multi_hot needs labels, and this dataset has none.")
+        raise OptionError("multi_hot needs labels, and this dataset has none.",
+                          option="multi_hot")
     if multi_hot and not (manifest.labels and manifest.labels.multi_label):
-        raise ValueError(
+        raise OptionError(
             "multi_hot is for multi-label datasets, and this one has a single label per "
             "record: its label is already a class id. Leave multi_hot out (or use "
-            "tf.one_hot on the label).")
+            "tf.one_hot on the label).", option="multi_hot")
 
 
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,

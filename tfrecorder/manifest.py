@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfrecorder import fs
+from tfrecorder.errors import OptionError
 
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
@@ -252,10 +253,10 @@ class Manifest:
         return [(name, shard) for name, split in self.splits.items() for shard in split.shards]
 
     def split(self, name: str, dataset_dir: str) -> SplitInfo:
-        """The split `name`, or a ValueError naming the splits there are."""
+        """The split `name`, or an error naming the splits there are."""
         if name not in self.splits:
-            raise ValueError(f"the dataset in {dataset_dir!r} has no {name!r} split; it has "
-                             f"{sorted(map(str, self.splits))}.")
+            raise OptionError(f"the dataset in {dataset_dir!r} has no {name!r} split; it "
+                              f"has {sorted(map(str, self.splits))}.", option="split")
         return self.splits[Split(name)]
 
     def parse_spec(self) -> dict:

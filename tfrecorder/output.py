@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tfrecorder import fs
-from tfrecorder.errors import DatasetExistsError, OutputLockedError
+from tfrecorder.errors import DatasetExistsError, Option, OutputLockedError
 from tfrecorder.manifest import (
     LOCK,
     MANIFEST,
@@ -178,11 +178,13 @@ def claim(path: str, run_id: str, *, overwrite: bool, resume: bool
         if existing and not overwrite and (finished or not resume):
             what = ("a dataset" if finished
                     else "files of an incomplete dataset (an interrupted run)")
-            fix = ("Pass overwrite=True to replace it" if finished else
-                   "Pass resume=True to continue that run, overwrite=True to replace it")
+            fix = (("Pass ", Option("overwrite", True), " to replace it") if finished else
+                   ("Pass ", Option("resume", True), " to continue that run, ",
+                    Option("overwrite", True), " to replace it"))
             raise DatasetExistsError(
                 f"{path!r} already holds {what}: {len(existing)} file(s) such as "
-                f"{existing[0]!r}. {fix}, or choose another output_dir.")
+                f"{existing[0]!r}. ", *fix, ", or choose another ", Option("output_dir"),
+                ".", option="overwrite")
         folder.existing = existing
         yield folder
 
@@ -214,10 +216,7 @@ def _local_lock(folder: str, holder: dict, run: OutputFolder) -> Iterator[None]:
             os.close(fd)
             if error.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
-            raise OutputLockedError(
-                f"{folder!r} is being written by {_describe(_read_holder(path), path)}. "
-                "Wait for it to finish, or choose another output_dir.", path=folder
-            ) from None
+            raise _locked(folder, _read_holder(path), path) from None
         # The holder before us may have deleted the file between our open and our lock:
         # then we hold a lock on a file no one else will open. Take the one on disk.
         with contextlib.suppress(FileNotFoundError):
@@ -235,6 +234,13 @@ def _local_lock(folder: str, holder: dict, run: OutputFolder) -> Iterator[None]:
                     os.remove(path)  # before unlocking: no one takes a lock on a dead file
         finally:
             os.close(fd)
+
+
+def _locked(folder: str, holder: dict | None, lock: str, more: str = ""
+            ) -> OutputLockedError:
+    return OutputLockedError(
+        f"{folder!r} is being written by {_describe(holder, lock)}. Wait for it to finish, "
+        "or choose another ", Option("output_dir"), f".{more}", path=folder)
 
 
 def _read_holder(path: str) -> dict | None:
@@ -259,10 +265,8 @@ def _remote_lock(path: str, holder: dict, run: OutputFolder) -> Iterator[None]:
             logger.warning("Taking over the lock of %s, left by a run that died.", path)
             fs.delete([uri])
             continue
-        raise OutputLockedError(
-            f"{path!r} is being written by {_describe(found, uri)}. Wait for it to "
-            f"finish, or choose another output_dir. If that run is no longer running "
-            f"(a lost machine), delete {uri}.", path=path)
+        raise _locked(path, found, uri, f" If that run is no longer running (a lost "
+                      f"machine), delete {uri}.")
     try:
         yield
     finally:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from tfrecorder import fs
 from tfrecorder.dataset import WrittenShard
-from tfrecorder.errors import ResumeError
+from tfrecorder.errors import Option, ResumeError
 from tfrecorder.manifest import RECEIPT_SUFFIX, RUN_STATE
 from tfrecorder.plan import Plan
 from tfrecorder.rows import Rejection
@@ -122,7 +122,8 @@ def _resume(journal: Journal, header: dict, plan: Plan, existing: list[str]) -> 
     if STATE not in existing:
         raise ResumeError(
             f"{output_dir!r} holds files of an incomplete dataset but no {STATE}, so "
-            "there is nothing to resume. Pass overwrite=True to start again.")
+            "there is nothing to resume. Pass ", Option("overwrite", True),
+            " to start again.", option="resume")
     state = json.loads(fs.read_bytes(fs.join(output_dir, STATE)))
     differences = _differences(state["header"], header)
     if not differences and state["digest"] != journal.digest:
@@ -130,8 +131,9 @@ def _resume(journal: Journal, header: dict, plan: Plan, existing: list[str]) -> 
     if differences:
         raise ResumeError(
             f"cannot resume the run in {output_dir!r}: it was started with other inputs "
-            f"({'; '.join(differences)}). Rerun with the same table and options, or pass "
-            "overwrite=True (without resume) to start again.")
+            f"({'; '.join(differences)}). Rerun with the same table and options, or pass ",
+            Option("overwrite", True), " (without ", Option("resume"), ") to start again.",
+            option="resume")
     shards = {s.filename: s for s in plan.shards}
     for name in existing:
         if not name.endswith(RECEIPT_SUFFIX):

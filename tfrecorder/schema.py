@@ -18,13 +18,13 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from tfrecorder.errors import SchemaError
+from tfrecorder.errors import VALUE, Option, SchemaError
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +92,17 @@ def name_rows(index) -> str:
     return f"row{'s' if len(index) > 1 else ''} {shown}{more}"
 
 
+def sole(names: Iterable):
+    """The one column at fault, for an error's `column`; None when several are."""
+    names = list(names)
+    return names[0] if len(names) == 1 else None
+
+
+def dropping(*columns: str) -> Option:
+    """The advice that drops `columns`: `schema={'notes': None}` (`--schema notes=drop`)."""
+    return Option("schema", dict.fromkeys(columns))
+
+
 def name_key(name) -> str:
     """A column name as compared with the role names: lower case, without '_', '-' and
     spaces."""
@@ -137,19 +148,24 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
     schema = dict(schema or {})
     repeated = sorted({name for name in frame.columns if list(frame.columns).count(name) > 1})
     if repeated:
+        first = repeated[0]
         raise SchemaError(
             f"the table has several columns named {repeated}. Give each column its own "
-            "name (several label columns: label, label_2, ... with schema= StringLabel).")
+            f"name (several label columns: e.g. {first!r} and {f'{first}_2'!r}, with ",
+            Option("schema", dict.fromkeys([first, f"{first}_2"], STRING_LABEL)), ").",
+            column=sole(repeated))
     missing = [name for name in schema if name not in frame.columns]
     if missing:
         raise SchemaError(
             f"schema names columns the table does not have: {missing} (its columns: "
-            f"{list(frame.columns)}). Fix the names, or add the columns.")
+            f"{list(frame.columns)}). Fix the names, or add the columns.",
+            column=sole(missing), option="schema")
     types, by_role = {}, {}
     for name in frame.columns:
         if not isinstance(name, str):
             raise SchemaError(f"column names must be text, not {name!r}: it names a feature. "
-                              "Rename the column, e.g. df.columns = df.columns.astype(str).")
+                              "Rename the column, e.g. df.columns = df.columns.astype(str).",
+                              column=name)
         if name in schema:
             declared = schema[name]
             if declared is None or (isinstance(declared, str) and declared.lower() == "drop"):
@@ -165,8 +181,9 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
             raise SchemaError(
                 f"columns {names} all name the {role!r} column (names are read in any case, "
                 f"with '-' or a space for '_', singular or plural), so which one is meant is "
-                f"unclear. Keep one: drop the others with schema={{{names[-1]!r}: None}}, "
-                f"or say what each is in schema= (e.g. {names[-1]!r}: 'StringInput').")
+                "unclear. Keep one: drop the others with ", dropping(*names[1:]),
+                ", or say what each is, e.g. ", Option("schema", {names[-1]: "StringInput"}),
+                ".")
         if names[0] != role:
             logger.info("Reading column %r as the %r column.", names[0], role)
     for role in (SPLIT_KEY, IMAGE_URI):
@@ -174,8 +191,7 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
         if len(columns) > 1:
             raise SchemaError(
                 f"the table has {len(columns)} {role} columns: {columns}. Keep one: drop "
-                f"the others with schema={{{columns[-1]!r}: None}}, or give them another "
-                "type.")
+                "the others with ", dropping(*columns[1:]), ", or give them another type.")
     return types
 
 
@@ -190,7 +206,8 @@ def _type_name(column: str, declared) -> str:
     if not found:
         raise SchemaError(
             f"schema gives column {column!r} the unknown type {declared!r}. Use one of "
-            f"{', '.join(TYPES)}, or None to drop the column.")
+            f"{', '.join(TYPES)}, or drop the column with ", dropping(column), ".",
+            column=column, option="schema")
     return found
 
 
@@ -209,8 +226,8 @@ def _input_type(column: pd.Series) -> str:
             _element_kind(column), "StringInput")
     raise SchemaError(
         f"column {column.name!r} has dtype {column.dtype}, which a record cannot hold. "
-        f"Convert it (e.g. to text or to a number), or drop it with "
-        f"schema={{{column.name!r}: None}}.")
+        "Convert it (e.g. to text or to a number), or drop it with ", dropping(column.name),
+        ".", column=column.name)
 
 
 def _element_kind(column: pd.Series) -> str:
@@ -259,17 +276,18 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, list]
     if missing and fill is None:
         raise SchemaError(
             f"column {name!r} has missing values (NaN, None or blank) at "
-            f"{name_rows(missing)}. Fill or drop those rows, or pass "
-            f"fill_missing={{{name!r}: value}}.")
+            f"{name_rows(missing)}. Fill or drop those rows, or pass ",
+            Option("fill_missing", {name: VALUE}), ".", column=name, rows=missing)
     if missing:
         missing_rows = set(missing)
         items = [(i, fill if i in missing_rows else v) for i, v in items]
     lists = [i for i, v in items if is_list(v)]
     if lists and len(lists) != len(items):
         single = [i for i, v in items if not is_list(v)]
-        raise SchemaError(
+        raise SchemaError(  # rows: the odd ones out, the fewer
             f"column {name!r} mixes lists ({name_rows(lists)}) and single values "
-            f"({name_rows(single)}). Make every cell a list (e.g. [x] and []).")
+            f"({name_rows(single)}). Make every cell a list (e.g. [x] and []).",
+            column=name, rows=min(lists, single, key=len))
     shape, cells = (), items
     if lists:
         shape, cells = _list_shape(name, items), [(i, flat(v)) for i, v in items]
@@ -285,12 +303,19 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, list]
         expected = {"int64": "64-bit integers", "float32": "32-bit floats"}.get(kind, "text")
         raise SchemaError(
             f"column {name!r} is {type_name}, but holds values that are not {expected} at "
-            f"{name_rows(bad)} (e.g. {example!r}). Fix the values, or type the column "
-            "differently in schema=.")
+            f"{name_rows(bad)} (e.g. {example!r}). Fix the values, or ",
+            *_retyping(name, kind), ".", column=name, rows=bad)
     if kind == "categorical" and categories is not None:
         unknown = {v for value in values for v in (value if shape else [value])} - set(categories)
         categories = categories + tuple(sorted(unknown))
     return Column(name, kind, shape, categories), values
+
+
+def _retyping(name: str, kind: str) -> tuple:
+    """Advice for values a type cannot hold: numbers can be stored as text."""
+    if kind in ("int64", "float32"):
+        return "store the column as text: ", Option("schema", {name: "StringInput"})
+    return "type the column differently with ", Option("schema")
 
 
 def _numbers(column: pd.Series, kind: str, fill) -> list | None:
@@ -340,7 +365,8 @@ def _list_shape(name: str, items: list) -> tuple:
         return (None, inner.pop())
     raise SchemaError(
         f"column {name!r} holds lists of lists of different lengths or depths; a record "
-        "holds flat lists, or lists of rows of one length (e.g. boxes of 4 numbers).")
+        "holds flat lists, or lists of rows of one length (e.g. boxes of 4 numbers).",
+        column=name)
 
 
 def _to_int(value) -> int:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tfrecorder import fs
-from tfrecorder.errors import SchemaError
+from tfrecorder.errors import Option, SchemaError
 from tfrecorder.manifest import RESERVED, SPLITS, Split
 from tfrecorder.schema import (
     IMAGE_URI,
@@ -43,6 +43,7 @@ from tfrecorder.schema import (
     STRING_LABEL,
     Column,
     column_types,
+    dropping,
     flat,
     input_column,
     is_list,
@@ -50,6 +51,7 @@ from tfrecorder.schema import (
     label_columns,
     name_rows,
     role_by_name,
+    sole,
     synonym_role,
 )
 
@@ -164,9 +166,11 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     types = column_types(frame, schema)
     fills = fill_missing if isinstance(fill_missing, Mapping) else {}
     inputs = [name for name, type_name in types.items() if type_name in INPUT_KINDS]
-    if set(fills) - set(inputs):
-        raise SchemaError(f"fill_missing names columns that are not inputs: "
-                          f"{sorted(set(fills) - set(inputs))} (the inputs: {inputs}).")
+    strangers = sorted(set(fills) - set(inputs))
+    if strangers:
+        raise SchemaError(f"fill_missing names columns that are not inputs: {strangers} "
+                          f"(the inputs: {inputs}).", column=sole(strangers),
+                          option="fill_missing")
     if frame.index.has_duplicates:
         frame = frame.reset_index(drop=True)
     if frame.empty:
@@ -248,15 +252,16 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
         raise SchemaError(
             f"the table has {'; '.join(clauses)}. Rename {them} to "
             f"{' and '.join(repr(r) for r in found)}, or declare "
-            f"{'them' if len(declared) > 1 else 'it'}: schema={declared!r}; to store a column "
-            f"as an input instead, declare that (e.g. "
-            f"schema={{{next(iter(declared))!r}: 'StringInput'}}).")
+            f"{'them' if len(declared) > 1 else 'it'}: ", Option("schema", declared),
+            "; to store a column as an input instead, declare that (e.g. ",
+            Option("schema", {next(iter(declared)): "StringInput"}), ").",
+            column=sole(n for columns in found.values() for n, _ in columns))
     taken = [n for n in types if types[n] in INPUT_KINDS and n in RESERVED]
     if taken:
         raise SchemaError(
             f"column {taken[0]!r} would replace a feature tfrecorder writes "
-            f"({', '.join(RESERVED)}). Rename it, or drop it with "
-            f"schema={{{taken[0]!r}: None}}.")
+            f"({', '.join(RESERVED)}). Rename it, or drop it with ", dropping(taken[0]), ".",
+            column=taken[0])
 
 
 def _holds_split_names(column: pd.Series, sample: list) -> bool:
@@ -299,8 +304,8 @@ def _nothing_to_store(frame: pd.DataFrame, types: Mapping) -> None:
         f"the table has nothing to store: its columns are {found}"
         f"{f' (schema drops {dropped})' if dropped else ''}; it has no image column and no "
         "input column, so every record would hold only a label and a split. Add the "
-        "images' paths as an 'image_uri' column (or declare the column that holds them: "
-        "schema={'<column>': 'ImageUri'}), or keep the input columns to store.")
+        "images' paths as an 'image_uri' column (or declare the column that holds them: ",
+        Option("schema", {"<column>": IMAGE_URI}), "), or keep the input columns to store.")
 
 
 def _number_type(column: pd.Series) -> str | None:
@@ -335,32 +340,34 @@ def _image_uris(column: pd.Series, base_dir: str) -> tuple[list[str], list[str]]
     if bad:
         raise SchemaError(
             f"column {column.name!r} has empty or non-text values at {name_rows(bad)}. "
-            "Every row needs the path or gs:// URI of its image; drop or fix those rows."
-        )
-    resolved, malformed = [], {}
+            "Every row needs the path or gs:// URI of its image; drop or fix those rows.",
+            column=column.name, rows=bad)
+    resolved, malformed, unreadable = [], {}, []
     for i, uri in items:
         try:
             resolved.append(_resolve(uri, base_dir))
         except ValueError as error:
             malformed.setdefault(str(error), []).append((i, uri))
+            unreadable.append(i)
             resolved.append("")
     if malformed:
         problems = "; ".join(f"{values[0][1]!r} at {name_rows(i for i, _ in values)}: {why}"
                              for why, values in malformed.items())
         raise SchemaError(f"column {column.name!r} has URIs that cannot be read as written: "
-                          f"{problems}.")
+                          f"{problems}.", column=column.name, rows=unreadable)
     padded = [(i, uri, path) for (i, uri), path in zip(items, resolved)
               if uri != uri.strip() and not fs.is_remote(path) and not _is_regular_file(path)
               and _names_a_file(uri.strip(), base_dir)]
     if padded:
         _, uri, _ = padded[0]
+        rows = [i for i, _, _ in padded]
         raise SchemaError(
             f"column {column.name!r} has paths with whitespace around them that name no file "
             f"as written, though they do without it: {uri!r} at "
-            f"{name_rows(i for i, _, _ in padded)} (the file is {uri.strip()!r}). Paths are "
+            f"{name_rows(rows)} (the file is {uri.strip()!r}). Paths are "
             "read exactly as written: remove the whitespace from the table (e.g. "
             f"df[{column.name!r}] = df[{column.name!r}].str.strip(), or 'a,b' for 'a, b' in "
-            "a CSV file).")
+            "a CSV file).", column=column.name, rows=rows)
     return [uri for _, uri in items], resolved
 
 
@@ -414,8 +421,9 @@ def _splits(column: pd.Series) -> list[str]:
         values = "; ".join(f"{v!r} at {name_rows(rows)}" for v, rows in bad.items())
         raise SchemaError(
             f"column {column.name!r} has unknown values: {values}. Use TRAIN, VALIDATION, TEST or "
-            "UNASSIGNED (any case; TRAINING is read as TRAIN, a blank as UNASSIGNED)."
-        )
+            "UNASSIGNED (any case; TRAINING is read as TRAIN, a blank as UNASSIGNED).",
+            column=column.name,
+            rows=[i for i, split in zip(column.index.tolist(), normalized) if split is None])
     return normalized
 
 
@@ -432,7 +440,8 @@ def _labels(frame: pd.DataFrame, names: list[str], types: Mapping) -> tuple[list
         if missing:
             raise SchemaError(
                 f"{what} is empty at {name_rows(missing)}. Give every row a label, or drop "
-                "the label column to write a dataset without labels.")
+                "the label column (", dropping(names[0]), ") to write a dataset without "
+                "labels.", column=names[0], rows=missing)
         return _label_values(items, what, declared, names), False
     per_row = [[v for cell in row for v in (flat(cell) if is_list(cell) else [cell])
                 if not is_missing(v)] for row in zip(*cells)]
@@ -451,33 +460,43 @@ def _label_values(items: list[tuple], what: str, declared: str | None,
         return [v.strip() if isinstance(v, str) else str(v) for _, v in items]
     # Integer strings count as numbers (CSV files are read as text).
     texts = [(i, v) for i, v in items if isinstance(v, str) and not _INTEGER.match(v.strip())]
+    as_names = Option("schema", dict.fromkeys(names, STRING_LABEL))
     if texts and declared == INTEGER_LABEL:
         raise SchemaError(
-            f"{what} is IntegerLabel but holds text at {name_rows(i for i, _ in texts)} (e.g. "
-            f"{texts[0][1]!r}). Declare it StringLabel to map names to ids.")
+            f"{what} is IntegerLabel but holds text at {name_rows(_rows(texts))} (e.g. "
+            f"{texts[0][1]!r}). Declare it StringLabel to map names to ids: ", as_names, ".",
+            column=sole(names), rows=_rows(texts))
     if texts and len(texts) < len(items):
         numbers = [(i, v) for i, v in items
                    if not isinstance(v, str) or _INTEGER.match(v.strip())]
-        raise SchemaError(
-            f"{what} mixes numbers ({name_rows(i for i, _ in numbers)}, e.g. "
-            f"{numbers[0][1]}) and text ({name_rows(i for i, _ in texts)}, e.g. "
-            f"{texts[0][1]!r}). Use class names everywhere or integer class ids everywhere.")
+        raise SchemaError(  # rows: the odd ones out, the fewer
+            f"{what} mixes numbers ({name_rows(_rows(numbers))}, e.g. {numbers[0][1]}) and "
+            f"text ({name_rows(_rows(texts))}, e.g. {texts[0][1]!r}). Use class names "
+            "everywhere or integer class ids everywhere (or read them all as names: ",
+            as_names, ").", column=sole(names),
+            rows=min(_rows(numbers), _rows(texts), key=len))
     if texts:
         return [v.strip() for _, v in items]
     fractional = [(i, v) for i, v in items if isinstance(v, float) and not v.is_integer()]
     if fractional:
         raise SchemaError(
-            f"{what} has non-integer numbers at {name_rows(i for i, _ in fractional)} "
-            f"(e.g. {float(fractional[0][1])}). Labels are class ids or class names.")
+            f"{what} has non-integer numbers at {name_rows(_rows(fractional))} "
+            f"(e.g. {float(fractional[0][1])}). Labels are class ids or class names.",
+            column=sole(names), rows=_rows(fractional))
     ids = [int(v.strip()) if isinstance(v, str) else int(v) for _, v in items]
     if declared != INTEGER_LABEL:
         _check_spellings(items, ids, what, names)
-    negative = [i for (i, _), label in zip(items, ids) if label < 0]
+    negative = _rows(item for item, label in zip(items, ids) if label < 0)
     if negative:
         raise SchemaError(
             f"{what} has negative class ids at {name_rows(negative)}. Class ids count from "
-            "0; use class names, or ids 0, 1, 2, ...")
+            "0; use class names, or ids 0, 1, 2, ...", column=sole(names), rows=negative)
     return ids
+
+
+def _rows(items) -> list:
+    """The rows of (index, value) pairs, each once (a multi-label row has several)."""
+    return list(dict.fromkeys(i for i, _ in items))
 
 
 def _check_spellings(items: list[tuple], ids: list[int], what: str,
@@ -499,9 +518,10 @@ def _check_spellings(items: list[tuple], ids: list[int], what: str,
             else ""
         raise SchemaError(
             f"{what} spells class id {label} in different ways: {both}{more}. They would "
-            f"become one class. To keep them apart as names, declare "
-            f"schema={dict.fromkeys(names, STRING_LABEL)!r}; to merge them as ids, "
-            f"schema={dict.fromkeys(names, INTEGER_LABEL)!r}.")
+            "become one class. To keep them apart as names, declare ",
+            Option("schema", dict.fromkeys(names, STRING_LABEL)), "; to merge them as ids, ",
+            Option("schema", dict.fromkeys(names, INTEGER_LABEL)), ".", column=sole(names),
+            rows=_rows(item for item, id_ in zip(items, ids) if id_ == label))
 
 
 # --- sources -------------------------------------------------------------------------
@@ -544,8 +564,7 @@ def _read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
     if short:
         raise SchemaError(
             f"the CSV file {path!r} has more than {width} fields at {name_rows(short)} "
-            f"(lines). Its columns are {names}."
-        )
+            f"(lines). Its columns are {names}.", rows=short)
     padded = [r + [""] * (width - len(r)) for r in records]
     return pd.DataFrame(padded, columns=names, index=pd.Index(lines, name="line"), dtype=object)
 
@@ -561,7 +580,8 @@ def _decode(data: bytes, path: str) -> str:
         line = len(re.findall(rb"\r\n|\r|\n", data[:error.start])) + 1
         raise SchemaError(
             f"the CSV file {path!r} is not UTF-8: byte {data[error.start]:#04x} at line "
-            f"{line} is not valid there. Save it as UTF-8 (Excel: 'CSV UTF-8').") from None
+            f"{line} is not valid there. Save it as UTF-8 (Excel: 'CSV UTF-8').",
+            rows=[line]) from None
 
 
 def _records(text: str, path: str) -> tuple[list[int], list[list[str]]]:
@@ -583,7 +603,7 @@ def _records(text: str, path: str) -> tuple[list[int], list[list[str]]]:
         raise SchemaError(
             f"the CSV file {path!r} has a malformed record at line {start}: {error}. Quote "
             'a cell that holds a comma, a quote or a line break whole ("a, b"), and double '
-            'the quotes inside it ("say ""hi""").') from None
+            'the quotes inside it ("say ""hi""").', rows=[start]) from None
     return lines, records
 
 

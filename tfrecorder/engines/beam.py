@@ -29,10 +29,17 @@ from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tfrecorder import fs, output
-from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, finish
+from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, finish, image_error
 from tfrecorder.engines import EngineRun
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
-from tfrecorder.errors import ConversionAborted, ImageError, TooManyRejectedError
+from tfrecorder.errors import (
+    ConversionAborted,
+    ImageError,
+    Option,
+    OptionError,
+    SchemaError,
+    TooManyRejectedError,
+)
 from tfrecorder.manifest import Manifest
 from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
@@ -54,17 +61,23 @@ def check_runner(runner: str, beam_options: Mapping) -> None:
     from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
     from apache_beam.runners.runner import create_runner
 
-    created = create_runner(runner)
+    try:
+        created = create_runner(runner)
+    except ValueError as error:  # Beam: "Unexpected pipeline runner: ..."
+        raise OptionError(Option("runner"), f" {runner!r} is not a runner Beam knows: "
+                          f"{error}", option="runner") from None
     if runner == "DataflowRunner":
         missing = [name for name in ("project", "region", "temp_location")
                    if not beam_options.get(name)]
         if missing:
-            raise ValueError(f"DataflowRunner needs {', '.join(missing)}: pass them to "
-                             "convert() (or as beam_options).")
+            named = [part for name in missing for part in (", ", Option(name))][1:]
+            raise OptionError("DataflowRunner needs ", *named, ": pass them to convert() "
+                              "(or in ", Option("beam_options"), ").", option=missing[0])
         _check_remote("temp_location", beam_options["temp_location"])
     errors = PipelineOptionsValidator(_options(runner, beam_options), created).validate()
     if errors:
-        raise ValueError(f"invalid Beam options for {runner}: {'; '.join(errors)}")
+        raise OptionError(f"invalid Beam options for {runner}: {'; '.join(errors)}. Fix ",
+                          Option("beam_options"), ".", option="beam_options")
 
 
 def _options(runner: str, beam_options: Mapping) -> PipelineOptions:
@@ -80,16 +93,16 @@ def check_dataflow(output_dir: str, table: Table) -> None:
     local = [i for i, uri in zip(table.rows.index, table.rows["uri"].tolist())
              if not fs.is_remote(uri)]
     if local:
-        raise ValueError(
+        raise SchemaError(
             f"column 'image_uri' has local paths Dataflow's workers cannot read, at "
             f"{name_rows(local)} (e.g. {table.rows['image_uri'][local[0]]!r}). Upload the "
-            "images to gs:// first.")
+            "images to gs:// first.", column="image_uri", rows=local, option="runner")
 
 
 def _check_remote(name: str, uri: str) -> None:
     if not fs.is_remote(uri):
-        raise ValueError(f"{name} must be a gs:// URI that Dataflow's workers can reach, "
-                         f"not the local path {uri!r}.")
+        raise OptionError(Option(name), " must be a gs:// URI that Dataflow's workers can "
+                          f"reach, not the local path {uri!r}.", option=name)
 
 
 class BeamEngine:
@@ -177,6 +190,8 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
     except BaseException as error:
         staging_used = False
         _cancel(result)
+        if isinstance(error, _RowRejected):  # named as the local engine names it
+            raise image_error(table, error.rejection) from None
         if isinstance(error, (ImageError, TooManyRejectedError, KeyboardInterrupt)):
             raise
         raise ConversionAborted(
@@ -223,6 +238,22 @@ def _parse_row(line: str) -> tuple[int, tuple[int, Row]]:
     return shard, (order, Row(*fields))
 
 
+class _RowRejected(ImageError):
+    """`on_error="raise"` in a worker, which knows the row's position, not its label in
+    the table: where the error itself reaches the driver, it raises `dataset.image_error`
+    instead. The rejection rides in `args`, which Beam keeps when it re-raises an error
+    with its step's name appended. Runners in other processes send only the error's text,
+    which names the image and the reason."""
+
+    def __init__(self, message: str, position: int, reason: str):
+        super().__init__(message)
+        self.args = (message, position, reason)
+        self.rejection = Rejection(position, reason)
+
+    def __reduce__(self):
+        return type(self), self.args
+
+
 class _WriteShard(beam.DoFn):
     """Encodes one shard's rows in plan order, reading images ahead, and writes the
     shard; a shard the journal holds as committed (a resumed run) is kept."""
@@ -255,7 +286,7 @@ class _WriteShard(beam.DoFn):
                 self.read.inc()
                 if isinstance(result, Rejection):
                     if self.on_error == "raise":
-                        raise ImageError(f"{row.image_uri!r}: {result.reason}")
+                        raise _RowRejected(f"{row.image_uri!r}: {result.reason}", *result)
                     rejections.append(result)
                     self.rejected.inc()
                 else:

@@ -41,9 +41,9 @@ from itertools import islice
 from typing import NamedTuple
 
 from tfrecorder import fs
-from tfrecorder.dataset import RejectionLimit, Written, WrittenShard
+from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, image_error
 from tfrecorder.engines import EngineRun
-from tfrecorder.errors import ConversionAborted, ImageError
+from tfrecorder.errors import ConversionAborted
 from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, Shard, planned_rows
@@ -153,7 +153,7 @@ def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_er
                              plan.compression) as writer:
                 for result in islice(results, _count(shard, segment_rows)):
                     if result.rejections and on_error == "raise":
-                        raise _image_error(table, result.rejections[0])
+                        raise image_error(table, result.rejections[0])
                     writer.append_file(result.path, result.num_rows - len(result.rejections))
                     fs.delete([result.path])
                     rejected_here.extend(result.rejections)
@@ -250,14 +250,6 @@ def _segments(plan: Plan, table: Table, shards: list[Shard], size: int, spool: s
 
 def _count(shard: Shard, size: int) -> int:
     return math.ceil(len(shard.positions) / size)
-
-
-def _image_error(table: Table, rejection: Rejection) -> ImageError:
-    return ImageError(
-        f"row {table.rows.index[rejection.position]} "
-        f"({table.rows['image_uri'].iat[rejection.position]!r}): {rejection.reason}. "
-        "Fix or drop the row, or use on_error='reject' to list such rows in rejected.csv."
-    )
 
 
 class _WorkerDied(Exception):
