@@ -45,6 +45,9 @@ def test_direct_runner_writes_the_local_engines_bytes(table_with_bad_rows, tmp_p
     assert read_manifest(beam) == read_manifest(local)
     assert result.num_records == 24 and result.num_rejected == 2
     assert result.metrics == {"rows_read": 26, "records_written": 24, "rows_rejected": 2}
+    # The mapping copies nothing (a deep copy of Beam's PipelineResult raised TypeError).
+    assert (result["metrics"], result["num_rejected"]) == (result.metrics, 2)
+    assert dict(result)["job_id"] == "DirectRunner" and result["pipeline"] is result.pipeline
     assert sorted(os.listdir(beam)) == sorted(os.listdir(local))  # no temporary files
 
 

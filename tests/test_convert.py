@@ -68,6 +68,14 @@ def test_dataframe_accessor_writes_a_dataset_equal_to_its_sources(image_table, t
     assert sorted(os.listdir(out)) == sorted(
         ["dataset.json", "rejected.csv"] + [os.path.basename(p) for p in result.shards])
     assert result.elapsed_seconds > 0
+    # TFRecorder 2.0's result was a dict: this one is a read-only mapping, with 2.0's keys.
+    as_dict = dict(result)
+    assert as_dict["metrics"] == result.metrics == {
+        "rows_read": 24, "records_written": 24, "rows_rejected": 0}
+    assert (as_dict["job_id"], as_dict["dataflow_url"]) == ("local", None)
+    assert "metrics" in result and "tfrecord_dir" in result.keys() and "bogus" not in result
+    assert list(result) == list(as_dict) and len(result) == len(as_dict)
+    assert result.get("num_rejected") == 0 and result.get("bogus") is None
 
 
 def test_to_tfr_is_an_alias(image_table, tmp_path):

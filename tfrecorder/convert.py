@@ -15,8 +15,8 @@ import signal
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
@@ -36,10 +36,14 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ConversionResult:
+class ConversionResult(Mapping):
     """What a conversion wrote (or, for a job still running, where it will write).
 
-    Also answers TFRecorder's `result["tfrecord_dir"]`, and any attribute by name.
+    Also a read-only mapping, as TFRecorder 2.0's result dict was: `result["metrics"]`,
+    `"job_id" in result`, `dict(result)`. It holds every attribute by name, and 2.0's keys:
+    `tfrecord_dir` (the output folder), `dataflow_url` (Dataflow's console page) and
+    `job_id`, which for a run without a job id names the runner, as 2.0's did
+    ("DirectRunner"; "local" for the process pool).
     """
 
     output_dir: str
@@ -53,17 +57,31 @@ class ConversionResult:
     job_id: str | None = None  # a Beam job's id, where the runner has one
     job_url: str | None = None  # Dataflow's console page for the job
     pipeline: object = field(default=None, repr=False)  # Beam's PipelineResult
+    runner: str = field(default="local", repr=False)  # the Beam runner, or "local"
 
     @property
     def num_records(self) -> int:
         return sum(self.counts.values())
 
     def __getitem__(self, key: str):
-        if key == "tfrecord_dir":
-            return self.output_dir
-        if key in {f for f in asdict(self)} | {"num_records"}:
-            return getattr(self, key)
-        raise KeyError(key)
+        if key not in self._keys():
+            raise KeyError(key)
+        if key == "job_id":  # 2.0 named the runner where there was no job
+            return self.job_id or self.runner
+        return getattr(self, _TFRECORDER_2_NAMES.get(key, key))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def _keys(self) -> tuple[str, ...]:
+        return (*(f.name for f in fields(self)), "num_records", *_TFRECORDER_2_NAMES)
+
+
+# TFRecorder 2.0's keys for what the result names otherwise.
+_TFRECORDER_2_NAMES = {"tfrecord_dir": "output_dir", "dataflow_url": "job_url"}
 
 
 def convert(source: pd.DataFrame | str | os.PathLike, output_dir: str | os.PathLike,
@@ -129,6 +147,7 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
         job_id=run.job_id,
         job_url=_job_url(options.beam, run.job_id),
         pipeline=run.pipeline,
+        runner=options.beam.runner or "local",
     )
 
 
