@@ -3,9 +3,11 @@ from collections import Counter
 import pandas as pd
 import pytest
 
+from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.options import ConvertOptions, shards_for_size
 from tfrecorder.plan import (
     make_plan,
+    plan_labels,
     planned_rows,
     shard_boundaries,
     shuffled_order,
@@ -34,6 +36,42 @@ def test_text_labels_get_ids_from_a_sorted_vocabulary():
 def test_integer_labels_are_kept_as_ids():
     _, plan = plan_for(3, labels=[7, 3, 7])
     assert plan.label_vocabulary is None and plan.label_ids == (7, 3, 7)
+
+
+def test_a_given_vocabulary_numbers_labels_in_its_order():
+    _, plan = plan_for(4, labels=["dog", "cat", "emu", "cat"],
+                       label_vocabulary=["emu", "dog", "cat", "owl"])
+    assert plan.label_vocabulary == ("emu", "dog", "cat", "owl")  # owl: no rows, kept
+    assert plan.label_ids == (1, 2, 0, 2)
+    _, plan = plan_for(3, labels=[["dog", "cat"], [], ["emu"]], label_vocabulary=["emu"],
+                       new_labels="append")
+    assert plan.label_vocabulary == ("emu", "cat", "dog")
+    assert plan.label_ids == ([2, 1], [], [0])
+
+
+def test_labels_the_vocabulary_lacks_name_each_row_once():
+    with pytest.raises(SchemaError) as caught:
+        plan_for(4, labels=[["cow", "dog"], ["cat"], ["cow", "emu"], ["dog"]],
+                 label_vocabulary=["dog", "cat"])
+    assert "'cow' at rows 0, 2; 'emu' at row 2" in str(caught.value)
+    assert caught.value.rows == [0, 2] and caught.value.column == "label"
+    assert caught.value.fix == (Option("label_vocabulary"), Option("new_labels", "append"))
+
+
+def test_label_vocabulary_needs_text_labels():
+    with pytest.raises(OptionError, match="the table has no label column"):
+        plan_for(3, label_vocabulary=["cat"])
+    with pytest.raises(OptionError, match="for text labels"):
+        plan_for(3, labels=[0, 1, 1], label_vocabulary=["cat", "dog"])
+
+
+def test_labels_planned_first_give_the_same_plan():
+    """`plan_labels` needs no image, so a caller can check labels before reading any."""
+    table, plan = plan_for(6, labels=["b", "a", "c"] * 2, label_vocabulary=["c", "b", "a"])
+    options = ConvertOptions.from_keywords(label_vocabulary=["c", "b", "a"])
+    labels = plan_labels(table, options.split)
+    assert labels == (("c", "b", "a"), (1, 2, 0, 1, 2, 0))
+    assert make_plan(table, options, labels=labels) == plan
 
 
 def test_given_splits_are_kept_and_unassigned_rows_hashed_80_10_10():

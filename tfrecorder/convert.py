@@ -28,7 +28,7 @@ from tfrecorder.errors import Option, Terminated, TooManyRejectedError
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
-from tfrecorder.plan import make_plan, sample_rows
+from tfrecorder.plan import make_plan, plan_labels, sample_rows
 from tfrecorder.rows import Rejection
 from tfrecorder.table import Table, describe_missing_images, load_table, missing_local_images
 
@@ -91,6 +91,7 @@ def convert(source: pd.DataFrame | str | os.PathLike, output_dir: str | os.PathL
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
     table = load_table(source, **vars(options.table))
+    labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image
     engine.check(output_dir, table)
     limit = RejectionLimit(len(table.rows), options.reject.max_rejected)
     _check_images_exist(table, limit, options.reject.on_error)
@@ -102,7 +103,7 @@ def convert(source: pd.DataFrame | str | os.PathLike, output_dir: str | os.PathL
                                                overwrite=options.output.overwrite) as folder:
         record_bytes = options.shards.record_bytes(sample_rows(table, options.split.seed),
                                                    options.image)
-        plan = make_plan(table, options, record_bytes)
+        plan = make_plan(table, options, record_bytes, labels=labels)
         header = dataset.manifest_header(plan, table, options.recorded())
         journal = resume_journal.open_journal(folder, header.to_json(), plan, table,
                                               resume=resume)

@@ -19,7 +19,7 @@ import difflib
 import math
 import numbers
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +28,11 @@ import numpy as np
 from tfrecorder.errors import Option, OptionError
 from tfrecorder.manifest import SPLITS
 from tfrecorder.tfrecord import COMPRESSIONS
+from tfrecorder.vocabulary import class_names
 
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
+NEW_LABELS = ("error", "append")
 
 # Larger images are rejected unless the user raises ImageOptions.max_image_pixels: 100
 # megapixels decode to 300 MB of RGB (a 10,000 x 10,000 scan), and far larger sizes are
@@ -134,7 +136,8 @@ class TableOptions(_Checked):
 
 @dataclass(frozen=True)
 class SplitOptions(_Checked):
-    """How rows without a split get one, and how rows are mixed."""
+    """How rows without a split get one, how rows are mixed, and the ids of text labels.
+    """
 
     unassigned_split: tuple[float, float, float] = option(
         DEFAULT_UNASSIGNED_SPLIT, "train/validation/test fractions for UNASSIGNED rows "
@@ -144,6 +147,22 @@ class SplitOptions(_Checked):
              "stable hash of the URI")
     seed: int = option(0, "seeds the shuffle that mixes classes across shards; recorded.",
                        "int", metavar="N")
+    label_vocabulary: Sequence[str] | str | os.PathLike | None = option(
+        None, "the ids of text labels: a list of class names (a name's id is its index), or "
+        "a path (local or a URI) to a text file of class names, one per line, to "
+        "TFRecorder 2.0's output folder or its transform_fn (2.0's vocabulary file), or to "
+        "a tfrecorder dataset, whose ids are reused. By default ids follow the labels' "
+        "sorted order; TFRecorder 2.0 numbered them most frequent first. See "
+        "docs/schema.md.", "text", metavar="PATH",
+        help="number text labels in this order: a file of class names (one per line), "
+             "TFRecorder 2.0's output (its transform_fn vocabulary), or a tfrecorder "
+             "dataset whose ids to reuse (default: sorted order)")
+    new_labels: str = option(
+        "error", "what becomes of labels that label_vocabulary lacks: \"error\" refuses "
+        "them before any image is written, naming them and their rows; \"append\" gives "
+        "them the next ids, in sorted order.", "choice", choices=NEW_LABELS,
+        help="labels that --label-vocabulary lacks: error refuses them, naming their rows; "
+             "append gives them the next ids, in sorted order")
 
     def __post_init__(self):
         try:
@@ -156,6 +175,16 @@ class SplitOptions(_Checked):
         object.__setattr__(self, "unassigned_split", tuple(self.unassigned_split))
         self._int("seed", "an int from 0 to 2**32 - 1", minimum=0, maximum=2**32 - 1,
                   optional=False)
+        names = self.label_vocabulary
+        if names is not None and not isinstance(names, (str, os.PathLike)):
+            self._require("label_vocabulary", not isinstance(names, bytes) and (
+                isinstance(names, (Sequence, np.ndarray)) or hasattr(names, "tolist")),
+                "a list of class names, or the path of a file of class names, of "
+                "TFRecorder 2.0's output or of a tfrecorder dataset")
+            names = names.tolist() if hasattr(names, "tolist") else list(names)
+            object.__setattr__(self, "label_vocabulary", class_names(names))
+        self._require("new_labels", self.new_labels in NEW_LABELS,
+                      f"one of {', '.join(map(repr, NEW_LABELS))}")
 
     @property
     def fractions(self) -> tuple[float, float, float]:

@@ -6,22 +6,34 @@ outputs are byte-identical, and why tests can check all of it without writing a 
 
 Decisions are stable across runs, machines and library versions: UNASSIGNED rows get a
 split from a hash of their URI (so an image never changes split between runs), and the
-shuffle uses NumPy's frozen legacy `RandomState` stream with a recorded seed.
+shuffle uses NumPy's frozen legacy `RandomState` stream with a recorded seed. Text labels
+are numbered in sorted order, or in the order of a given vocabulary (`label_vocabulary`,
+read by `tfrecorder.vocabulary`), which keeps a model's ids from one conversion to the
+next.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from tfrecorder.manifest import SPLITS, Split, shard_filename
-from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, ImageOptions
+from tfrecorder import vocabulary as given_vocabulary
+from tfrecorder.errors import Option, OptionError, SchemaError
+from tfrecorder.manifest import LABEL, SPLITS, Split, shard_filename
+from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, ImageOptions, SplitOptions
 from tfrecorder.rows import Row
+from tfrecorder.schema import name_rows
 from tfrecorder.table import UNASSIGNED, Table
+
+logger = logging.getLogger(__name__)
+
+_LABELS_NAMED = 5  # unknown labels an error names one by one
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,71 @@ def label_vocabulary(labels: Sequence) -> tuple[str, ...] | None:
     return tuple(sorted(set(labels)))
 
 
+def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | None,
+                                                                tuple | None]:
+    """The label vocabulary (None for integer labels) and every row's label ids (lists
+    for multi-label rows; None without labels). Text labels are numbered in sorted order,
+    or in `options.label_vocabulary`'s, which reads a file or dataset if it names one:
+    no image is needed, so this can run first."""
+    given = options.label_vocabulary
+    if not table.has_labels:
+        if given is not None:
+            raise OptionError(Option("label_vocabulary"), " numbers labels, but the table "
+                              "has no label column. Leave it out, or say which column is "
+                              "the label (", Option("schema"), ").", option="label_vocabulary")
+        return None, None
+    labels = table.rows[LABEL].tolist()
+    every_label = [v for row in labels for v in row] if table.multi_label else labels
+    vocabulary = label_vocabulary(every_label)
+    if given is not None:
+        if every_label and vocabulary is None:
+            raise OptionError(
+                Option("label_vocabulary"), " is for text labels (class names), but the "
+                "table's labels are integer class ids already. Leave it out, or declare the "
+                "label column StringLabel (", Option("schema"), ") to read them as names.",
+                option="label_vocabulary")
+        vocabulary = _with_given(table, labels, every_label, options)
+    if vocabulary is None:
+        return None, tuple(labels)
+    return vocabulary, _ids(labels, vocabulary, table.multi_label)
+
+
+def _with_given(table: Table, labels: list, every_label: list,
+                options: SplitOptions) -> tuple[str, ...]:
+    """The given vocabulary, with the table's labels it lacks appended in sorted order
+    (`new_labels="append"`); by default those labels are an error naming their rows."""
+    given = given_vocabulary.load(options.label_vocabulary)
+    unknown = sorted(set(every_label) - set(given))
+    if not unknown:
+        return given
+    if options.new_labels == "append":
+        logger.warning("%d label(s) are not in the given label vocabulary (%d classes); "
+                       "appended as ids %d and on: %s", len(unknown), len(given),
+                       len(given), ", ".join(map(repr, unknown)))
+        return given + tuple(unknown)
+    at: dict[str, list] = {label: [] for label in unknown}
+    rows = []  # every row with an unknown label, once, in the table's order
+    for row, value in zip(table.rows.index.tolist(), labels):
+        lacking = [v for v in dict.fromkeys(value if table.multi_label else [value])
+                   if v in at]
+        for label in lacking:
+            at[label].append(row)
+        if lacking:
+            rows.append(row)
+    named = "; ".join(f"{label!r} at {name_rows(where)}"
+                      for label, where in list(at.items())[:_LABELS_NAMED])
+    more = (f"; and {len(unknown) - _LABELS_NAMED} more labels"
+            if len(unknown) > _LABELS_NAMED else "")
+    source = options.label_vocabulary
+    source = (f"{len(given)} classes from {os.fspath(source)!r}"
+              if isinstance(source, (str, os.PathLike)) else f"{len(given)} classes")
+    raise SchemaError(
+        f"column {LABEL!r} has labels that ", Option("label_vocabulary"), f" ({source}) "
+        f"lacks: {named}{more}. Add them to the vocabulary, fix those rows, or pass ",
+        Option("new_labels", "append"), " to give them the next ids, in sorted order.",
+        column=LABEL, rows=rows, option="label_vocabulary")
+
+
 def _ids(values: list, vocabulary: Sequence[str], lists: bool) -> tuple:
     """Values (or lists of values) as their indices in `vocabulary`."""
     index = {value: i for i, value in enumerate(vocabulary)}
@@ -109,22 +186,19 @@ def shard_boundaries(num_rows: int, num_shards: int) -> list[int]:
     return [round(num_rows * (i + 1) / num_shards) for i in range(num_shards)]
 
 
-def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0) -> Plan:
+def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
+              labels: tuple | None = None) -> Plan:
     """Decides labels, splits, order and shards for `table`; `record_bytes` is the
-    estimated size of one record, for the splits whose shards are sized by bytes."""
+    estimated size of one record, for the splits whose shards are sized by bytes, and
+    `labels` what `plan_labels` decided already (a caller that checks labels first)."""
     fractions, seed = options.split.fractions, options.split.seed
     rows = table.rows
     splits = tuple(
         split_by_hash(key, fractions) if split == UNASSIGNED else split
         for key, split in zip(split_keys(table), rows["split"].tolist())
     )
-    vocabulary = label_ids = None
-    if table.has_labels:
-        labels = rows["label"].tolist()
-        every_label = [v for row in labels for v in row] if table.multi_label else labels
-        vocabulary = label_vocabulary(every_label)
-        label_ids = (_ids(labels, vocabulary, table.multi_label) if vocabulary is not None
-                     else tuple(labels))
+    vocabulary, label_ids = labels if labels is not None else plan_labels(table,
+                                                                          options.split)
     vocabularies = {
         c.name: c.categories or tuple(sorted(
             {v for value in rows[c.name].tolist() for v in (value if c.shape else [value])}))
