@@ -146,6 +146,19 @@ def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket):
     assert list(fs.list_files(f"gs://{gcs_bucket}/dry")) == []  # nothing staged is left
 
 
+def test_a_dataflow_job_without_temp_location_stages_in_the_outputs_bucket(gcs_bucket):
+    """As TFRecorder 2.0 did, the temporary location comes from a gs:// output_dir: here
+    a folder at the top of its bucket, outside the dataset."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    table = pd.DataFrame({"image_uri": [f"gs://{gcs_bucket}/dry/a.jpg"], "label": ["cat"]})
+    result = tfrecorder.convert(
+        table, f"gs://{gcs_bucket}/dry/out", runner="DataflowRunner", project="my-project",
+        region="us-central1", beam_options={"dry_run": True}, progress=False)
+    options = result.pipeline.job.options.view_as(GoogleCloudOptions)
+    assert options.temp_location.startswith(f"gs://{gcs_bucket}/tfrecorder-temp/")
+
+
 @pytest.mark.parametrize("change,message", [
     ({"project": None}, "DataflowRunner needs project"),
     ({"temp_location": "/tmp/local"}, "temp_location must be a gs:// URI"),

@@ -210,7 +210,7 @@ def test_converting_into_an_existing_dataset_suggests_overwrite(tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--num-shards", "0"], ["--num-shards must be"]),
+    (["--num-shards", "-1"], ["--num-shards must be"]),
     (["--unassigned-split", "0.5,0.5"], ["--unassigned-split must be"]),
     (["--image-size", "0x10"], ["--image-size must be"]),
 ])

@@ -12,6 +12,7 @@ imported by the functions that read datasets back (load, inspect, verify).
 
 from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
 from tfrecorder._version import __version__
+from tfrecorder.compat import check_tfrecords, create_tfrecords
 from tfrecorder.convert import ConversionResult, convert
 from tfrecorder.errors import (
     ConversionAborted,
@@ -26,6 +27,7 @@ from tfrecorder.errors import (
     VerificationError,
 )
 from tfrecorder.inspection import inspect
+from tfrecorder.legacy import migrate
 from tfrecorder.load import convert_and_load, load
 from tfrecorder.verify import VerifyReport, verify
 
@@ -43,9 +45,12 @@ __all__ = [
     "VerificationError",
     "VerifyReport",
     "__version__",
+    "check_tfrecords",
     "convert",
     "convert_and_load",
+    "create_tfrecords",
     "inspect",
     "load",
+    "migrate",
     "verify",
 ]

@@ -14,7 +14,7 @@ class TensorFlowAccessor:
     def __init__(self, frame: pd.DataFrame):
         self._frame = frame
 
-    def to_tfrecord(self, output_dir: str, **options) -> ConversionResult:
+    def to_tfrecord(self, output_dir: str | None = None, **options) -> ConversionResult:
         """Writes the DataFrame as a TFRecord dataset; see `tfrecorder.convert`."""
         return convert(self._frame, output_dir, **options)
 

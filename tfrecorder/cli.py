@@ -23,11 +23,12 @@ import re
 import shlex
 import sys
 import textwrap
+import warnings
 from collections.abc import Mapping, Sequence
 from inspect import Parameter, signature
 
 import tfrecorder
-from tfrecorder import fs, options
+from tfrecorder import compat, fs, options
 from tfrecorder.errors import VALUE, Option, Terminated, TFRecorderError, VerificationError
 from tfrecorder.manifest import (
     LABEL,
@@ -89,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  tfrecorder convert images.csv out/\n"
                "  tfrecorder info out/\n"
                "  tfrecorder verify out/\n"
-               "  tfrecorder inspect out/ --split validation\n\n"
+               "  tfrecorder inspect out/ --split validation\n"
+               "  tfrecorder migrate tfrecorder-2.0-folder/ out/\n\n"
                "Run 'tfrecorder COMMAND --help' for a command's options.\n"
                "Exit codes: 0 success, 1 error, 2 bad usage, 130 interrupted.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -101,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_info(commands)
     _add_verify(commands)
     _add_inspect(commands)
+    _add_migrate(commands)
+    _add_tfrecorder_2(commands)
     return parser
 
 
@@ -263,15 +267,18 @@ def _pixels(text: str) -> int | None:
 
 def _convert(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
-    result = tfrecorder.convert(args.source, args.output_dir, **options)
+    _print_result(args.source, tfrecorder.convert(args.source, args.output_dir, **options))
+    return 0
+
+
+def _print_result(source: str, result) -> None:
     width = max(len("rejected"), *(len(split) for split in result.counts))
-    print(f"Converted {args.source} into {result.output_dir} in "
+    print(f"Converted {source} into {result.output_dir} in "
           f"{result.elapsed_seconds:.1f} s: {_count(result.num_records, 'record')}")
     for split, count in result.counts.items():
         print(f"  {split + ':':{width + 1}} {_count(count, 'record')}")
     print(f"  {'rejected:':{width + 1}} {_count(result.num_rejected, 'row')} "
           f"(see {result.rejected_path})")
-    return 0
 
 
 def _image_size(value: str) -> tuple[int, int]:
@@ -469,6 +476,87 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- migrate -------------------------------------------------------------------------------
+
+def _add_migrate(commands) -> None:
+    command = _command(
+        commands, "migrate", "write a tfrecorder dataset from a TFRecorder 2.0 one",
+        "Read every record of the TFRecorder 2.0 dataset in OLD (the folder holding "
+        "transform_fn/) and write it into NEW as a tfrecorder dataset: the same pixels, "
+        "label ids, vocabulary order, splits and shards; records 2.0 could not read back "
+        "go to rejected.csv.",
+        "tfrecorder migrate tfrecords/tfrecorder-20201005-161123-convert out/",
+        _migrate, reads_dataset=False)
+    command.add_argument("old_dir", metavar="OLD",
+                         help="the TFRecorder 2.0 folder (local, gs:// or s3://)")
+    command.add_argument("new_dir", metavar="NEW", help="the folder to write")
+    command.add_argument("--overwrite", action="store_true",
+                         help="replace a dataset already in NEW")
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from tfrecorder.legacy import migrate
+
+    manifest = migrate(args.old_dir, args.new_dir, overwrite=args.overwrite)
+    print(f"Wrote {args.new_dir}: {_count(manifest.num_records, 'record')}, "
+          f"{_count(manifest.rejected.num_rows, 'row')} rejected (see "
+          f"{fs.join(args.new_dir, manifest.rejected.file)})")
+    return 0
+
+
+# --- TFRecorder 2.0's commands ------------------------------------------------------------
+
+# 2.0's `create-tfrecords` flags (python-fire: `--name=value`, values read as literals).
+_CREATE_FLAGS = ("header", "names", "runner", "project", "region", "tfrecorder_wheel",
+                 "dataflow_options", "job_label", "compression", "num_shards")
+
+
+def _add_tfrecorder_2(commands) -> None:
+    """`create-tfrecords` and `check-tfrecords`, as TFRecorder 2.0's scripts call them."""
+    create = _command(
+        commands, "create-tfrecords", "TFRecorder 2.0's name for convert",
+        "TFRecorder 2.0's command, kept for its scripts: converts --source into "
+        "--output_dir (default ./tfrecords). Use 'tfrecorder convert SOURCE OUTPUT_DIR'.",
+        "tfrecorder create-tfrecords --source=images.csv --output_dir=out/",
+        _create_tfrecords, reads_dataset=False)
+    create.add_argument("--source", required=True)
+    create.add_argument("--output_dir", default=None)
+    for name in _CREATE_FLAGS:
+        create.add_argument(f"--{name}", type=_literal, default=argparse.SUPPRESS)
+    check = _command(
+        commands, "check-tfrecords", "TFRecorder 2.0's name for inspect",
+        "TFRecorder 2.0's command, kept for its scripts: writes the first records of "
+        "--split into --output_dir/check-tfrecords-<timestamp>/ as data.csv and image "
+        "files. Use 'tfrecorder inspect PATH'.",
+        "tfrecorder check-tfrecords --tfrecord_dir=out/ --split=TRAIN --num_records=3",
+        _check_tfrecords, reads_dataset=False)
+    check.add_argument("--tfrecord_dir", required=True)
+    check.add_argument("--split", default="TRAIN")
+    check.add_argument("--num_records", type=int, default=1)
+    check.add_argument("--output_dir", default="output")
+
+
+def _create_tfrecords(args: argparse.Namespace) -> int:
+    logging.warning("create-tfrecords is TFRecorder 2.0's command; use: tfrecorder convert "
+                    "SOURCE OUTPUT_DIR")
+    options = {name: getattr(args, name) for name in _CREATE_FLAGS if hasattr(args, name)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # said above
+        result = compat.create_tfrecords(args.source, args.output_dir, **options)
+    _print_result(args.source, result)
+    return 0
+
+
+def _check_tfrecords(args: argparse.Namespace) -> int:
+    logging.warning("check-tfrecords is TFRecorder 2.0's command; use: tfrecorder inspect "
+                    "PATH --split train --num-records N --output-dir DIR")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        print(compat.check_tfrecords(args.tfrecord_dir, args.split, args.num_records,
+                                     args.output_dir))
+    return 0
+
+
 # --- formatting ----------------------------------------------------------------------------
 
 def _count(n: int, singular: str, plural: str | None = None) -> str:
@@ -490,7 +578,8 @@ def _one_line(error: BaseException) -> str:
 # --- errors' advice as flags ---------------------------------------------------------------
 
 _OPTION_FIELDS = {field.name: field for field in options.fields()}
-_ARGUMENTS = {"source": "SOURCE", "output_dir": "OUTPUT_DIR"}  # convert()'s positionals
+# The positional arguments of convert() and migrate().
+_ARGUMENTS = {"source": "SOURCE", "output_dir": "OUTPUT_DIR", "new_dir": "NEW"}
 
 
 def _as_flag(option: Option) -> str:

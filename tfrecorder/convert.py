@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from tfrecorder import dataset, fs, output
+from tfrecorder import compat, dataset, fs, output
 from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import RejectionLimit, image_error
 from tfrecorder.engines import EngineRun, engine_for
@@ -84,10 +84,11 @@ class ConversionResult(Mapping):
 _TFRECORDER_2_NAMES = {"tfrecord_dir": "output_dir", "dataflow_url": "job_url"}
 
 
-def convert(source: pd.DataFrame | str | os.PathLike, output_dir: str | os.PathLike,
-            **options) -> ConversionResult:
+def convert(source: pd.DataFrame | str | os.PathLike,
+            output_dir: str | os.PathLike | None = None, **options) -> ConversionResult:
     started = time.perf_counter()
-    output_dir = os.fspath(output_dir)
+    output_dir = compat.output_dir(output_dir)
+    source, options = compat.convert_keywords(source, options)
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
     table = load_table(source, **vars(options.table))
@@ -178,10 +179,12 @@ def _docstring() -> str:
 def _signature() -> inspect.Signature:
     """`convert(source, output_dir, *, <every option>)`, for `help()`, notebooks and the
     command line."""
-    positional = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                    annotation=annotation)
-                  for name, annotation in (("source", "pd.DataFrame | str | os.PathLike"),
-                                           ("output_dir", "str | os.PathLike"))]
+    positional = [
+        inspect.Parameter("source", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          annotation="pd.DataFrame | str | os.PathLike"),
+        # None: ./tfrecords, as TFRecorder 2.0 wrote (with a DeprecationWarning)
+        inspect.Parameter("output_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          default=None, annotation="str | os.PathLike | None")]
     keywords = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
                                   annotation=f.type) for f in option_fields()]
     return inspect.Signature(positional + keywords, return_annotation="ConversionResult")

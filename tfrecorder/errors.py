@@ -91,6 +91,11 @@ class SchemaError(TFRecorderError, ValueError):
     """The input table is not usable: a column is missing or holds bad values."""
 
 
+class SourceNotFoundError(SchemaError, FileNotFoundError):
+    """Nothing is at the source's path: a FileNotFoundError, and a ValueError as
+    TFRecorder 2.0 raised for a source it could not read."""
+
+
 class OptionError(TFRecorderError, ValueError):
     """An option of `convert` (or `load`, `verify`, `inspect`) has a value it cannot take;
     `.option` names it."""

@@ -16,13 +16,15 @@ import json
 import os
 import re
 import tempfile
+import time
 
-from tfrecorder import fs
+from tfrecorder import compat, fs
 from tfrecorder.errors import OptionError
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
 
 CSV_FILE = "records.csv"
+LEGACY_CSV_FILE = "data.csv"  # TFRecorder 2.0's check_tfrecords
 _EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "raw": ".png"}  # raw pixels are saved as PNG
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 100  # characters of the image name kept in a file name
@@ -30,8 +32,9 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what spreadsheets may run a
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # ...but read as a number
 
 
-def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
-            output_dir: str | os.PathLike | None = None) -> str:
+def inspect(path: str | os.PathLike | None = None, split: str = "train",
+            num_records: int = 5, output_dir: str | os.PathLike | None = None, *,
+            tfrecord_dir: str | os.PathLike | None = None) -> str:
     """Writes the first records of a split as files: their images, and their other
     features in `records.csv`, one row per record: lists as JSON, label and categorical
     ids followed by their names (columns `label_name` and `{feature}_value`), and the
@@ -43,6 +46,10 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
         num_records: how many records: the first of the split, in shard order.
         output_dir: a local folder to write into (created if needed); by default a new
             temporary folder.
+        tfrecord_dir: TFRecorder 2.0's name for `path`. Called so, `inspect` writes what
+            2.0's `check_tfrecords` wrote, for the scripts that read it: a new folder
+            `check-tfrecords-<timestamp>` in `output_dir` (default "output"), holding
+            `data.csv` and each image under its own `image_name`.
 
     Returns:
         The folder written to. JPEG and PNG images are written as they are stored; raw
@@ -52,12 +59,19 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
     if num_records < 0:
         raise OptionError(f"num_records must be 0 or more, not {num_records!r}",
                           option="num_records")
-    path = os.fspath(path)
+    legacy = tfrecord_dir is not None
+    path = compat.dataset_dir(path, tfrecord_dir, "inspect")
+    split = compat.split_name(split)
     manifest = read_manifest(path)
     files = shard_files(path, manifest, split)
-    output_dir = (tempfile.mkdtemp(prefix="tfrecorder-inspect-") if output_dir is None
-                  else os.fspath(output_dir))
-    os.makedirs(output_dir, exist_ok=True)
+    if legacy:  # 2.0's check_tfrecords layout
+        output_dir = os.path.join(os.fspath(output_dir or "output"), "check-tfrecords-"
+                                  + time.strftime("%Y%m%d-%H%M%S"))
+        os.makedirs(output_dir)
+    else:
+        output_dir = (tempfile.mkdtemp(prefix="tfrecorder-inspect-") if output_dir is None
+                      else os.fspath(output_dir))
+        os.makedirs(output_dir, exist_ok=True)
 
     has_images = manifest.has_images
     columns = [name for name in manifest.features if name != "image"]
@@ -81,16 +95,46 @@ def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
         if has_images:
             file_name = _safe_file_name(index, features.get("image_name", b""),
                                         features.get("image_format", b""))
-            fs.write_bytes(_inside(output_dir, file_name), _image_file_bytes(features))
-            row.append(file_name)
+            if legacy:  # by its own name, as 2.0 wrote it (the first of a name wins)
+                file_name = _legacy_file_name(features.get("image_name", b""), file_name,
+                                              output_dir)
+            image = _image_file_bytes(features)
+            if legacy:
+                image = _as_named(image, file_name)
+            fs.write_bytes(_inside(output_dir, file_name), image)
+            if not legacy:
+                row.append(file_name)
         rows.append(row)
 
     text = io.StringIO(newline="")
     writer = csv.writer(text)
-    writer.writerow(header + (["image_file"] if has_images else []))
+    writer.writerow(header + (["image_file"] if has_images and not legacy else []))
     writer.writerows(rows)
-    fs.write_bytes(_inside(output_dir, CSV_FILE), text.getvalue().encode("utf-8"))
+    fs.write_bytes(_inside(output_dir, LEGACY_CSV_FILE if legacy else CSV_FILE),
+                   text.getvalue().encode("utf-8"))
     return output_dir
+
+
+def _as_named(image: bytes, file_name: str) -> bytes:
+    """The image in the format its name's extension says (2.0 saved every image so)."""
+    from PIL import Image
+
+    wanted = Image.registered_extensions().get(os.path.splitext(file_name)[1].lower())
+    with Image.open(io.BytesIO(image)) as opened:
+        if wanted is None or wanted == opened.format:
+            return image
+        buffer = io.BytesIO()
+        (opened.convert("RGB") if wanted == "JPEG" else opened).save(buffer, wanted)
+    return buffer.getvalue()
+
+
+def _legacy_file_name(image_name: bytes, safe_name: str, folder: str) -> str:
+    """The image's own base name where it is safe and free, else `safe_name`."""
+    name = re.split(r"[/\\]", image_name.decode("utf-8", errors="replace"))[-1]
+    if _UNSAFE.sub("_", name) != name or name.startswith(".") or \
+            os.path.lexists(os.path.join(folder, name)):
+        return safe_name
+    return name
 
 
 def _vocabularies(manifest: Manifest) -> dict[str, tuple[str, ...]]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 
-from tfrecorder import fs
+from tfrecorder import compat, fs
 from tfrecorder.errors import OptionError
 from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
@@ -108,9 +108,10 @@ def decode_image(features: dict, channels: int = 0):
 
 
 def load(
-    path: str | os.PathLike,
+    path: str | os.PathLike | None = None,
     split: str | None = None,
     *,
+    tfrecord_dir: str | os.PathLike | None = None,
     batch_size: int | None = None,
     image_size: tuple[int, int] | None = None,
     channels: int | None = None,
@@ -133,6 +134,7 @@ def load(
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         split: "train", "validation" or "test" for one dataset; None for a dict of all.
+        tfrecord_dir: TFRecorder 2.0's name for `path`.
         batch_size: batch the elements; with mixed image sizes, give `image_size` too.
         image_size: (height, width) to resize images to, so that batches stack.
         channels: 3 (the default) converts every image to RGB; 1 or 4 likewise; 0 keeps
@@ -154,10 +156,12 @@ def load(
         drop_remainder: drop a last, smaller batch.
 
     Returns:
-        A `tf.data.Dataset` for `split`, or a dict of them by split name. Each knows its
-        length (`len(ds)`), so Keras shows steps per epoch.
+        A `tf.data.Dataset` for `split`, or a dict of them by split name ("train"; 2.0's
+        "TRAIN" finds it too). Each knows its length (`len(ds)`), so Keras shows steps
+        per epoch.
     """
-    path = os.fspath(path)
+    path = compat.dataset_dir(path, tfrecord_dir, "load")
+    split = compat.split_name(split)
     manifest = read_manifest(path)
     _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
@@ -172,7 +176,21 @@ def load(
         )
         for name in splits
     }
-    return datasets[split] if split is not None else datasets
+    return datasets[split] if split is not None else _Splits(datasets)
+
+
+class _Splits(dict):
+    """`load()`'s datasets by split: "train", and TFRecorder 2.0's "TRAIN"."""
+
+    def __missing__(self, key):
+        name = compat.split_name(key) if isinstance(key, str) else None
+        if name is None or name == key or not super().__contains__(name):
+            raise KeyError(key)
+        return self[name]
+
+    def __contains__(self, key) -> bool:
+        return super().__contains__(key) or (
+            isinstance(key, str) and super().__contains__(key.lower()))
 
 
 def _check_options(manifest: Manifest, image_size, channels, augment, as_supervised,

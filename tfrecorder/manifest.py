@@ -48,6 +48,13 @@ class Split(enum.StrEnum):
         """The split as records store it: "TRAIN"."""
         return self.name
 
+    @classmethod
+    def _missing_(cls, value):
+        """"TRAIN" (tables, records, TFRecorder 2.0) and any other case name it too."""
+        if isinstance(value, str):
+            return cls.__members__.get(value.upper())
+        return None
+
 
 SPLITS = tuple(Split)  # in writing order
 _STORED_SPLIT = {split: split.stored for split in Split}  # "train" finds TRAIN too (str)
@@ -318,9 +325,11 @@ def read_manifest_bytes(dataset_dir: str) -> bytes:
     path = fs.join(dataset_dir, MANIFEST)
     if not fs.exists(path):
         fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
+        from tfrecorder.legacy import legacy_hint  # here: legacy imports this module
+
         raise FileNotFoundError(
             f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
-        )
+            + legacy_hint(dataset_dir))
     return fs.read_bytes(path)
 
 

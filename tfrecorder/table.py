@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tfrecorder import fs
-from tfrecorder.errors import Option, SchemaError
+from tfrecorder.errors import Option, SchemaError, SourceNotFoundError
 from tfrecorder.manifest import RESERVED, SPLITS, Split
 from tfrecorder.schema import (
     IMAGE_URI,
@@ -126,6 +126,10 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
     """
     if isinstance(source, pd.DataFrame):
         return validate(source, base_dir=os.getcwd(), schema=schema, fill_missing=fill_missing)
+    if not isinstance(source, (str, os.PathLike)):
+        raise SchemaError(
+            f"source must be a DataFrame, or the path of a CSV file or image folder, not "
+            f"{source!r} ({type(source).__name__}).")
     path = os.fspath(source)
     if fs.is_file_uri(path):
         try:
@@ -136,7 +140,7 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
         root = path if fs.is_remote(path) else os.path.abspath(path)
         return validate(_folder_table(root), base_dir=root, schema=schema)
     if not fs.exists(path):
-        raise FileNotFoundError(f"no such CSV file or image folder: {path!r}")
+        raise SourceNotFoundError(f"no such CSV file or image folder: {path!r}")
     # Relative image paths in a CSV are relative to the CSV's folder, local or remote.
     base_dir = fs.dirname(path)
     frame = _read_csv(path, header, names=set(schema or ()), base_dir=base_dir)
@@ -815,7 +819,9 @@ def describe_missing_images(table: Table, positions: list[int],
         here = os.path.abspath(first)
         if os.getcwd() != table.base_dir and _is_regular_file(here):
             text += (f" {first!r} exists relative to the working directory instead "
-                     f"({here!r}): paths in a CSV file are relative to the CSV's folder.")
+                     f"({here!r}): paths in a CSV file are relative to the CSV's folder "
+                     "(TFRecorder 2.0 read them relative to the working directory). Make "
+                     "them relative to the CSV, or absolute.")
     return text, dict(reasons.most_common())
 
 

@@ -99,6 +99,16 @@ def check_dataflow(output_dir: str, table: Table) -> None:
             "images to gs:// first.", column="image_uri", rows=local, option="runner")
 
 
+def temp_location_for(output_dir: str) -> str:
+    """Where a Dataflow job without a `temp_location` stages its files: a folder at the
+    top of the output's bucket, outside the dataset's folder (as TFRecorder 2.0 derived
+    its own from `output_dir`)."""
+    bucket = output_dir.split("://", 1)[1].split("/", 1)[0]
+    found = f"{fs.protocol(output_dir)}://{bucket}/tfrecorder-temp"
+    logger.info("temp_location is not given: the job stages its files in %s.", found)
+    return found
+
+
 def _check_remote(name: str, uri: str) -> None:
     if not fs.is_remote(uri):
         raise OptionError(Option(name), " must be a gs:// URI that Dataflow's workers can "
@@ -113,15 +123,18 @@ class BeamEngine:
         self.on_error = options.reject.on_error
 
     def check(self, output_dir: str, table: Table) -> None:
+        self.pipeline_options = self.options.pipeline_options()
         if self.options.runner == "DataflowRunner":
             check_dataflow(output_dir, table)  # needs no network: first
-        check_runner(self.options.runner, self.options.pipeline_options())
+            if not self.pipeline_options.get("temp_location"):
+                self.pipeline_options["temp_location"] = temp_location_for(output_dir)
+        check_runner(self.options.runner, self.pipeline_options)
 
     def write(self, plan: Plan, table: Table, folder: OutputFolder, *, header: Manifest,
               journal: Journal, limit: RejectionLimit) -> EngineRun:
         return write_beam(plan, table, folder, header=header, journal=journal, limit=limit,
                           runner=self.options.runner,
-                          beam_options=self.options.pipeline_options(),
+                          beam_options=self.pipeline_options,
                           on_error=self.on_error, wait=self.options.waits)
 
 

@@ -1,0 +1,145 @@
+"""TFRecorder 2.0's spellings, in one place, so that its users' code runs.
+
+Google's TFRecorder 2.0 (2020) no longer installs; code written for it calls
+`create_tfrecords`, passes `dataflow_options=` or `num_shards=0`, and names splits
+"TRAIN". Each such spelling is translated here to ours, with a `DeprecationWarning` that
+names the new one. Where 2.0 gave another *result* (label ids in frequency order, CSV
+paths relative to the working folder, gzip by default) nothing is translated silently:
+see docs/migrating.md. Light on purpose: `convert`, `load` and `inspect` call it.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+
+from tfrecorder import fs
+from tfrecorder.errors import OptionError
+from tfrecorder.manifest import Split
+
+# Where 2.0 wrote when no output_dir was given.
+DEFAULT_OUTPUT_DIR = "./tfrecords"
+# convert()'s keywords that 2.0 spelled otherwise.
+_RENAMED = {"dataflow_options": "beam_options", "schema_map": "schema"}
+_RUNNERS = {"DataFlowRunner": "DataflowRunner"}  # 2.0's README spelling
+
+
+def deprecated(old: str, new: str, stacklevel: int = 4) -> None:
+    """Warns that `old` is 2.0's spelling of `new`."""
+    warnings.warn(f"{old} is TFRecorder 2.0's spelling; use {new}.", DeprecationWarning,
+                  stacklevel=stacklevel)
+
+
+def output_dir(given) -> str:
+    """`given`, or 2.0's default folder."""
+    if given is not None:
+        return os.fspath(given)
+    deprecated("convert() without output_dir", f"output_dir (this run writes into "
+               f"{DEFAULT_OUTPUT_DIR!r}, as TFRecorder 2.0 did)", stacklevel=5)
+    return DEFAULT_OUTPUT_DIR
+
+
+def convert_keywords(source, options: Mapping):
+    """`source` and `convert()`'s keywords, with 2.0's spellings translated."""
+    options = dict(options)
+    for old, new in _RENAMED.items():
+        if old in options:
+            if new in options:
+                raise TypeError(f"convert() got both {old!r} and {new!r}; pass {new!r}.")
+            deprecated(f"{old}=", f"{new}=")
+            options[new] = options.pop(old)
+    schema = options.get("schema")
+    if hasattr(schema, "input_schema_map"):  # 2.0's input_schema.Schema
+        options["schema"] = dict(schema.input_schema_map)
+    if "job_label" in options:
+        label = options.pop("job_label")
+        deprecated("job_label=", "beam_options={'job_name': ...}")
+        if options.get("runner") and label:
+            beam_options = dict(options.get("beam_options") or {})
+            beam_options.setdefault("job_name", f"tfrecorder-{label}".replace("_", "-").lower())
+            options["beam_options"] = beam_options
+    if options.get("header") == "infer":
+        deprecated("header='infer'", "header=None (the first line is read as a header "
+                   "when it names columns)")
+        options["header"] = None
+    if "names" in options:
+        source = _named_columns(source, options.pop("names"), options.pop("header", None))
+    if isinstance(options.get("num_shards"), int) and options["num_shards"] == 0 \
+            and not isinstance(options["num_shards"], bool):
+        deprecated("num_shards=0", "num_shards=None (shards of about shard_size_mb)")
+        options["num_shards"] = None
+    runner = options.get("runner")
+    if runner in _RUNNERS:
+        deprecated(f"runner={runner!r}", f"runner={_RUNNERS[runner]!r}")
+        options["runner"] = _RUNNERS[runner]
+    return source, options
+
+
+def _named_columns(source, names, header):
+    """2.0's `names=` (and `header=`), which it passed to pandas: the DataFrame's
+    columns `names`, or the CSV read by pandas with them, as 2.0 read it (paths relative
+    to the working folder, not to the CSV)."""
+    import pandas as pd
+
+    if names is None:
+        return source
+    names = list(names)
+    if isinstance(source, pd.DataFrame):
+        deprecated("names=", f"a DataFrame of the columns {names}")
+        return source[names]
+    deprecated("names=", "a CSV whose first line names its columns (its image paths are "
+               "then read relative to the CSV; with names=, as TFRecorder 2.0 did, "
+               "relative to the working folder)")
+    if header not in (None, 0):
+        raise OptionError(f"header must be None or 0 with names=, not {header!r}",
+                          option="header")
+    with fs.open_read(os.fspath(source)) as file:
+        return pd.read_csv(file, header=header, names=names)
+
+
+def split_name(name: str | None) -> str | None:
+    """A split as a user names it to `load` or `inspect`: "train", or 2.0's "TRAIN"."""
+    if name is None:
+        return None
+    try:
+        split = Split(name)
+    except ValueError:  # the manifest names the splits there are
+        return name
+    if name != split.value:
+        deprecated(f"split={name!r}", f"split={split.value!r}")
+    return split.value
+
+
+def dataset_dir(path, tfrecord_dir, function: str) -> str:
+    """`path`, or 2.0's `tfrecord_dir=`."""
+    if tfrecord_dir is not None:
+        if path is not None:
+            raise TypeError(f"{function}() got both path and tfrecord_dir; pass path.")
+        deprecated("tfrecord_dir=", f"{function}(path)", stacklevel=5)
+        return os.fspath(tfrecord_dir)
+    if path is None:
+        raise TypeError(f"{function}() missing the dataset folder: {function}(path)")
+    return os.fspath(path)
+
+
+def create_tfrecords(source, output_dir=None, **options):
+    """TFRecorder 2.0's `create_tfrecords`: `tfrecorder.convert`."""
+    from tfrecorder.convert import convert
+
+    deprecated("create_tfrecords()", "tfrecorder.convert()", stacklevel=3)
+    return convert(source, output_dir, **options)
+
+
+def check_tfrecords(tfrecord_dir, split: str = "TRAIN", num_records: int = 1,
+                    output_dir: str = "output") -> str:
+    """TFRecorder 2.0's `check_tfrecords`: `tfrecorder.inspect`, writing 2.0's layout
+    (`output_dir/check-tfrecords-<timestamp>/data.csv` and an image per record)."""
+    from tfrecorder.inspection import inspect
+
+    deprecated("check_tfrecords()", "tfrecorder.inspect(path, split=..., num_records=..., "
+               "output_dir=...)", stacklevel=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # said once, above
+        return inspect(tfrecord_dir=tfrecord_dir, split=split, num_records=num_records,
+                       output_dir=output_dir)
