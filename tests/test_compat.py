@@ -117,7 +117,8 @@ def test_without_output_dir_it_writes_into_tfrecords_as_2_0_did(data_csv, tmp_pa
 def test_upper_case_splits_and_tfrecord_dir_when_loading(data_csv, tmp_path):
     out = str(tmp_path / "out")
     tfrecorder.convert(data_csv, out, progress=False)
-    with deprecated("tfrecord_dir= is TFRecorder 2.0's spelling"):
+    with deprecated(r"tfrecord_dir= is TFRecorder 2.0's spelling; use load\(path\). Unlike "
+                    r"2.0's, the elements' 'image' is the decoded image"):
         datasets = tfrecorder.load(tfrecord_dir=out)
     with deprecated("split='TRAIN' is TFRecorder 2.0's spelling; use split='train'"):
         assert len(datasets["TRAIN"]) == 3 and "TRAIN" in datasets
@@ -197,6 +198,10 @@ def test_the_2_0_command_line(data_csv, tmp_path):
     folder = process.stdout.strip().splitlines()[-1]
     assert folder.startswith(str(tmp_path / "check" / "check-tfrecords-"))
     assert len(os.listdir(folder)) == 4  # data.csv and three images
+    look = tmp_path / "look"
+    process = run_cli("inspect", out, "--split", "TRAIN", "--output-dir", look)
+    assert process.returncode == 0, process.stderr
+    assert len(os.listdir(look)) == 4  # records.csv and three images
 
 
 def test_our_own_spellings_do_not_warn(data_csv, tmp_path):
@@ -213,3 +218,45 @@ def test_schema_errors_are_not_hidden_by_the_translation(tmp_path):
     with pytest.raises(SchemaError):
         tfrecorder.convert(pd.DataFrame({"split": ["TRAIN"], "image_uri": [""],
                                          "label": ["cat"]}), str(tmp_path / "out"))
+
+
+def test_2_0s_image_folders_and_split_names_in_num_shards(tmp_path):
+    """2.0 read image_dir/<SPLIT>/<label>/<file>, with upper-case split folders."""
+    for split, label, seed in ROWS:
+        write_image(tmp_path / "images" / split / label / f"{seed}.jpg", seed=seed)
+    with deprecated("split='TRAIN'"):
+        tfrecorder.convert(str(tmp_path / "images"), str(tmp_path / "out"),
+                           num_shards={"TRAIN": 2}, progress=False)
+    splits = read_manifest(tmp_path / "out")["splits"]
+    assert {name: split["num_records"] for name, split in splits.items()} == {
+        "train": 3, "validation": 1, "test": 2}
+    assert len(splits["train"]["shards"]) == 2
+
+
+def test_2_0s_records_are_two_options_away(data_csv, tmp_path):
+    """By default images keep their bytes and shards are not gzipped; image_format="raw"
+    and compression="gzip" write what 2.0 wrote, which 2.0's own reading decodes."""
+    import tensorflow as tf
+
+    default, old_style = str(tmp_path / "default"), str(tmp_path / "old")
+    tfrecorder.convert(data_csv, default, progress=False)
+    tfrecorder.convert(data_csv, old_style, image_format="raw", compression="gzip",
+                       progress=False)
+    assert read_manifest(default)["compression"] is None
+    assert all(r["image_format"] == b"jpeg" and r["image"][:2] == b"\xff\xd8"
+               for r in read_split(default, "train"))
+    manifest = read_manifest(old_style)
+    assert manifest["compression"] == "gzip"
+    spec = {"image": tf.io.FixedLenFeature([], tf.string),
+            "image_height": tf.io.FixedLenFeature([], tf.int64),
+            "image_width": tf.io.FixedLenFeature([], tf.int64),
+            "image_channels": tf.io.FixedLenFeature([], tf.int64),
+            "image_name": tf.io.FixedLenFeature([], tf.string)}
+    files = [os.path.join(old_style, s["file"]) for s in manifest["splits"]["train"]["shards"]]
+    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+        example = tf.io.parse_single_example(record, spec)  # as 2.0's check.py decoded
+        shape = [int(example[k]) for k in ("image_height", "image_width", "image_channels")]
+        image = tf.reshape(tf.io.decode_raw(tf.io.decode_base64(example["image"]), tf.uint8),
+                           shape).numpy()
+        source = str(tmp_path / "images" / example["image_name"].numpy().decode())
+        assert np.array_equal(image, pixels(source))

@@ -152,3 +152,20 @@ def test_migrate_from_and_to_a_bucket(old, s3_store):
 
     assert manifest.labels.vocabulary == ("cat", "dog", "bird")
     assert tfrecorder.verify(f"{prefix}/new").num_images_decoded == 8
+
+
+def test_readers_name_migrate_and_the_command_line_runs_it(old, tmp_path):
+    """A 2.0 folder read as a dataset says what to run; `tfrecorder migrate` runs it, and
+    2.0's ids survive into label_vocabulary= of a new conversion."""
+    from helpers import assert_one_error_line, run_cli
+
+    with pytest.raises(FileNotFoundError, match="tfrecorder migrate"):
+        tfrecorder.load(old)
+    assert_one_error_line(run_cli("info", old), "TFRecorder 2.0", "tfrecorder migrate")
+    new = tmp_path / "new"
+    process = run_cli("migrate", old, new)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.startswith(f"Wrote {new}: 8 records, 0 rows rejected")
+    assert run_cli("verify", new).returncode == 0
+    assert tfrecorder.inspect(str(new), split="validation", output_dir=str(tmp_path / "look"))
+    assert_one_error_line(run_cli("migrate", old, new), "--overwrite")

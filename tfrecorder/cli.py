@@ -460,7 +460,7 @@ def _add_inspect(commands) -> None:
         "tfrecorder inspect out/ --split validation --num-records 3 --output-dir look/",
         _inspect,
     )
-    command.add_argument("--split", default=d["split"], choices=SPLITS,
+    command.add_argument("--split", default=d["split"], choices=SPLITS, type=str.lower,
                          help="the split to read (default: %(default)s)")
     command.add_argument("--num-records", type=int, default=d["num_records"], metavar="N",
                          help="how many records to write (default: %(default)s)")

@@ -65,6 +65,9 @@ def convert_keywords(source, options: Mapping):
         options["header"] = None
     if "names" in options:
         source = _named_columns(source, options.pop("names"), options.pop("header", None))
+    if isinstance(options.get("num_shards"), Mapping):  # {"TRAIN": 8}
+        options["num_shards"] = {split_name(split) if isinstance(split, str) else split: count
+                                 for split, count in options["num_shards"].items()}
     if isinstance(options.get("num_shards"), int) and options["num_shards"] == 0 \
             and not isinstance(options["num_shards"], bool):
         deprecated("num_shards=0", "num_shards=None (shards of about shard_size_mb)")
@@ -111,12 +114,20 @@ def split_name(name: str | None) -> str | None:
     return split.value
 
 
+# What a 2.0 script that reads the datasets must change.
+_READ_DIFFERENCES = {
+    "load": ". Unlike 2.0's, the elements' 'image' is the decoded image (uint8, height x "
+            "width x channels), not base64 pixels to decode: drop tf.io.decode_base64",
+}
+
+
 def dataset_dir(path, tfrecord_dir, function: str) -> str:
     """`path`, or 2.0's `tfrecord_dir=`."""
     if tfrecord_dir is not None:
         if path is not None:
             raise TypeError(f"{function}() got both path and tfrecord_dir; pass path.")
-        deprecated("tfrecord_dir=", f"{function}(path)", stacklevel=5)
+        deprecated("tfrecord_dir=", f"{function}(path)" + _READ_DIFFERENCES.get(function, ""),
+                   stacklevel=5)
         return os.fspath(tfrecord_dir)
     if path is None:
         raise TypeError(f"{function}() missing the dataset folder: {function}(path)")
