@@ -260,3 +260,28 @@ def test_2_0s_records_are_two_options_away(data_csv, tmp_path):
                            shape).numpy()
         source = str(tmp_path / "images" / example["image_name"].numpy().decode())
         assert np.array_equal(image, pixels(source))
+
+
+def test_the_structured_data_notebook(tmp_path):
+    """2.0's samples/Convert-structured-data.ipynb, on a small table of our own."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from tfrecorder import input_schema, types
+    df = pd.DataFrame({"Survived": [0, 1, 1, 0], "Pclass": [3, 1, 2, 3],
+                       "Name": ["Mr. A", "Mrs. B", "Miss C", "Mr. D"],
+                       "Sex": ["male", "female", "female", "male"],
+                       "Age": [22.0, 38.0, 26.0, 35.0],
+                       "Siblings/Spouses Aboard": [1, 1, 0, 0], "Fare": [7.25, 71.28, 7.9, 8.05]})
+    df["split"] = "train"
+    results = tfrecorder.convert(df, str(tmp_path / "tfrecords"), schema=input_schema.Schema({
+        "Survived": types.IntegerInput, "Pclass": types.IntegerInput,
+        "Name": types.StringInput, "Sex": types.StringInput, "Age": types.FloatInput,
+        "Siblings/Spouses Aboard": types.IntegerInput, "Fare": types.FloatInput,
+        "split": types.SplitKey}), progress=False)
+    datasets = tfrecorder.load(results["tfrecord_dir"])
+    (x,) = datasets["train"].take(1)
+    dtypes = {k: v.dtype.name for k, v in x.items()}
+    assert dtypes == {"Survived": "int64", "Pclass": "int64", "Name": "string",
+                      "Sex": "string", "Age": "float32", "Siblings/Spouses Aboard": "int64",
+                      "Fare": "float32", "split": "string"}
+    assert sum(1 for _ in datasets["train"]) == 4

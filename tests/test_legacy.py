@@ -169,3 +169,14 @@ def test_readers_name_migrate_and_the_command_line_runs_it(old, tmp_path):
     assert run_cli("verify", new).returncode == 0
     assert tfrecorder.inspect(str(new), split="validation", output_dir=str(tmp_path / "look"))
     assert_one_error_line(run_cli("migrate", old, new), "--overwrite")
+
+
+def test_the_loading_notebook_on_a_migrated_dataset(old, tmp_path):
+    """2.0's samples/Loading-a-TF-Dataset.ipynb, after `migrate`."""
+    new = tmp_path / "new"
+    migrate(old, new)
+    datasets = tfrecorder.load(str(new))
+    with pytest.warns(DeprecationWarning, match="split='TRAIN'"):
+        train = datasets["TRAIN"]
+    names = sorted(d["image_name"].numpy().decode() for d in train)
+    assert names == [f"img_{i}.png" for i in range(5)]
