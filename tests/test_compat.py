@@ -285,3 +285,22 @@ def test_the_structured_data_notebook(tmp_path):
                       "Sex": "string", "Age": "float32", "Siblings/Spouses Aboard": "int64",
                       "Fare": "float32", "split": "string"}
     assert sum(1 for _ in datasets["train"]) == 4
+
+
+def test_warnings_point_at_the_callers_line(data_csv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = str(tmp_path / "out")
+    calls = [
+        lambda: tfrecorder.convert(data_csv, out, progress=False, num_shards=0),
+        lambda: tfrecorder.convert(data_csv, progress=False),
+        lambda: tfrecorder.convert(pd.read_csv(data_csv), str(tmp_path / "names"),
+                                   names=["split", "image_uri", "label"], progress=False),
+        lambda: tfrecorder.load(tfrecord_dir=out),
+        lambda: tfrecorder.load(out, "TRAIN"),
+        lambda: tfrecorder.load(out)["TRAIN"],
+    ]
+    for call in calls:
+        with pytest.warns(DeprecationWarning) as caught:
+            call()
+        assert [w.filename for w in caught] == [__file__] * len(caught), \
+            [(w.filename, str(w.message)) for w in caught]

@@ -26,7 +26,8 @@ _RUNNERS = {"DataFlowRunner": "DataflowRunner"}  # 2.0's README spelling
 
 
 def deprecated(old: str, new: str, stacklevel: int = 4) -> None:
-    """Warns that `old` is 2.0's spelling of `new`."""
+    """Warns that `old` is 2.0's spelling of `new`, pointing at the line that used it:
+    `stacklevel` 4 is the caller of the public function that called our caller."""
     warnings.warn(f"{old} is TFRecorder 2.0's spelling; use {new}.", DeprecationWarning,
                   stacklevel=stacklevel)
 
@@ -36,7 +37,7 @@ def output_dir(given) -> str:
     if given is not None:
         return os.fspath(given)
     deprecated("convert() without output_dir", f"output_dir (this run writes into "
-               f"{DEFAULT_OUTPUT_DIR!r}, as TFRecorder 2.0 did)", stacklevel=5)
+               f"{DEFAULT_OUTPUT_DIR!r}, as TFRecorder 2.0 did)")
     return DEFAULT_OUTPUT_DIR
 
 
@@ -89,11 +90,11 @@ def _named_columns(source, names, header):
         return source
     names = list(names)
     if isinstance(source, pd.DataFrame):
-        deprecated("names=", f"a DataFrame of the columns {names}")
+        deprecated("names=", f"a DataFrame of the columns {names}", stacklevel=5)
         return source[names]
     deprecated("names=", "a CSV whose first line names its columns (its image paths are "
                "then read relative to the CSV; with names=, as TFRecorder 2.0 did, "
-               "relative to the working folder)")
+               "relative to the working folder)", stacklevel=5)
     if header not in (None, 0):
         raise OptionError(f"header must be None or 0 with names=, not {header!r}",
                           option="header")
@@ -126,8 +127,7 @@ def dataset_dir(path, tfrecord_dir, function: str) -> str:
     if tfrecord_dir is not None:
         if path is not None:
             raise TypeError(f"{function}() got both path and tfrecord_dir; pass path.")
-        deprecated("tfrecord_dir=", f"{function}(path)" + _READ_DIFFERENCES.get(function, ""),
-                   stacklevel=5)
+        deprecated("tfrecord_dir=", f"{function}(path)" + _READ_DIFFERENCES.get(function, ""))
         return os.fspath(tfrecord_dir)
     if path is None:
         raise TypeError(f"{function}() missing the dataset folder: {function}(path)")
