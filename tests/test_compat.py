@@ -304,3 +304,12 @@ def test_warnings_point_at_the_callers_line(data_csv, tmp_path, monkeypatch):
             call()
         assert [w.filename for w in caught] == [__file__] * len(caught), \
             [(w.filename, str(w.message)) for w in caught]
+
+
+def test_convert_and_load_as_2_0_called_it(data_csv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        datasets = tfrecorder.convert_and_load(data_csv, compression="gzip", progress=False)
+        assert len(datasets["TRAIN"]) == 3
+    assert (tmp_path / "tfrecords" / "dataset.json").exists()

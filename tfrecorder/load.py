@@ -450,11 +450,11 @@ def _basic_augmentation(seed: int | None) -> Callable:
     return augment
 
 
-def convert_and_load(source, output_dir, *, split: str | None = None,
+def convert_and_load(source, output_dir=None, *, split: str | None = None,
                      load_options: dict | None = None, **convert_options):
     """Converts `source` (see `tfrecorder.convert`) and loads the result (see `load`),
     as TFRecorder's function of the same name did."""
     from tfrecorder.convert import convert
 
-    convert(source, output_dir, **convert_options)
-    return load(output_dir, split, **(load_options or {}))
+    result = convert(source, output_dir, **convert_options)
+    return load(result.output_dir, split, **(load_options or {}))
