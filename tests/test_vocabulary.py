@@ -6,7 +6,7 @@ import os
 
 import pandas as pd
 import pytest
-from helpers import read_manifest, read_split, start_slow_run, write_image
+from helpers import children, read_manifest, read_split, start_slow_run, wait_gone, write_image
 
 import tfrecorder
 from tfrecorder import vocabulary
@@ -166,8 +166,11 @@ def test_a_resumed_run_with_another_vocabulary_is_refused(tmp_path):
     out = tmp_path / "out"
     process = start_slow_run(tmp_path, out, rows=400, resume=True,
                              label_vocabulary=["b", "a"])
+    workers = children(process.pid)
     process.kill()
     process.wait()
+    # Its workers hold the folder's lock until they die with it (they might still write).
+    assert all(wait_gone(pid) for pid in workers)
     assert (out / "resume.json").exists()
     df = pd.DataFrame({"image_uri": [str(tmp_path / "big.png")] * 400,
                        "label": ["a", "b"] * 200})
