@@ -298,6 +298,10 @@ def test_warnings_point_at_the_callers_line(data_csv, tmp_path, monkeypatch):
         lambda: tfrecorder.load(tfrecord_dir=out),
         lambda: tfrecorder.load(out, "TRAIN"),
         lambda: tfrecorder.load(out)["TRAIN"],
+        lambda: pd.read_csv(data_csv).tensorflow.to_tfr(progress=False, overwrite=True),
+        lambda: tfrecorder.create_tfrecords(data_csv, out, overwrite=True, progress=False),
+        lambda: tfrecorder.convert_and_load(data_csv, out, overwrite=True, progress=False,
+                                            num_shards=0),
     ]
     for call in calls:
         with pytest.warns(DeprecationWarning) as caught:

@@ -11,6 +11,7 @@ see docs/migrating.md. Light on purpose: `convert`, `load` and `inspect` call it
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Mapping
 
@@ -18,6 +19,7 @@ from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.manifest import Split
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Where 2.0 wrote when no output_dir was given.
 DEFAULT_OUTPUT_DIR = "./tfrecords"
 # convert()'s keywords that 2.0 spelled otherwise.
@@ -25,11 +27,14 @@ _RENAMED = {"dataflow_options": "beam_options", "schema_map": "schema"}
 _RUNNERS = {"DataFlowRunner": "DataflowRunner"}  # 2.0's README spelling
 
 
-def deprecated(old: str, new: str, stacklevel: int = 4) -> None:
-    """Warns that `old` is 2.0's spelling of `new`, pointing at the line that used it:
-    `stacklevel` 4 is the caller of the public function that called our caller."""
+def deprecated(old: str, new: str) -> None:
+    """Warns that `old` is 2.0's spelling of `new`, pointing at the user's line: the
+    first caller outside this package, however deep the call (the accessor, the CLI)."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
     warnings.warn(f"{old} is TFRecorder 2.0's spelling; use {new}.", DeprecationWarning,
-                  stacklevel=stacklevel)
+                  stacklevel=level)
 
 
 def output_dir(given) -> str:
@@ -90,11 +95,11 @@ def _named_columns(source, names, header):
         return source
     names = list(names)
     if isinstance(source, pd.DataFrame):
-        deprecated("names=", f"a DataFrame of the columns {names}", stacklevel=5)
+        deprecated("names=", f"a DataFrame of the columns {names}")
         return source[names]
     deprecated("names=", "a CSV whose first line names its columns (its image paths are "
                "then read relative to the CSV; with names=, as TFRecorder 2.0 did, "
-               "relative to the working folder)", stacklevel=5)
+               "relative to the working folder)")
     if header not in (None, 0):
         raise OptionError(f"header must be None or 0 with names=, not {header!r}",
                           option="header")
@@ -138,7 +143,7 @@ def create_tfrecords(source, output_dir=None, **options):
     """TFRecorder 2.0's `create_tfrecords`: `tfrecorder.convert`."""
     from tfrecorder.convert import convert
 
-    deprecated("create_tfrecords()", "tfrecorder.convert()", stacklevel=3)
+    deprecated("create_tfrecords()", "tfrecorder.convert()")
     return convert(source, output_dir, **options)
 
 
@@ -149,7 +154,7 @@ def check_tfrecords(tfrecord_dir, split: str = "TRAIN", num_records: int = 1,
     from tfrecorder.inspection import inspect
 
     deprecated("check_tfrecords()", "tfrecorder.inspect(path, split=..., num_records=..., "
-               "output_dir=...)", stacklevel=3)
+               "output_dir=...)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # said once, above
         return inspect(tfrecord_dir=tfrecord_dir, split=split, num_records=num_records,
