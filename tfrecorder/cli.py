@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import logging
 import os
@@ -24,7 +25,7 @@ import shlex
 import sys
 import textwrap
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from inspect import Parameter, signature
 
 import tfrecorder
@@ -537,24 +538,29 @@ def _add_tfrecorder_2(commands) -> None:
 
 
 def _create_tfrecords(args: argparse.Namespace) -> int:
-    logging.warning("create-tfrecords is TFRecorder 2.0's command; use: tfrecorder convert "
-                    "SOURCE OUTPUT_DIR")
     options = {name: getattr(args, name) for name in _CREATE_FLAGS if hasattr(args, name)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # said above
+    with _tfrecorder_2("create-tfrecords", "convert SOURCE OUTPUT_DIR"):
         result = compat.create_tfrecords(args.source, args.output_dir, **options)
     _print_result(args.source, result)
     return 0
 
 
 def _check_tfrecords(args: argparse.Namespace) -> int:
-    logging.warning("check-tfrecords is TFRecorder 2.0's command; use: tfrecorder inspect "
-                    "PATH --split train --num-records N --output-dir DIR")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with _tfrecorder_2("check-tfrecords",
+                       "inspect PATH --split train --num-records N --output-dir DIR"):
         print(compat.check_tfrecords(args.tfrecord_dir, args.split, args.num_records,
                                      args.output_dir))
     return 0
+
+
+@contextlib.contextmanager
+def _tfrecorder_2(command: str, instead: str) -> Iterator[None]:
+    """Runs a 2.0 command: one warning line naming ours, instead of the library's
+    DeprecationWarnings, which speak of Python."""
+    logging.warning("%s is TFRecorder 2.0's command; use: tfrecorder %s", command, instead)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
 
 
 # --- formatting ----------------------------------------------------------------------------

@@ -158,12 +158,9 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     for split in SPLITS:
         shards = [w for w in written.shards if w.split == split]
         if shards:
-            splits[split] = SplitInfo(
-                num_records=sum(w.num_records for w in shards),
-                num_rejected=sum(w.num_rejected for w in shards),
-                num_bytes=sum(w.num_bytes for w in shards),
-                shards=tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256)
-                             for w in shards))
+            splits[split] = SplitInfo.of(
+                tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256)
+                      for w in shards), sum(w.num_rejected for w in shards))
     manifest = header.finished(splits, Rejected(REJECTED, len(written.rejections)))
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])

@@ -514,10 +514,16 @@ def check_access(read: list[str], write: str | None = None, probe_name: str = ""
             filesystem(probe).rm_file(probe)
 
 
+def bucket_root(uri: str) -> str:
+    """The bucket of a remote URI, as a URI: `gs://bucket` for `gs://bucket/a/b`."""
+    return f"{protocol(uri)}://{uri.split('://', 1)[1].split('/', 1)[0]}"
+
+
 def _check_bucket(uri: str) -> None:
-    bucket = uri.split("://", 1)[1].split("/", 1)[0]
+    root = bucket_root(uri)
+    bucket = root.split("://", 1)[1]
     with storage_errors(uri):
-        found = filesystem(uri).exists(f"{protocol(uri)}://{bucket}")
+        found = filesystem(uri).exists(root)
     if not found:
         raise StorageError(f"{uri}: the bucket {bucket!r} does not exist (404). "
                            f"{_FIXES.get(protocol(uri), '')}".strip(), uri=uri)

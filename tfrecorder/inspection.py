@@ -93,17 +93,15 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
             if name in vocabularies:
                 row.append(_cell(_names(features[name], vocabularies[name])))
         if has_images:
-            file_name = _safe_file_name(index, features.get("image_name", b""),
-                                        features.get("image_format", b""))
-            if legacy:  # by its own name, as 2.0 wrote it (the first of a name wins)
-                file_name = _legacy_file_name(features.get("image_name", b""), file_name,
-                                              output_dir)
+            image_name = features.get("image_name", b"")
+            file_name = _safe_file_name(index, image_name, features.get("image_format", b""))
             image = _image_file_bytes(features)
-            if legacy:
+            if legacy:  # by its own name, as 2.0 wrote it (the first of a name wins)
+                file_name = _legacy_file_name(image_name, file_name, output_dir)
                 image = _as_named(image, file_name)
-            fs.write_bytes(_inside(output_dir, file_name), image)
-            if not legacy:
+            else:
                 row.append(file_name)
+            fs.write_bytes(_inside(output_dir, file_name), image)
         rows.append(row)
 
     text = io.StringIO(newline="")
@@ -130,7 +128,7 @@ def _as_named(image: bytes, file_name: str) -> bytes:
 
 def _legacy_file_name(image_name: bytes, safe_name: str, folder: str) -> str:
     """The image's own base name where it is safe and free, else `safe_name`."""
-    name = re.split(r"[/\\]", image_name.decode("utf-8", errors="replace"))[-1]
+    name = _base_name(image_name)
     if _UNSAFE.sub("_", name) != name or name.startswith(".") or \
             os.path.lexists(os.path.join(folder, name)):
         return safe_name
@@ -189,12 +187,15 @@ def _image_file_bytes(features: dict) -> bytes:
 def _safe_file_name(index: int, image_name: bytes, image_format: bytes) -> str:
     """`{index:05d}-{stem}{ext}`: only [A-Za-z0-9._-], no folders, no leading dot, never
     empty, and unique by its index; the extension comes from the format, not the name."""
-    name = image_name.decode("utf-8", errors="replace")
-    base = re.split(r"[/\\]", name)[-1]  # both separators, whatever the platform
-    stem = os.path.splitext(base)[0]
+    stem = os.path.splitext(_base_name(image_name))[0]
     stem = _UNSAFE.sub("_", stem).lstrip(".")[:_MAX_STEM] or "image"
     extension = _EXTENSIONS.get(image_format.decode("ascii", errors="replace"), ".bin")
     return f"{index:05d}-{stem}{extension}"
+
+
+def _base_name(image_name: bytes) -> str:
+    """The last part of an image's name, split at both separators, whatever the platform."""
+    return re.split(r"[/\\]", image_name.decode("utf-8", errors="replace"))[-1]
 
 
 def _inside(folder: str, file_name: str) -> str:

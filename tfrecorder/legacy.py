@@ -342,11 +342,10 @@ def _write(old_dir: str, layout: _Layout, folder) -> manifest.Manifest:
                     largest_label = max(largest_label, -1 if label is None else label)
             shards.append(manifest.ShardInfo(new_name, writer.num_records,
                                              writer.num_bytes, writer.sha256))
-        num_rejected = sum(r.split == split.stored for r in rejections)
-        if sum(shard.num_records for shard in shards):
-            splits[split] = manifest.SplitInfo(
-                sum(s.num_records for s in shards), num_rejected,
-                sum(s.num_bytes for s in shards), tuple(shards))
+        info = manifest.SplitInfo.of(tuple(shards),
+                                     sum(r.split == split.stored for r in rejections))
+        if info.num_records:
+            splits[split] = info
         else:  # every record rejected: like convert, no split without records
             fs.delete([folder.uri(shard.file) for shard in shards])
     num_records = sum(info.num_records for info in splits.values())

@@ -192,6 +192,12 @@ class SplitInfo:
                 "num_bytes": self.num_bytes, "shards": [s.to_json() for s in self.shards]}
 
     @classmethod
+    def of(cls, shards: tuple[ShardInfo, ...], num_rejected: int) -> SplitInfo:
+        """A split of these shards: its totals are theirs."""
+        return cls(sum(s.num_records for s in shards), num_rejected,
+                   sum(s.num_bytes for s in shards), shards)
+
+    @classmethod
     def from_json(cls, data: Mapping) -> SplitInfo:
         return cls(data["num_records"], data.get("num_rejected", 0), data["num_bytes"],
                    tuple(ShardInfo.from_json(s) for s in data["shards"]))

@@ -103,8 +103,7 @@ def temp_location_for(output_dir: str) -> str:
     """Where a Dataflow job without a `temp_location` stages its files: a folder at the
     top of the output's bucket, outside the dataset's folder (as TFRecorder 2.0 derived
     its own from `output_dir`)."""
-    bucket = output_dir.split("://", 1)[1].split("/", 1)[0]
-    found = f"{fs.protocol(output_dir)}://{bucket}/tfrecorder-temp"
+    found = fs.join(fs.bucket_root(output_dir), "tfrecorder-temp")
     logger.info("temp_location is not given: the job stages its files in %s.", found)
     return found
 
