@@ -161,7 +161,9 @@ def test_bad_images_go_to_rejected_csv_with_their_reasons(image_table, tmp_path)
     assert reasons[4].startswith("corrupt or truncated image")
     assert reasons[5].startswith("cannot read file: FileNotFoundError")
     manifest = read_manifest(out)
-    assert manifest["rejected"] == {"file": "rejected.csv", "num_rows": 6}
+    assert manifest["rejected"]["file"] == "rejected.csv"
+    assert manifest["rejected"]["num_rows"] == 6 == sum(manifest["rejected"]["reasons"].values())
+    assert "empty file (0 bytes)" in manifest["rejected"]["reasons"]
     assert manifest["splits"]["train"]["num_rejected"] == 6
 
 

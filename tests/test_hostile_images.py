@@ -34,7 +34,7 @@ def encode(data: bytes, **options):
                         read=lambda: data)
     if isinstance(result, Rejection):
         return result
-    feature = tf.train.Example.FromString(result).features.feature
+    feature = tf.train.Example.FromString(result.example).features.feature
     fields = {k: (v.bytes_list.value or v.int64_list.value)[0] for k, v in feature.items()}
     if fields["image_format"] == b"raw":
         raw = base64.b64decode(fields["image"], altchars=b"-_")
@@ -339,7 +339,7 @@ def test_without_validation_only_the_header_of_a_jpeg_is_checked():
     data = zeroed(photo_jpeg(), 2000)
     result = encode_row(Row(0, "x", "x", None, "train"), ImageOptions(validate=False),
                         read=lambda: data)
-    image = tf.train.Example.FromString(result).features.feature["image"].bytes_list.value
+    image = tf.train.Example.FromString(result.example).features.feature["image"].bytes_list.value
     assert image == [data]
     # verify finds what validation would have: TensorFlow decodes it, grey blocks and all
     assert tf.io.decode_jpeg(data).shape == (240, 320, 3)

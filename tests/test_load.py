@@ -135,8 +135,9 @@ def test_cache_and_repeat(dataset):
 
 def test_convert_and_load(image_table, tmp_path):
     train = tfrecorder.convert_and_load(image_table, str(tmp_path / "out"), split="train",
-                                        progress=False, load_options={"batch_size": 2})
-    assert train.element_spec["image"].shape.rank == 4
+                                        progress=False,
+                                        load_options={"batch_size": 2, "image_size": (8, 8)})
+    assert train.element_spec["image"].shape.as_list() == [None, 8, 8, 3]
 
 
 def test_clear_errors(dataset, image_table, tmp_path):

@@ -15,7 +15,7 @@ def encode(path, **options):
     result = encode_row(Row(0, str(path), str(path), 1, "train"), ImageOptions(**options))
     if isinstance(result, Rejection):
         return result
-    example = tf.train.Example.FromString(result).features.feature
+    example = tf.train.Example.FromString(result.example).features.feature
     fields = {k: (v.bytes_list.value or v.int64_list.value)[0] for k, v in example.items()}
     fields["pixels"] = decode(fields)
     return fields
@@ -170,8 +170,8 @@ def test_validate_false_reads_only_headers(tmp_path):
     path = truncated_jpeg(tmp_path)
     assert isinstance(encode(path), Rejection)
     trusted = encode_row(Row(0, str(path), str(path), 1, "train"), ImageOptions(validate=False))
-    assert tf.train.Example.FromString(trusted).features.feature["image"].bytes_list.value == [
-        path.read_bytes()]
+    image = tf.train.Example.FromString(trusted.example).features.feature["image"]
+    assert image.bytes_list.value == [path.read_bytes()]
 
 
 @pytest.mark.parametrize("options,message", [

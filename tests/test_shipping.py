@@ -33,7 +33,7 @@ def test_the_worker_wheel_installs_with_pip_and_encodes_the_same_records(tmp_pat
         assert records.__file__.startswith({str(target)!r}), records.__file__
         assert "tensorflow" not in sys.modules
         row = Row(1, {uri!r}, {uri!r}, 2, "train")
-        sys.stdout.buffer.write(records.encode_row(row, ImageOptions()))
+        sys.stdout.buffer.write(records.encode_row(row, ImageOptions()).example)
     """)
     shipped = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True,
                              capture_output=True).stdout
@@ -41,7 +41,7 @@ def test_the_worker_wheel_installs_with_pip_and_encodes_the_same_records(tmp_pat
     from tfrecorder.records import encode_row
     from tfrecorder.rows import Row
 
-    assert shipped == encode_row(Row(1, uri, uri, 2, "train"), ImageOptions())
+    assert shipped == encode_row(Row(1, uri, uri, 2, "train"), ImageOptions()).example
 
 
 def test_the_worker_wheel_declares_only_what_workers_need(tmp_path):

@@ -17,6 +17,8 @@ from tfrecorder.convert import ConversionResult, convert
 from tfrecorder.errors import (
     ConversionAborted,
     DatasetExistsError,
+    DatasetWarning,
+    DuplicateImagesError,
     ImageError,
     OutputLockedError,
     ResumeError,
@@ -26,6 +28,7 @@ from tfrecorder.errors import (
     TooManyRejectedError,
     VerificationError,
 )
+from tfrecorder.info import DatasetInfo, info
 from tfrecorder.inspection import inspect
 from tfrecorder.legacy import migrate
 from tfrecorder.load import convert_and_load, load
@@ -35,6 +38,9 @@ __all__ = [
     "ConversionAborted",
     "ConversionResult",
     "DatasetExistsError",
+    "DatasetInfo",
+    "DatasetWarning",
+    "DuplicateImagesError",
     "ImageError",
     "OutputLockedError",
     "ResumeError",
@@ -49,6 +55,7 @@ __all__ = [
     "convert",
     "convert_and_load",
     "create_tfrecords",
+    "info",
     "inspect",
     "load",
     "migrate",

@@ -18,6 +18,7 @@ import argparse
 import ast
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import re
@@ -36,8 +37,6 @@ from tfrecorder.manifest import (
     SPLITS,
     Feature,
     Labels,
-    read_manifest,
-    read_manifest_bytes,
 )
 
 PROG = "tfrecorder"
@@ -318,18 +317,22 @@ def _add_info(commands) -> None:
     command = _command(
         commands, "info", "describe a dataset from its manifest",
         "Print what the manifest (dataset.json) of the dataset in PATH says: splits with "
-        "their records, shards and sizes, rejected rows, labels, compression, image "
-        "options, and every feature's dtype, shape and role. Reads no shard.",
+        "their records, shards and sizes, records per class and split, image sizes, "
+        "rejected rows by reason, images stored more than once and in more than one "
+        "split, labels, compression, image options, and every feature's dtype, shape and "
+        "role. Reads no shard.",
         "tfrecorder info out/", _info,
     )
-    command.add_argument("--json", action="store_true", help="print the manifest itself")
+    command.add_argument("--json", action="store_true",
+                         help="print all of it as JSON (tfrecorder.info(PATH).to_json())")
 
 
 def _info(args: argparse.Namespace) -> int:
+    found = tfrecorder.info(args.path)
     if args.json:
-        sys.stdout.write(read_manifest_bytes(args.path).decode())
+        print(json.dumps(found.to_json(), indent=2))
         return 0
-    manifest = read_manifest(args.path)
+    manifest = found.manifest
     print(f"{args.path}: a tfrecorder dataset (format {manifest.format_version}, "
           f"written by {manifest.created_by})")
     print("Splits:")
@@ -339,9 +342,21 @@ def _info(args: argparse.Namespace) -> int:
     for name, records, shards, num_bytes in [*rows, total]:
         print(f"  {name:<11}{records:>8} records {shards:>5} "
               f"shard{'s' if shards != 1 else ' '} {_megabytes(num_bytes):>12}")
+    _print_class_counts(found)
+    _print_image_statistics(found)
     rejected = manifest.rejected
     print(f"Rejected:     {rejected.num_rows} of {manifest.num_source_rows} source rows "
           f"(see {fs.join(args.path, rejected.file)})")
+    for reason, count in list(rejected.reasons.items())[:_REASONS_SHOWN]:
+        print(f"  {count:>8}  {reason}")
+    if not found.duplicates_checked:
+        print("Duplicates:   not sought (written before tfrecorder sought them)")
+    elif not found.duplicates:
+        print("Duplicates:   none (no image is stored twice)")
+    if found.warnings:
+        print("Warnings:")
+        for warning in found.warnings:
+            print(textwrap.fill(warning, 88, initial_indent="  - ", subsequent_indent="    "))
     labels = manifest.labels
     print(f"Labels:       {_labels(labels)}")
     print(f"Compression:  {manifest.compression or 'none'}")
@@ -356,6 +371,45 @@ def _info(args: argparse.Namespace) -> int:
         print("  " + "  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths))
               + f"  {row[3]}".rstrip())
     return 0
+
+
+_REASONS_SHOWN = 5
+_CLASSES_SHOWN = 50
+
+
+def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:
+    """Records per class (rows) and split (columns): the commonest classes first."""
+    counts = found.class_counts
+    if not counts or not found.class_names:
+        return
+    splits = list(counts)
+    totals = {name: sum(counts[split].get(name, 0) for split in splits)
+              for name in found.class_names}
+    shown = sorted(totals, key=lambda name: -totals[name])[:_CLASSES_SHOWN]
+    width = max(len("class"), *map(len, shown))
+    print("Records per class:")
+    print(f"  {'class':<{width}}" + "".join(f"{split:>12}" for split in splits))
+    for name in shown:
+        print(f"  {name:<{width}}" + "".join(f"{counts[split].get(name, 0):>12,}"
+                                             for split in splits))
+    if len(totals) > len(shown):
+        print(f"  ... and {len(totals) - len(shown)} more classes (--json lists them all)")
+
+
+def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
+    """Per split: height and width ranges with medians, stored sizes, formats."""
+    rows = [(split, s) for split, s in found.statistics.items() if s.image_height]
+    if not rows:
+        return
+    print("Images:")
+    for split, s in rows:
+        height, width, size = s.image_height, s.image_width, s.image_bytes
+        formats = ", ".join(f"{name} {n:,}" for name, n in s.image_formats.items())
+        channels = ", ".join(f"{c}: {n:,}" for c, n in s.image_channels.items())
+        print(f"  {split:<11}height {height.min:g}-{height.max:g} (median {height.median:g}),"
+              f" width {width.min:g}-{width.max:g} (median {width.median:g}); "
+              f"{size.min / 1024:,.0f}-{size.max / 1024:,.0f} KB (median "
+              f"{size.median / 1024:,.0f} KB); {formats}; channels {channels}")
 
 
 def _labels(labels: Labels | None) -> str:

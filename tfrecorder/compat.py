@@ -11,15 +11,13 @@ see docs/migrating.md. Light on purpose: `convert`, `load` and `inspect` call it
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Mapping
 
 from tfrecorder import fs
-from tfrecorder.errors import OptionError
+from tfrecorder.errors import OptionError, warn_user
 from tfrecorder.manifest import Split
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Where 2.0 wrote when no output_dir was given.
 DEFAULT_OUTPUT_DIR = "./tfrecords"
 # convert()'s keywords that 2.0 spelled otherwise.
@@ -28,13 +26,8 @@ _RUNNERS = {"DataFlowRunner": "DataflowRunner"}  # 2.0's README spelling
 
 
 def deprecated(old: str, new: str) -> None:
-    """Warns that `old` is 2.0's spelling of `new`, pointing at the user's line: the
-    first caller outside this package, however deep the call (the accessor, the CLI)."""
-    level, frame = 1, sys._getframe(0)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(f"{old} is TFRecorder 2.0's spelling; use {new}.", DeprecationWarning,
-                  stacklevel=level)
+    """Warns that `old` is 2.0's spelling of `new`, pointing at the user's line."""
+    warn_user(f"{old} is TFRecorder 2.0's spelling; use {new}.", DeprecationWarning)
 
 
 def output_dir(given) -> str:

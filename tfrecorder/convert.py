@@ -8,6 +8,7 @@ or any file is written.
 from __future__ import annotations
 
 import contextlib
+import html
 import inspect
 import logging
 import os
@@ -24,7 +25,14 @@ from tfrecorder import compat, dataset, fs, output
 from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import RejectionLimit, image_error
 from tfrecorder.engines import EngineRun, engine_for
-from tfrecorder.errors import Option, Terminated, TooManyRejectedError
+from tfrecorder.errors import (
+    DatasetWarning,
+    Option,
+    Terminated,
+    TooManyRejectedError,
+    warn_user,
+)
+from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
@@ -58,10 +66,27 @@ class ConversionResult(Mapping):
     job_url: str | None = None  # Dataflow's console page for the job
     pipeline: object = field(default=None, repr=False)  # Beam's PipelineResult
     runner: str = field(default="local", repr=False)  # the Beam runner, or "local"
+    # Duplicated images, leaks between splits, missing or unbalanced classes.
+    warnings: tuple[str, ...] = ()
+    info: DatasetInfo | None = field(default=None, repr=False)  # None while a job runs
 
     @property
     def num_records(self) -> int:
         return sum(self.counts.values())
+
+    def __repr__(self) -> str:
+        if self.num_rejected is None:
+            return f"<ConversionResult {self.output_dir!r}: job {self.job_id} is running>"
+        counts = ", ".join(f"{name} {n:,}" for name, n in self.counts.items())
+        warned = f", {len(self.warnings)} warnings" if self.warnings else ""
+        return (f"<ConversionResult {self.output_dir!r}: {self.num_records:,} records "
+                f"({counts}), {self.num_rejected:,} rejected{warned}, "
+                f"{self.elapsed_seconds:.1f} s>")
+
+    def _repr_html_(self) -> str:
+        if self.info is None:
+            return f"<pre>{html.escape(repr(self))}</pre>"
+        return html_summary(self.info, thumbnail_strip(self.info))
 
     def __getitem__(self, key: str):
         if key not in self._keys():
@@ -117,8 +142,9 @@ def convert(source: pd.DataFrame | str | os.PathLike,
                                limit=limit)
             manifest = None
             if run.written is not None:
-                manifest = dataset.finish(folder, header, run.written, journal, limit,
-                                          table.source)
+                manifest = dataset.finish(
+                    folder, header, run.written, journal, limit, table.source,
+                    table.rows["image_uri"].tolist() if table.has_images else None)
             elif not folder.handed_over:  # a dry run: nothing ran, nothing stays
                 folder.clean_up(keep_committed=False)
         except BaseException as error:
@@ -135,6 +161,9 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
     if manifest is not None and manifest.rejected.num_rows:
         logger.warning("%d of %d rows were rejected; see %s", manifest.rejected.num_rows,
                        manifest.num_source_rows, rejected_path)
+    found = DatasetInfo.of(manifest, output_dir) if manifest is not None else None
+    for warning in found.warnings if found is not None else ():
+        warn_user(warning, DatasetWarning)
     return ConversionResult(
         output_dir=output_dir,
         counts=({str(name): split.num_records for name, split in manifest.splits.items()}
@@ -150,6 +179,8 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
         job_url=_job_url(options.beam, run.job_id),
         pipeline=run.pipeline,
         runner=options.beam.runner or "local",
+        warnings=found.warnings if found is not None else (),
+        info=found,
     )
 
 

@@ -13,17 +13,18 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from tfrecorder._version import __version__
-from tfrecorder.errors import ImageError, Option, TooManyRejectedError
+from tfrecorder.errors import DuplicateImagesError, ImageError, Option, TooManyRejectedError
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
     MANIFEST,
     REJECTED,
     SPLITS,
+    Duplicate,
     Feature,
     Labels,
     Manifest,
@@ -36,7 +37,9 @@ from tfrecorder.manifest import (
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan
 from tfrecorder.rows import Rejection
+from tfrecorder.statistics import ShardFacts, dropped_copies, find_duplicates, split_statistics
 from tfrecorder.table import Table
+from tfrecorder.tfrecord import ShardWriter, open_read, read_records
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class WrittenShard:
     num_bytes: int
     num_rejected: int
     sha256: str = ""  # of the file's bytes, as written
+    facts: ShardFacts | None = None  # of its records; None from a journal before facts
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,9 @@ class RejectionLimit:
     def error(self, rejections: Sequence[Rejection]) -> TooManyRejectedError:
         """The error naming the commonest reasons (paths in them folded, so that 'no such
         file' for a thousand rows is one reason)."""
-        reasons = Counter(_QUOTED.sub("'...'", r.reason) for r in rejections)
+        reasons = rejection_reasons(rejections)
         common = "; ".join(f"{count} x {reason}"
-                           for reason, count in reasons.most_common(_REASONS_SHOWN))
+                           for reason, count in list(reasons.items())[:_REASONS_SHOWN])
         return TooManyRejectedError(
             f"{len(rejections)} rows were rejected before the run stopped, more than ",
             Option("max_rejected", self.max_rejected), f" of the {self.num_rows} rows "
@@ -145,26 +149,108 @@ def _num_classes(plan: Plan) -> int:
 
 
 def finish(folder, header: Manifest, written: Written, journal, limit: RejectionLimit,
-           source: pd.DataFrame) -> Manifest:
+           source: pd.DataFrame, image_uris: Sequence[str] | None) -> Manifest:
     """The last step of every run, whichever engine wrote the shards (a Beam job that the
-    driver did not wait for runs it itself): refuses a run that rejected too many rows,
-    writes rejected.csv, then the manifest, into the run's `output.OutputFolder` (each
-    under a temporary name first, so it is either absent or complete), and deletes the
-    run's journal. Returns the manifest."""
+    driver did not wait for runs it itself): refuses a run that rejected too many rows;
+    finds images stored more than once and warns, drops or refuses them as the header's
+    `duplicates` option says; writes rejected.csv, then the manifest with the records'
+    statistics, into the run's `output.OutputFolder` (each under a temporary name first,
+    so it is either absent or complete), and deletes the run's journal. Returns the
+    manifest. `image_uris` are the table's, by position (None: no images)."""
     if limit.exceeded(len(written.rejections)):
         raise limit.error(written.rejections)
+    found = []
+    if image_uris is not None:
+        found = find_duplicates([(w.split, w.filename, _facts(w)) for w in written.shards],
+                                source.index, image_uris, header.labels)
+    policy = header.options.get("duplicates", "warn")
+    if found and policy == "error":
+        raise _duplicates_error([duplicate for duplicate, _ in found])
+    duplicates = tuple(duplicate for duplicate, _ in found)
+    if found and policy == "drop":
+        written, duplicates = _drop_copies(folder, header.compression, written, found)
     _write_rejected(folder, source, written.rejections)
-    splits = {}
+    splits, statistics = {}, {}
+    num_classes = header.labels.num_classes or 0 if header.labels else 0
     for split in SPLITS:
         shards = [w for w in written.shards if w.split == split]
         if shards:
             splits[split] = SplitInfo.of(
                 tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256)
                       for w in shards), sum(w.num_rejected for w in shards))
-    manifest = header.finished(splits, Rejected(REJECTED, len(written.rejections)))
+            statistics[split] = split_statistics([_facts(w) for w in shards], num_classes)
+    rejected = Rejected(REJECTED, len(written.rejections), rejection_reasons(written.rejections))
+    manifest = header.finished(splits, rejected, statistics, duplicates)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])
     return manifest
+
+
+def rejection_reasons(rejections: Sequence[Rejection]) -> dict[str, int]:
+    """How many rows each reason rejected, commonest first (then alphabetically: both
+    engines write the same manifest); paths and values in quotes
+    are folded, so that 'no such file' for a thousand rows is one reason."""
+    reasons = Counter(_QUOTED.sub("'...'", r.reason) for r in rejections)
+    return dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _facts(shard: WrittenShard) -> ShardFacts:
+    return shard.facts if shard.facts is not None else ShardFacts()
+
+
+def _duplicates_error(duplicates: Sequence[Duplicate]) -> DuplicateImagesError:
+    shown = "; ".join(
+        " and ".join(f"row {c.row!r} ({c.image_uri}, {c.split}, label {c.label!r})"
+                     for c in duplicate.copies)
+        for duplicate in duplicates[:_DUPLICATES_SHOWN])
+    more = (f" (and {len(duplicates) - _DUPLICATES_SHOWN} more)"
+            if len(duplicates) > _DUPLICATES_SHOWN else "")
+    return DuplicateImagesError(
+        f"{len(duplicates)} images are stored more than once: {shown}{more}. No dataset "
+        "was written. Remove the copies from the table, or pass ",
+        Option("duplicates", "drop"), " to keep the first copy of each, or ",
+        Option("duplicates", "warn"), " to write them all.", column="image_uri",
+        rows=[c.row for duplicate in duplicates for c in duplicate.copies],
+        duplicates=duplicates)
+
+
+_DUPLICATES_SHOWN = 5
+
+
+def _drop_copies(folder, compression: str | None, written: Written, found
+                 ) -> tuple[Written, tuple[Duplicate, ...]]:
+    """Rewrites the shards holding copies to drop (all but each image's first), without
+    them; the dropped rows join the rejected ones, with the row they repeat. Copies are
+    only known once every image has been read, so this is a second pass over the shards
+    that hold one, not over the images."""
+    reasons = dropped_copies(found)
+    by_shard: dict[int, dict[int, str]] = {}
+    for where, why in reasons.items():
+        by_shard.setdefault(where.shard, {})[where.record] = why
+    shards, rejections = list(written.shards), list(written.rejections)
+    for index, dropped in sorted(by_shard.items()):
+        shard = shards[index]
+        # The reader closes before the writer puts the new shard in the old one's place.
+        with (ShardWriter(folder.uri(shard.filename), folder.temp_suffix,
+                          compression) as writer,
+              open_read(folder.uri(shard.filename), compression) as file):
+            for record_index, record in enumerate(read_records(file)):
+                if record_index not in dropped:
+                    writer.write(record)
+        facts = _facts(shard)
+        rejections += [Rejection(facts.positions[i], why) for i, why in dropped.items()]
+        shards[index] = replace(shard, num_records=writer.num_records,
+                                num_bytes=writer.num_bytes, sha256=writer.sha256,
+                                num_rejected=shard.num_rejected + len(dropped),
+                                facts=facts.without(set(dropped)))
+    duplicates = tuple(
+        replace(duplicate, copies=tuple(replace(copy, kept=i == 0)
+                                        for i, copy in enumerate(duplicate.copies)),
+                # the kept copy moves up by the copies dropped before it in its shard
+                record=duplicate.record - sum(1 for r in by_shard.get(copies[0].shard, ())
+                                              if r < copies[0].record))
+        for duplicate, copies in found)
+    return Written(shards, rejections), duplicates
 
 
 def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection]) -> None:

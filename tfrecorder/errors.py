@@ -8,6 +8,9 @@ renders the same parts as flags (`--schema notes=drop`), so no one parses a mess
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,6 +156,20 @@ class TooManyRejectedError(ConversionAborted):
         self.num_rejected, self.num_rows, self.reasons = num_rejected, num_rows, reasons or {}
 
 
+class DuplicateImagesError(ConversionAborted):
+    """`duplicates="error"` and some image is stored more than once. `.duplicates` holds
+    each (`manifest.Duplicate`, with every copy's row)."""
+
+    def __init__(self, *parts: str | Option, duplicates=(), **data):
+        super().__init__(*parts, option="duplicates", **data)
+        self.duplicates = tuple(duplicates)
+
+
+class DatasetWarning(UserWarning):
+    """Something about the data a person should look at: duplicated images, an image in
+    two splits, a split that lacks a class, classes far out of balance."""
+
+
 class Terminated(KeyboardInterrupt):
     """The process was asked to stop (SIGTERM): handled as Ctrl-C is, and by the command
     line with the exit status a signal gives (128 + its number)."""
@@ -160,3 +177,15 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int = 15):
         super().__init__(f"stopped by signal {signum}")
         self.signum = signum
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """`warnings.warn`, pointing at the user's line: the first caller outside this
+    package, however deep the call (the accessor, `create_tfrecords`, the CLI)."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

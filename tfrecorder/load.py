@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import compat, fs
 from tfrecorder.errors import OptionError
-from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, read_manifest
+from tfrecorder.info import DatasetInfo
+from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, Split, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
 AUGMENT_PRESETS = ("basic",)
@@ -124,6 +125,7 @@ def load(
     as_supervised: bool = False,
     multi_hot: bool = False,
     drop_remainder: bool = False,
+    with_info: bool = False,
 ):
     """Loads a dataset written by tfrecorder as `tf.data` pipelines.
 
@@ -154,17 +156,20 @@ def load(
             `num_classes` with 1 for the record's classes (for binary crossentropy),
             instead of the list of its class ids.
         drop_remainder: drop a last, smaller batch.
+        with_info: also return the dataset's `DatasetInfo` (as `tfrecorder.info`).
 
     Returns:
         A `tf.data.Dataset` for `split`, or a dict of them by split name ("train"; 2.0's
         "TRAIN" finds it too). Each knows its length (`len(ds)`), so Keras shows steps
-        per epoch.
+        per epoch. With `with_info`, a pair (that, the `DatasetInfo`).
     """
     path = compat.dataset_dir(path, tfrecord_dir, "load")
     split = compat.split_name(split)
     manifest = read_manifest(path)
     _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
+    if batch_size is not None and image_size is None:
+        _check_batchable(manifest, splits, channels)
     datasets = {
         name: _pipeline(
             path, manifest, name, batch_size=batch_size, image_size=image_size,
@@ -176,7 +181,8 @@ def load(
         )
         for name in splits
     }
-    return datasets[split] if split is not None else _Splits(datasets)
+    loaded = datasets[split] if split is not None else _Splits(datasets)
+    return (loaded, DatasetInfo.of(manifest, path)) if with_info else loaded
 
 
 class _Splits(dict):
@@ -231,6 +237,29 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
             "multi_hot is for multi-label datasets, and this one has a single label per "
             "record: its label is already a class id. Leave multi_hot out (or use "
             "tf.one_hot on the label).", option="multi_hot")
+
+
+def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None) -> None:
+    """Refuses, when called, batches of images of several sizes (or, with `channels=0`,
+    channel counts), which TensorFlow would only refuse mid-epoch ("Cannot batch tensors
+    with different shapes"). The manifest's statistics say; older manifests have none."""
+    for name in splits:
+        stats = manifest.statistics.get(Split(name))
+        if stats is None or stats.image_height is None:
+            continue
+        height, width = stats.image_height, stats.image_width
+        if height.min != height.max or width.min != width.max:
+            raise OptionError(
+                f"the {name} split's images differ in size (heights {height.min:g} to "
+                f"{height.max:g}, widths {width.min:g} to {width.max:g}), so batches of "
+                "them cannot stack. Pass image_size=(height, width) to resize them, e.g. "
+                f"image_size=({round(height.median)}, {round(width.median)}), the median.",
+                option="image_size")
+        if channels == 0 and len(stats.image_channels) > 1:
+            raise OptionError(
+                f"the {name} split's images have {sorted(stats.image_channels)} channels, "
+                "so with channels=0 batches of them cannot stack. Pass channels=3 (or 1).",
+                option="channels")
 
 
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,

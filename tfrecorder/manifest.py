@@ -230,6 +230,135 @@ class Labels:
 class Rejected:
     file: str
     num_rows: int
+    # How many rows each reason rejected, paths in reasons folded ("no such file '...'"),
+    # commonest first; {} in manifests written before reasons were counted.
+    reasons: Mapping[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "num_rows": self.num_rows, "reasons": dict(self.reasons)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Rejected:
+        return cls(data["file"], data["num_rows"], dict(data.get("reasons") or {}))
+
+
+# --- what the writer saw: statistics and duplicates ------------------------------------
+
+@dataclass(frozen=True)
+class Distribution:
+    """A number over a split's images (height, width, stored bytes): its range, quartiles
+    and mean."""
+
+    min: float
+    q1: float
+    median: float
+    q3: float
+    max: float
+    mean: float
+
+    def to_json(self) -> dict:
+        return {"min": self.min, "q1": self.q1, "median": self.median, "q3": self.q3,
+                "max": self.max, "mean": self.mean}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Distribution:
+        return cls(data["min"], data["q1"], data["median"], data["q3"], data["max"],
+                   data["mean"])
+
+
+@dataclass(frozen=True)
+class SplitStatistics:
+    """What one split's records hold, gathered while they were written.
+
+    `class_counts[i]` counts the records whose label includes class id i (a multi-label
+    record counts once for each of its labels); `unlabeled` those without a label. The
+    image fields are None for a dataset without images."""
+
+    class_counts: tuple[int, ...]
+    unlabeled: int = 0
+    image_height: Distribution | None = None
+    image_width: Distribution | None = None
+    image_bytes: Distribution | None = None
+    image_formats: Mapping[str, int] = field(default_factory=dict)
+    image_channels: Mapping[int, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        found: dict[str, Any] = {"class_counts": list(self.class_counts),
+                                 "unlabeled": self.unlabeled}
+        for name in ("image_height", "image_width", "image_bytes"):
+            value = getattr(self, name)
+            if value is not None:
+                found[name] = value.to_json()
+        if self.image_formats:
+            found["image_formats"] = dict(self.image_formats)
+            found["image_channels"] = {str(k): v for k, v in self.image_channels.items()}
+        return found
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> SplitStatistics:
+        def distribution(name):
+            return Distribution.from_json(data[name]) if data.get(name) else None
+
+        return cls(tuple(data["class_counts"]), data.get("unlabeled", 0),
+                   distribution("image_height"), distribution("image_width"),
+                   distribution("image_bytes"), dict(data.get("image_formats") or {}),
+                   {int(k): v for k, v in (data.get("image_channels") or {}).items()})
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One row holding a duplicated image: the row as the table names it (a CSV's line),
+    its image as given, its split, its label's name (a list for multi-label rows) and
+    whether the dataset kept it (`duplicates="drop"` keeps one copy)."""
+
+    row: int | str
+    image_uri: str
+    split: Split
+    label: str | list[str] | None
+    kept: bool = True
+
+    def to_json(self) -> dict:
+        return {"row": self.row, "image_uri": self.image_uri, "split": str(self.split),
+                "label": self.label, "kept": self.kept}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Copy:
+        return cls(data["row"], data["image_uri"], Split(data["split"]), data.get("label"),
+                   data.get("kept", True))
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """An image stored more than once (the same bytes, by SHA-256), with every copy, in
+    writing order: train first, then by row."""
+
+    digest: str  # the first 16 bytes of the stored image's SHA-256, in hex
+    copies: tuple[Copy, ...]
+    # Where the first copy (always kept) is stored: its shard's file and record index.
+    shard: str = ""
+    record: int = 0
+
+    @property
+    def splits(self) -> list[Split]:
+        return sorted({copy.split for copy in self.copies}, key=SPLITS.index)
+
+    @property
+    def is_leak(self) -> bool:
+        """In more than one split: a test image the model has trained on."""
+        return len(self.splits) > 1
+
+    @property
+    def has_conflicting_labels(self) -> bool:
+        return len({json.dumps(copy.label) for copy in self.copies}) > 1
+
+    def to_json(self) -> dict:
+        return {"digest": self.digest, "copies": [copy.to_json() for copy in self.copies],
+                "shard": self.shard, "record": self.record}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Duplicate:
+        return cls(data["digest"], tuple(Copy.from_json(c) for c in data["copies"]),
+                   data.get("shard", ""), data.get("record", 0))
 
 
 @dataclass(frozen=True)
@@ -246,6 +375,10 @@ class Manifest:
     rejected: Rejected | None = None
     created_by: str = ""
     format_version: int = FORMAT_VERSION
+    # What the writer saw of the records, per split; {} in manifests written before it.
+    statistics: Mapping[Split, SplitStatistics] = field(default_factory=dict)
+    # Images stored more than once; None in manifests written before they were sought.
+    duplicates: tuple[Duplicate, ...] | None = None
 
     @property
     def has_images(self) -> bool:
@@ -276,8 +409,11 @@ class Manifest:
         """The `tf.io` parsing spec of the records, feature by feature."""
         return {name: feature.parse_spec(name) for name, feature in self.features.items()}
 
-    def finished(self, splits: Mapping[Split, SplitInfo], rejected: Rejected) -> Manifest:
-        return replace(self, splits=splits, rejected=rejected)
+    def finished(self, splits: Mapping[Split, SplitInfo], rejected: Rejected,
+                 statistics: Mapping[Split, SplitStatistics],
+                 duplicates: tuple[Duplicate, ...]) -> Manifest:
+        return replace(self, splits=splits, rejected=rejected, statistics=statistics,
+                       duplicates=duplicates)
 
     def to_json(self) -> dict:
         found = {
@@ -293,7 +429,11 @@ class Manifest:
             found["labels"] = self.labels.to_json()
         if self.rejected is not None:  # a finished manifest, not a header
             found["splits"] = {str(name): s.to_json() for name, s in self.splits.items()}
-            found["rejected"] = {"file": self.rejected.file, "num_rows": self.rejected.num_rows}
+            found["rejected"] = self.rejected.to_json()
+            found["statistics"] = {str(name): s.to_json()
+                                   for name, s in self.statistics.items()}
+            if self.duplicates is not None:
+                found["duplicates"] = [d.to_json() for d in self.duplicates]
         return found
 
     @classmethod
@@ -309,10 +449,13 @@ class Manifest:
                 options=data.get("options", {}),
                 labels=Labels.from_json(data["labels"]) if data.get("labels") else None,
                 splits=dict(sorted(splits.items(), key=lambda item: SPLITS.index(item[0]))),
-                rejected=(Rejected(rejected["file"], rejected["num_rows"]) if rejected
-                          else None),
+                rejected=Rejected.from_json(rejected) if rejected else None,
                 created_by=data.get("created_by", ""),
                 format_version=data.get("format_version", FORMAT_VERSION),
+                statistics={Split(name): SplitStatistics.from_json(split)
+                            for name, split in (data.get("statistics") or {}).items()},
+                duplicates=(None if data.get("duplicates") is None else
+                            tuple(Duplicate.from_json(d) for d in data["duplicates"])),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"{MANIFEST} is not a tfrecorder manifest ({type(error).__name__}"

@@ -32,6 +32,7 @@ from tfrecorder.vocabulary import class_names
 
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
+DUPLICATES = ("warn", "drop", "error")
 NEW_LABELS = ("error", "append")
 
 # Larger images are rejected unless the user raises ImageOptions.max_image_pixels: 100
@@ -276,8 +277,20 @@ class RejectOptions(_Checked):
         help="fail (leaving no dataset) when more than this fraction of the rows is "
              "rejected")
 
+    duplicates: str = option(
+        "warn", "what to do with an image stored more than once (the same bytes, by "
+        "SHA-256), under one label or several, in one split or several (a test image the "
+        "model trains on): \"warn\" writes every copy and warns, naming the rows; "
+        "\"drop\" keeps the first copy (in train before validation before test, then the "
+        "first row) and lists the others in rejected.csv with the row they repeat; "
+        "\"error\" fails, leaving no dataset. Images are compared as they are written, so "
+        "\"error\" fails at the end of the run.", "choice", choices=DUPLICATES,
+        help="an image stored more than once: warn (default), drop all but the first "
+             "copy, or error")
+
     def __post_init__(self):
         self._require("on_error", self.on_error in ON_ERROR, f"one of {ON_ERROR}")
+        self._require("duplicates", self.duplicates in DUPLICATES, f"one of {DUPLICATES}")
         self._require("max_rejected", _is_number(self.max_rejected)
                       and 0 <= self.max_rejected <= 1, "a fraction of the rows, from 0 to 1")
 
@@ -342,7 +355,7 @@ class ShardOptions(_Checked):
 
         options = dataclasses.replace(image_options, validate=False)
         with Prefetcher() as prefetcher:
-            sizes = [len(result) for _, result in encode_in_order(rows, options, prefetcher)
+            sizes = [len(result.example) for _, result in encode_in_order(rows, options, prefetcher)
                      if not isinstance(result, Rejection)]
         return sum(sizes) / len(sizes) if sizes else _FALLBACK_RECORD_BYTES
 
@@ -502,7 +515,8 @@ class ConvertOptions:
                 "compression": self.shards.compression,
                 "unassigned_split": list(self.split.unassigned_split),
                 "num_shards": self.shards.num_shards,
-                "shard_size_mb": self.shards.shard_size_mb}
+                "shard_size_mb": self.shards.shard_size_mb,
+                "duplicates": self.reject.duplicates}
 
 
 def fields() -> Iterator[dataclasses.Field]:

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from tfrecorder import fs
 from tfrecorder.options import ImageOptions
 from tfrecorder.records import encode_row
-from tfrecorder.rows import Rejection, Row
+from tfrecorder.rows import Record, Rejection, Row
 
 # Requests in flight per process. 64 hide 100 ms of latency behind about 1.5 ms of
 # decoding per image, with room to spare.
@@ -90,7 +90,7 @@ class Prefetcher:
 
 
 def encode_in_order(rows: Iterable[Row], options: ImageOptions, prefetcher: Prefetcher,
-                    window: int = MAX_IN_FLIGHT) -> Iterator[tuple[Row, bytes | Rejection]]:
+                    window: int = MAX_IN_FLIGHT) -> Iterator[tuple[Row, Record | Rejection]]:
     """Encodes `rows` in their order, reading up to `window` rows ahead."""
     ahead: deque = deque()
     for row in rows:

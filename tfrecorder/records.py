@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import io
 import struct
 import threading
@@ -46,7 +47,7 @@ from tfrecorder import fs
 from tfrecorder.example import encode_example
 from tfrecorder.manifest import SIGNATURES, image_features, record_features
 from tfrecorder.options import ImageOptions
-from tfrecorder.rows import Rejection, Row
+from tfrecorder.rows import Record, Rejection, Row, StoredImage
 
 # Channels of each mode images are stored in ("I;16": 16-bit greyscale).
 _CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "I;16": 1}
@@ -70,15 +71,16 @@ class _Rejected(Exception):
 
 
 def encode_row(row: Row, options: ImageOptions,
-               read: Callable[[], bytes] | None = None) -> bytes | Rejection:
-    """The serialized Example for `row`, or a Rejection that says why there is none.
+               read: Callable[[], bytes] | None = None) -> Record | Rejection:
+    """The `Record` for `row` (its serialized Example and what its image is), or a
+    Rejection that says why there is none.
 
     `read` returns the image's bytes (or raises what the store answered); by default the
     file is read now. The engines pass readers that fetched ahead (`prefetch`).
     """
     features = record_features(row.split, row.label, row.inputs)
     if row.uri is None:
-        return encode_example(features)
+        return Record(encode_example(features))
     try:
         data = read() if read is not None else fs.read_bytes(row.uri)
     except Exception as e:  # any I/O failure is this row's problem, not the run's
@@ -95,7 +97,9 @@ def encode_row(row: Row, options: ImageOptions,
         return Rejection(row.position, f"{_CORRUPT}: {_describe(e)}")
     features.update(image_features(image, stored_format, height, width, channels,
                                    row.image_uri))
-    return encode_example(features)
+    stored = StoredImage(stored_format, height, width, channels, len(image),
+                         hashlib.sha256(image).digest()[:16])
+    return Record(encode_example(features), stored)
 
 
 def stored_image_problem(data: bytes, image_format: str) -> str | None:

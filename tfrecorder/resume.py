@@ -18,7 +18,7 @@ import hashlib
 import json
 import logging
 import pickle
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,6 +30,7 @@ from tfrecorder.errors import Option, ResumeError
 from tfrecorder.manifest import RECEIPT_SUFFIX, RUN_STATE
 from tfrecorder.plan import Plan
 from tfrecorder.rows import Rejection
+from tfrecorder.statistics import ShardFacts
 from tfrecorder.table import Table
 from tfrecorder.tfrecord import CorruptRecordError, file_sha256, open_read, read_records
 
@@ -63,8 +64,10 @@ class Journal:
     def commit(self, shard: WrittenShard, rejections: list[Rejection]) -> None:
         """Records a committed shard (after its file is in place)."""
         self.committed[shard.filename] = (shard, list(rejections))
-        receipt = {"digest": self.digest, "shard": asdict(shard),
-                   "rejections": [list(r) for r in rejections]}
+        receipt = {"digest": self.digest,
+                   "shard": asdict(replace(shard, facts=None)),
+                   "rejections": [list(r) for r in rejections],
+                   "facts": shard.facts.to_json() if shard.facts is not None else None}
         self._write(receipt_name(shard.filename), receipt)
 
     @property
@@ -140,7 +143,9 @@ def _resume(journal: Journal, header: dict, plan: Plan, existing: list[str]) -> 
             continue
         shard_name = name[: -len(RECEIPT_SUFFIX)]
         receipt = json.loads(fs.read_bytes(fs.join(output_dir, name)))
-        written = WrittenShard(**receipt["shard"])
+        facts = receipt.get("facts")
+        written = WrittenShard(**{**receipt["shard"], "facts": (
+            ShardFacts.from_json(facts) if facts is not None else None)})
         problem = (_check(output_dir, written, plan.compression)
                    if receipt["digest"] == journal.digest and shard_name in shards
                    and shard_name in existing else "its receipt is for another run")

@@ -23,3 +23,22 @@ class Row(NamedTuple):
 class Rejection(NamedTuple):
     position: int
     reason: str
+
+
+class StoredImage(NamedTuple):
+    """What the writer learns of an image as it stores it, for the dataset's statistics
+    (`statistics`): gathered in the same pass, so they cost no second read."""
+
+    format: str  # "jpeg", "png" or "raw"
+    height: int
+    width: int
+    channels: int
+    num_bytes: int  # of the stored image
+    digest: bytes  # the first 16 bytes of the stored image's SHA-256: finds duplicates
+
+
+class Record(NamedTuple):
+    """A row encoded: its serialized Example, and its image as stored (None without)."""
+
+    example: bytes
+    image: StoredImage | None = None

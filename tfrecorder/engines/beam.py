@@ -17,10 +17,11 @@ is imported only when a runner is asked for.)
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import logging
+import os
 import pickle
+import time
 from collections.abc import Mapping
 from itertools import islice
 
@@ -47,6 +48,7 @@ from tfrecorder.plan import Plan, planned_rows
 from tfrecorder.prefetch import Prefetcher, encode_in_order
 from tfrecorder.resume import Journal
 from tfrecorder.rows import Rejection, Row
+from tfrecorder.statistics import ShardFacts
 from tfrecorder.table import Table, name_rows
 from tfrecorder.tfrecord import ShardWriter
 
@@ -120,6 +122,7 @@ class BeamEngine:
     def __init__(self, options: ConvertOptions):
         self.options = options.beam
         self.on_error = options.reject.on_error
+        self.progress = options.run.progress
 
     def check(self, output_dir: str, table: Table) -> None:
         self.pipeline_options = self.options.pipeline_options()
@@ -134,7 +137,8 @@ class BeamEngine:
         return write_beam(plan, table, folder, header=header, journal=journal, limit=limit,
                           runner=self.options.runner,
                           beam_options=self.pipeline_options,
-                          on_error=self.on_error, wait=self.options.waits)
+                          on_error=self.on_error, wait=self.options.waits,
+                          progress=self.progress)
 
 
 def write_beam(
@@ -149,6 +153,7 @@ def write_beam(
     beam_options: Mapping | None = None,
     on_error: str = "reject",
     wait: bool = True,
+    progress: bool = True,
 ) -> EngineRun:
     """Runs the plan as a Beam pipeline; with `wait`, until it is done, and returns what
     it wrote. Without, the job finishes the dataset (`dataset.finish`) and releases the
@@ -167,12 +172,14 @@ def write_beam(
                 staging = stack.enter_context(private_temp_dir("staging"))
             else:  # the job reads it after we return; swept once this process is gone
                 staging = output.new_private_dir("staging")
-            return _run(plan, table, folder, staging, header, journal, limit, runner,
-                        beam_options, on_error, wait)
+            progress = Progress(folder.run_id, plan.num_rows, progress and wait)
+            with progress.bar():
+                return _run(plan, table, folder, staging, header, journal, limit, runner,
+                            beam_options, on_error, wait, progress)
 
 
 def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, runner,
-         beam_options, on_error, wait) -> EngineRun:
+         beam_options, on_error, wait, progress: Progress) -> EngineRun:
     """Stages the planned rows, builds and runs the pipeline."""
     staged = _stage(plan, table, staging, folder)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
@@ -187,7 +194,7 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
                    | "GroupByShard" >> beam.CoGroupByKey()
                    | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
                        folder, shards, plan.image_options, plan.compression, on_error,
-                       journal)))
+                       journal, progress)))
         _ = (written
              | "AllShards" >> beam.combiners.ToList()
              | "Finish" >> beam.Map(_last_step, folder, header, journal, limit, staged,
@@ -239,9 +246,9 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
         for index, shard in enumerate(plan.shards):
             for order, row in enumerate(islice(rows, len(shard.positions))):
                 f.write((json.dumps([index, order, *row]) + "\n").encode())
-    buffer = io.BytesIO()
-    table.source.to_pickle(buffer)
-    fs.write_bytes(source_path, buffer.getvalue(), temp_suffix=folder.temp_suffix)
+    image_uris = table.rows["image_uri"].tolist() if table.has_images else None
+    fs.write_bytes(source_path, pickle.dumps((table.source, image_uris)),
+                   temp_suffix=folder.temp_suffix)
     return rows_path, source_path, written_path
 
 
@@ -271,8 +278,9 @@ class _WriteShard(beam.DoFn):
     shard; a shard the journal holds as committed (a resumed run) is kept."""
 
     def __init__(self, folder: OutputFolder, shards, options: ImageOptions, compression,
-                 on_error, journal: Journal):
+                 on_error, journal: Journal, progress: Progress):
         self.folder, self.shards, self.journal = folder, shards, journal
+        self.progress = progress
         self.options, self.compression, self.on_error = options, compression, on_error
         self.read = Metrics.counter(_METRICS, "rows_read")
         self.written = Metrics.counter(_METRICS, "records_written")
@@ -288,26 +296,73 @@ class _WriteShard(beam.DoFn):
         index, grouped = element
         split, filename = self.shards[index]
         if filename in self.journal.committed:
-            yield index, *self.journal.committed[filename]
+            shard, rejections = self.journal.committed[filename]
+            self.progress.update(shard.num_records + len(rejections), filename)
+            yield index, shard, rejections
             return
         rows = (row for _, row in sorted(grouped["rows"], key=lambda item: item[0]))
-        rejections = []
+        rejections, facts = [], ShardFacts()
         with ShardWriter(self.folder.uri(filename), self.folder.temp_suffix,
                          self.compression) as writer:
             for row, result in encode_in_order(rows, self.options, self.prefetcher):
                 self.read.inc()
+                self.progress.update(1, filename)
                 if isinstance(result, Rejection):
                     if self.on_error == "raise":
                         raise _RowRejected(f"{row.image_uri!r}: {result.reason}", *result)
                     rejections.append(result)
                     self.rejected.inc()
                 else:
-                    writer.write(result)
+                    writer.write(result.example)
+                    facts.add(row, result)
                     self.written.inc()
         shard = WrittenShard(split, filename, writer.num_records, writer.num_bytes,
-                             len(rejections), writer.sha256)
+                             len(rejections), writer.sha256, facts)
         self.journal.commit(shard, rejections)
         yield index, shard, rejections
+
+
+class Progress:
+    """The run's progress, from the workers that write shards. Where they run in the
+    driver's process (the DirectRunner), they move the driver's progress bar, as the local
+    engine's workers do; elsewhere (Dataflow, a portable runner) each worker logs its
+    rows every few seconds, which the runner's logs show."""
+
+    _bars: dict = {}  # run id -> the driver's bar (in the driver's process only)
+    _LOG_EVERY_SECONDS = 5.0
+
+    def __init__(self, run_id: str, total: int, show: bool):
+        self.run_id, self.total, self.show = run_id, total, show
+        self.driver = os.getpid()
+        self._done, self._logged = 0, time.monotonic()
+
+    @contextlib.contextmanager
+    def bar(self):
+        if not self.show:
+            yield
+            return
+        from tqdm.auto import tqdm
+
+        with tqdm(total=self.total, unit="img", desc="Writing TFRecords (Beam)") as bar:
+            Progress._bars[self.run_id] = bar
+            try:
+                yield
+            finally:
+                Progress._bars.pop(self.run_id, None)
+
+    def update(self, rows: int, shard: str) -> None:
+        bar = Progress._bars.get(self.run_id) if os.getpid() == self.driver else None
+        if bar is not None:
+            bar.update(rows)
+            return
+        self._done += rows
+        if time.monotonic() - self._logged >= self._LOG_EVERY_SECONDS:
+            self._logged = time.monotonic()
+            logger.info("tfrecorder: this worker has encoded %d rows (of %d in the run); "
+                        "now writing %s.", self._done, self.total, shard)
+
+    def __getstate__(self):
+        return {**self.__dict__, "_done": 0}
 
 
 def _last_step(results, folder: OutputFolder, header: Manifest, journal: Journal,
@@ -322,10 +377,8 @@ def _last_step(results, folder: OutputFolder, header: Manifest, journal: Journal
     if not detached:
         fs.write_bytes(staged[2], pickle.dumps(written), temp_suffix=folder.temp_suffix)
         return
-    import pandas as pd
-
     finish(folder, header, written, journal, limit,
-           pd.read_pickle(io.BytesIO(fs.read_bytes(staged[1]))))
+           *pickle.loads(fs.read_bytes(staged[1])))
     if fs.is_remote(staged[0]):
         fs.delete(list(staged))
     output.release(folder)

@@ -51,6 +51,7 @@ from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher
 from tfrecorder.records import encode_row
 from tfrecorder.resume import Journal
 from tfrecorder.rows import Rejection, Row
+from tfrecorder.statistics import ShardFacts
 from tfrecorder.table import Table
 from tfrecorder.tfrecord import ShardWriter, write_framed
 
@@ -75,6 +76,7 @@ class Encoded(NamedTuple):
     path: str
     num_rows: int
     rejections: list[Rejection]
+    facts: ShardFacts  # of the records written
 
 
 class LocalEngine:
@@ -148,7 +150,7 @@ def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_er
                 written.rejections.extend(rejections)
                 bar.update(len(shard.positions))
                 continue
-            rejected_here = []
+            rejected_here, facts = [], ShardFacts()
             with ShardWriter(folder.uri(shard.filename), folder.temp_suffix,
                              plan.compression) as writer:
                 for result in islice(results, _count(shard, segment_rows)):
@@ -157,11 +159,12 @@ def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_er
                     writer.append_file(result.path, result.num_rows - len(result.rejections))
                     fs.delete([result.path])
                     rejected_here.extend(result.rejections)
+                    facts.extend(result.facts)
                     if limit.exceeded(len(written.rejections) + len(rejected_here)):
                         raise limit.error([*written.rejections, *rejected_here])
                     bar.update(result.num_rows)
             done = WrittenShard(shard.split, shard.filename, writer.num_records,
-                                writer.num_bytes, len(rejected_here), writer.sha256)
+                                writer.num_bytes, len(rejected_here), writer.sha256, facts)
             written.shards.append(done)
             written.rejections.extend(rejected_here)
             journal.commit(done, rejected_here)
@@ -219,15 +222,16 @@ def encode_segments(take: Callable[[bool], Segment | None], options: ImageOption
 
 def _encode_segment(segment: Segment, options: ImageOptions, readers: list) -> Encoded:
     """Encodes `segment`'s rows into its segment file of framed records."""
-    rejections = []
+    rejections, facts = [], ShardFacts()
     with fs.create_private(segment.path) as file:
         for row, read in zip(segment.rows, readers):
             result = encode_row(row, options, read)
             if isinstance(result, Rejection):
                 rejections.append(result)
             else:
-                write_framed(file, result)
-    return Encoded(segment.number, segment.path, len(segment.rows), rejections)
+                write_framed(file, result.example)
+                facts.add(row, result)
+    return Encoded(segment.number, segment.path, len(segment.rows), rejections, facts)
 
 
 def _segments(plan: Plan, table: Table, shards: list[Shard], size: int, spool: str,

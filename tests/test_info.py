@@ -1,0 +1,236 @@
+"""Knowing a dataset: `info()` and its statistics against what the records hold, planted
+duplicates and train/test leaks (warn, drop, error), class balance, loading mixed sizes,
+and the forms a person sees (repr, notebook HTML, the command line)."""
+
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import LABELS
+from helpers import read_manifest, read_split, run_cli, write_image
+
+import tfrecorder
+from tfrecorder import DatasetWarning, DuplicateImagesError
+from tfrecorder.errors import OptionError
+
+
+def converted(table, out, **options):
+    """convert(), with its DatasetWarnings caught and returned."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = tfrecorder.convert(table, str(out), progress=False, **options)
+    return result, [str(w.message) for w in caught if w.category is DatasetWarning]
+
+
+def test_class_counts_and_image_statistics_are_what_the_records_hold(image_table, tmp_path):
+    out = tmp_path / "out"
+    converted(image_table, out)
+    info = tfrecorder.info(out)
+
+    assert info.class_names == tuple(sorted(LABELS)) and info.num_classes == 3
+    for split in info.splits:
+        records = read_split(out, split)
+        held = Counter(info.class_names[r["label"]] for r in records)
+        assert info.class_counts[split] == {name: held.get(name, 0)
+                                            for name in info.class_names}
+        stats = info.statistics[split]
+        heights = [r["image_height"] for r in records]
+        widths = [r["image_width"] for r in records]
+        assert (stats.image_height.min, stats.image_height.max) == (min(heights), max(heights))
+        assert stats.image_width.median == np.median(widths)
+        assert stats.image_bytes.max == max(len(r["image"]) for r in records)
+        assert stats.image_formats == dict(Counter(r["image_format"].decode()
+                                                   for r in records))
+        assert stats.image_channels == dict(Counter(int(r["image_channels"])
+                                                    for r in records))
+    assert sum(info.class_counts["train"].values()) == info.splits["train"].num_records
+    assert info.duplicates == () and info.duplicates_checked
+    assert info.features["image"].role == "image" and info.features["label"].dtype == "int64"
+
+
+def test_multi_label_records_count_for_each_of_their_classes(tmp_path):
+    paths = [write_image(tmp_path / f"{i}.png", fmt="PNG", seed=i) for i in range(4)]
+    table = pd.DataFrame({"split": "TRAIN", "image_uri": paths,
+                          "label": [["a", "b"], ["a"], ["b", "c"], ["a", "c"]]})
+    converted(table, tmp_path / "out")
+    assert tfrecorder.info(tmp_path / "out").class_counts == {
+        "train": {"a": 3, "b": 2, "c": 2}}
+
+
+def planted(tmp_path) -> pd.DataFrame:
+    """Rows 0-5 distinct images; row 6 repeats row 1 in TRAIN (same label), row 7 repeats
+    row 2 in TEST (a leak), row 8 repeats row 3 under another label."""
+    paths = [write_image(tmp_path / "img" / f"{i}.jpg", seed=i) for i in range(6)]
+    rows = [("TRAIN", paths[i], "cat" if i % 2 else "dog") for i in range(4)]
+    rows += [("TEST", paths[4], "cat"), ("TEST", paths[5], "dog")]
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for i, source in ((6, 1), (7, 2), (8, 3)):
+        shutil.copy(paths[source], copies / f"{i}.jpg")
+    rows += [("TRAIN", str(copies / "6.jpg"), "cat"), ("TEST", str(copies / "7.jpg"), "dog"),
+             ("TRAIN", str(copies / "8.jpg"), "dog")]
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+
+
+def copies_by_row(info) -> list[list]:
+    return [[c.row for c in d.copies] for d in info.duplicates]
+
+
+def test_duplicates_and_a_leak_are_found_with_their_rows_and_warned(tmp_path):
+    table = planted(tmp_path)
+    result, warned = converted(table, tmp_path / "out")
+
+    info = tfrecorder.info(tmp_path / "out")
+    assert copies_by_row(info) == [[1, 6], [2, 7], [3, 8]]  # by the first copy's row
+    assert [[c.split for c in d.copies] for d in info.leaks] == [["train", "test"]]
+    assert [[c.label for c in d.copies] for d in info.label_conflicts] == [["cat", "dog"]]
+    assert result.num_records == 9  # "warn" writes every copy
+    assert "3 images are stored more than once" in warned[0]
+    assert "row 1 (train) = row 6 (train)" in warned[0]
+    assert "row 2 (train) = row 7 (test)" in warned[1] and "inflates test accuracy" in warned[1]
+    assert "row 3 (train, 'cat') = row 8 (train, 'dog')" in warned[2]
+    assert result.warnings == info.warnings == tuple(warned)
+    for duplicate in info.duplicates:  # it points at the stored first copy
+        shard = read_split_records(tmp_path / "out", duplicate.shard)
+        assert shard[duplicate.record]["image_uri"].decode() == duplicate.copies[0].image_uri
+
+
+def read_split_records(out, shard_file: str) -> list[dict]:
+    split = shard_file.split("-")[0]
+    files = [s["file"] for s in read_manifest(out)["splits"][split]["shards"]]
+    records = read_split(out, split)
+    # read_split reads shards in order; cut out this one's records
+    sizes = [s["num_records"] for s in read_manifest(out)["splits"][split]["shards"]]
+    start = sum(sizes[:files.index(shard_file)])
+    return records[start:start + sizes[files.index(shard_file)]]
+
+
+@pytest.mark.parametrize("runner", [None, "DirectRunner"])
+def test_drop_keeps_the_first_copy_and_lists_the_others_with_the_row_they_repeat(
+        tmp_path, runner):
+    table = planted(tmp_path)
+    out = tmp_path / "out"
+    result, warned = converted(table, out, duplicates="drop", runner=runner)
+
+    assert result.num_records == 6 and result.num_rejected == 3
+    stored = {r["image_uri"].decode() for split in ("train", "test")
+              for r in read_split(out, split)}
+    assert stored == set(table["image_uri"][:6])  # every image once, the first copies
+    rejected = pd.read_csv(out / "rejected.csv", index_col="row")
+    assert sorted(rejected.index) == [6, 7, 8]
+    assert "the same bytes as row 2" in rejected.loc[7, "reason"]
+    assert "the copy in the first split (train)" in rejected.loc[7, "reason"]
+    assert "its label 'dog' differs from the kept 'cat'" in rejected.loc[8, "reason"]
+    info = tfrecorder.info(out)
+    assert [[c.kept for c in d.copies] for d in info.duplicates] == [[True, False]] * 3
+    assert sum(s.num_records for s in info.splits.values()) == 6
+    assert info.class_counts["test"] == {"cat": 1, "dog": 1}
+    assert "dropped 3" in warned[0]
+    manifest = read_manifest(out)
+    assert manifest["splits"]["test"]["num_rejected"] == 1
+    for duplicate in info.duplicates:
+        shard = read_split_records(out, duplicate.shard)
+        assert shard[duplicate.record]["image_uri"].decode() == duplicate.copies[0].image_uri
+    tfrecorder.verify(str(out))  # shards, sizes and checksums match the manifest
+
+
+def test_drop_writes_the_same_bytes_with_both_engines(tmp_path):
+    table = planted(tmp_path)
+    converted(table, tmp_path / "local", duplicates="drop", num_shards=2)
+    converted(table, tmp_path / "beam", duplicates="drop", num_shards=2, runner="DirectRunner")
+    for name in ("dataset.json", "rejected.csv", "train-00000-of-00002.tfrecord",
+                 "train-00001-of-00002.tfrecord", "test-00000-of-00002.tfrecord"):
+        local, beam = (tmp_path / "local" / name).read_bytes(), (tmp_path / "beam" / name)
+        if name == "dataset.json":
+            assert json.loads(local) == json.loads(beam.read_bytes())
+        else:
+            assert local == beam.read_bytes(), name
+
+
+def test_error_refuses_duplicates_naming_every_row_and_leaves_no_dataset(tmp_path):
+    with pytest.raises(DuplicateImagesError) as caught:
+        converted(planted(tmp_path), tmp_path / "out", duplicates="error")
+    error = caught.value
+    assert sorted(error.rows) == [1, 2, 3, 6, 7, 8] and error.option == "duplicates"
+    assert "row 2 (" in str(error) and "duplicates='drop'" in str(error)
+    assert not (tmp_path / "out" / "dataset.json").exists()
+    assert len(error.duplicates) == 3
+
+
+def test_a_split_without_a_class_and_classes_far_out_of_balance_are_warned(tmp_path):
+    table = pd.DataFrame({"split": ["TRAIN"] * 204 + ["TEST"] * 3,
+                          "label": ["a"] * 202 + ["b"] * 2 + ["a", "a", "c"],
+                          "value": range(207)})
+    _, warned = converted(table, tmp_path / "out")
+    assert warned == [
+        "in train, the largest class 'a' (202 records) has more than 100x the smallest "
+        "'b' (2); AutoML advises at most 100x",
+        "test has no records of 1 class that train has: 'b'"]
+    _, balanced = converted(table[table.label != "b"].iloc[100:], tmp_path / "balanced")
+    assert balanced == []
+
+
+def test_batches_of_mixed_sizes_are_refused_when_load_is_called(image_table, tmp_path):
+    out = tmp_path / "out"
+    converted(image_table, out)
+    with pytest.raises(OptionError, match=r"differ in size .* image_size=\(\d+, \d+\)"):
+        tfrecorder.load(out, "train", batch_size=4)
+    batch = next(iter(tfrecorder.load(out, "train", batch_size=4, image_size=(8, 8))))
+    assert batch["image"].shape == (4, 8, 8, 3)
+
+    same = image_table.assign(image_uri=[write_image(tmp_path / "same" / f"{i}.jpg", seed=i)
+                                         for i in range(len(image_table))])
+    converted(same, tmp_path / "same_out")
+    ds, info = tfrecorder.load(tmp_path / "same_out", "train", batch_size=4, with_info=True)
+    assert next(iter(ds))["image"].shape == (4, 30, 40, 3)
+    assert isinstance(info, tfrecorder.DatasetInfo) and info.path == str(tmp_path / "same_out")
+
+
+def test_reprs_are_short_and_notebooks_get_counts_warnings_and_thumbnails(tmp_path):
+    result, _ = converted(planted(tmp_path), tmp_path / "out")
+    assert repr(result) == (f"<ConversionResult {str(tmp_path / 'out')!r}: 9 records "
+                            f"(train 6, test 3), 0 rejected, 3 warnings, "
+                            f"{result.elapsed_seconds:.1f} s>")
+    info = tfrecorder.info(tmp_path / "out")
+    assert repr(info).startswith("<DatasetInfo") and "9 records (train 6, test 3)" in repr(info)
+    page = result._repr_html_()
+    assert "<th>cat</th><td>3</td><td>1</td>" in page  # train 3 cats, test 1
+    assert "inflates test accuracy" in page
+    assert page.count("<img src='data:image/png;base64,") == 2  # one per class
+    assert info._repr_html_().count("<th>") >= 4
+
+
+def test_info_on_a_bucket_reads_the_manifest_alone_without_tensorflow(gcs_store, tmp_path):
+    uris = [gcs_store.upload(write_image(tmp_path / f"{i}.jpg", seed=i),
+                             f"{gcs_store.root}/info/{i}.jpg") for i in range(6)]
+    out = f"{gcs_store.root}/info-out"
+    tfrecorder.convert(pd.DataFrame({"image_uri": uris, "label": list("abcabc")}), out,
+                       progress=False)
+    script = ("import sys, json, tfrecorder\n"
+              f"info = tfrecorder.info({out!r})\n"
+              "assert 'tensorflow' not in sys.modules\n"
+              "print(json.dumps(info.to_json()))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert sum(found["splits"][s]["num_records"] for s in found["splits"]) == 6
+    assert found["class_names"] == ["a", "b", "c"]
+
+
+def test_the_cli_prints_counts_sizes_and_duplicates_and_json_for_scripts(tmp_path):
+    converted(planted(tmp_path), tmp_path / "out")
+    shown = run_cli("info", str(tmp_path / "out"))
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "cat" in text and "dog" in text and "height" in text
+    assert "3 images are stored more than once" in text
+    as_json = json.loads(run_cli("info", str(tmp_path / "out"), "--json").stdout)
+    assert as_json["class_counts"]["test"] == {"cat": 1, "dog": 2}
+    assert len(as_json["duplicates"]) == 3

@@ -1,0 +1,221 @@
+"""What the writer learns while it writes: per split, the records of each class and the
+stored images' sizes, formats and channels; across the dataset, images stored more than
+once. All of it goes into the manifest, so `info` answers without reading a record.
+
+Workers note each record they write (`ShardFacts.add`: the row's position and label, and
+its `rows.StoredImage`); the last step (`dataset.finish`) sums them up. Nothing reads an
+image twice: the content hash is taken of the bytes the worker has just encoded.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tfrecorder.manifest import (
+    SPLITS,
+    STORED_FORMATS,
+    Copy,
+    Distribution,
+    Duplicate,
+    Labels,
+    Split,
+    SplitStatistics,
+)
+from tfrecorder.rows import Record, Row
+
+_NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
+_DIGEST_BYTES = 16
+
+
+@dataclass
+class ShardFacts:
+    """What each written record of a shard is, in record order. Columns of typed arrays,
+    not objects: a million-image run holds them all until its manifest is written (about
+    60 bytes a record)."""
+
+    positions: array = field(default_factory=lambda: array("q"))
+    labels: list = field(default_factory=list)  # an id, a list of ids, or None
+    formats: array = field(default_factory=lambda: array("b"))  # STORED_FORMATS index
+    heights: array = field(default_factory=lambda: array("q"))
+    widths: array = field(default_factory=lambda: array("q"))
+    channels: array = field(default_factory=lambda: array("q"))
+    sizes: array = field(default_factory=lambda: array("q"))  # stored image bytes
+    digests: bytearray = field(default_factory=bytearray)  # 16 bytes a record
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def add(self, row: Row, record: Record) -> None:
+        image = record.image
+        self.positions.append(row.position)
+        self.labels.append(row.label)
+        if image is None:
+            self.formats.append(_NO_IMAGE)
+            for column in (self.heights, self.widths, self.channels, self.sizes):
+                column.append(0)
+            self.digests += bytes(_DIGEST_BYTES)
+            return
+        self.formats.append(STORED_FORMATS.index(image.format))
+        self.heights.append(image.height)
+        self.widths.append(image.width)
+        self.channels.append(image.channels)
+        self.sizes.append(image.num_bytes)
+        self.digests += image.digest
+
+    def extend(self, other: ShardFacts) -> None:
+        for name in _COLUMNS:
+            getattr(self, name).extend(getattr(other, name))
+        self.digests += other.digests
+
+    def without(self, indices: set[int]) -> ShardFacts:
+        """These facts less the records at `indices` (dropped duplicates)."""
+        kept = ShardFacts()
+        for index in range(len(self)):
+            if index not in indices:
+                for name in _COLUMNS:
+                    getattr(kept, name).append(getattr(self, name)[index])
+                kept.digests += self.digest(index)
+        return kept
+
+    def digest(self, index: int) -> bytes:
+        return bytes(self.digests[index * _DIGEST_BYTES:(index + 1) * _DIGEST_BYTES])
+
+    def to_json(self) -> dict:
+        """For the run journal's receipts (a resumed run keeps a shard's facts)."""
+        found = {name: list(getattr(self, name)) for name in _COLUMNS}
+        found["digests"] = self.digests.hex()
+        return found
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ShardFacts:
+        facts = cls()
+        for name in _COLUMNS:
+            getattr(facts, name).extend(data[name])
+        facts.digests = bytearray.fromhex(data["digests"])
+        return facts
+
+
+_COLUMNS = ("positions", "labels", "formats", "heights", "widths", "channels", "sizes")
+
+
+def split_statistics(facts: Sequence[ShardFacts], num_classes: int) -> SplitStatistics:
+    """One split's statistics, from its shards' facts."""
+    labels = [label for shard in facts for label in shard.labels]
+    ids = [i for label in labels if label is not None
+           for i in (label if isinstance(label, list) else [label])]
+    counts = np.bincount(np.asarray(ids, dtype=np.int64), minlength=num_classes)
+    unlabeled = sum(1 for label in labels if label is None)
+    formats = np.concatenate([np.frombuffer(shard.formats, np.int8) for shard in facts])
+    with_image = formats != _NO_IMAGE
+    if not with_image.any():
+        return SplitStatistics(tuple(counts.tolist()), unlabeled)
+
+    def column(name: str) -> np.ndarray:
+        values = np.concatenate([np.frombuffer(getattr(shard, name), np.int64)
+                                 for shard in facts])
+        return values[with_image]
+
+    found = Counter(formats[with_image].tolist())
+    channels = Counter(column("channels").tolist())
+    return SplitStatistics(
+        tuple(counts.tolist()), unlabeled,
+        image_height=_distribution(column("heights")),
+        image_width=_distribution(column("widths")),
+        image_bytes=_distribution(column("sizes")),
+        image_formats={STORED_FORMATS[i]: n for i, n in sorted(found.items())},
+        image_channels=dict(sorted(channels.items())))
+
+
+def _distribution(values: np.ndarray) -> Distribution:
+    q1, median, q3 = np.percentile(values, [25, 50, 75]).tolist()
+    return Distribution(int(values.min()), q1, median, q3, int(values.max()),
+                        round(float(values.mean()), 2))
+
+
+@dataclass(frozen=True)
+class Located:
+    """A stored copy of an image: which shard holds it, at which record."""
+
+    split: Split
+    shard: int  # index among the run's shards, in writing order
+    record: int
+    position: int  # the row's position in the table
+
+
+def find_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]], index: pd.Index,
+                    image_uris: Sequence[str], labels: Labels | None
+                    ) -> list[tuple[Duplicate, list[Located]]]:
+    """Every image stored more than once, with its copies in writing order (train first,
+    then by row): the first copy is the one `duplicates="drop"` keeps. `shards` are
+    (split, file name, facts) in writing order; `index` and `image_uris` the table's."""
+    digests, located = [], []
+    for shard_index, (split, _, facts) in enumerate(shards):
+        for record, fmt in enumerate(facts.formats):
+            if fmt != _NO_IMAGE:
+                digests.append(facts.digest(record))
+                located.append(Located(split, shard_index, record, facts.positions[record]))
+    if not digests:
+        return []
+    keys = np.frombuffer(b"".join(digests), dtype=f"V{_DIGEST_BYTES}")
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    repeated = np.flatnonzero(counts[inverse] > 1)
+    groups: dict[int, list[Located]] = {}
+    for i in repeated.tolist():
+        groups.setdefault(int(inverse[i]), []).append(located[i])
+    found = []
+    for copies in groups.values():
+        copies.sort(key=lambda c: (SPLITS.index(c.split), c.position))
+        first = copies[0]
+        duplicate = Duplicate(
+            shards[first.shard][2].digest(first.record).hex(),
+            tuple(Copy(_row_label(index, c.position), str(image_uris[c.position]), c.split,
+                       _label_name(shards[c.shard][2].labels[c.record], labels))
+                  for c in copies),
+            shards[first.shard][1], first.record)
+        found.append((duplicate, copies))
+    found.sort(key=lambda item: (SPLITS.index(item[1][0].split), item[1][0].position))
+    return found
+
+
+def _row_label(index: pd.Index, position: int) -> int | str:
+    """The row as the table names it (JSON keeps ints and text; anything else as text)."""
+    label = index[position]
+    if isinstance(label, (int, np.integer)):
+        return int(label)
+    return label if isinstance(label, str) else str(label)
+
+
+def _label_name(label, labels: Labels | None):
+    if label is None:
+        return None
+    if isinstance(label, list):
+        return [_label_name(i, labels) for i in label]
+    if labels is not None and labels.vocabulary is not None:
+        return labels.vocabulary[label]
+    return str(label)
+
+
+def dropped_copies(found: Iterable[tuple[Duplicate, list[Located]]]
+                   ) -> dict[Located, str]:
+    """Every copy but the first of each duplicated image, with why it was dropped."""
+    reasons = {}
+    for duplicate, copies in found:
+        kept, first = duplicate.copies[0], copies[0]
+        for copy, where in zip(duplicate.copies[1:], copies[1:]):
+            why = (f"duplicate image: the same bytes as row {kept.row!r} "
+                   f"({kept.image_uri}, {kept.split}), which is kept")
+            if where.split != first.split:
+                why += f", the copy in the first split ({first.split}) so that {copy.split} " \
+                       "holds no image the model trains on"
+            else:
+                why += ", the first copy in the table"
+            if copy.label != kept.label:
+                why += f"; its label {copy.label!r} differs from the kept {kept.label!r}"
+            reasons[where] = why
+    return reasons
