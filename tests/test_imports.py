@@ -17,12 +17,12 @@ PACKAGE = Path(__file__).parent.parent / "tfrecorder"
 # The writer's modules: readers never need them (nor the Pillow, pandas and planning
 # they bring). `fs`, `tfrecord` (framing) and `errors` are shared.
 WRITER = {"table", "schema", "plan", "records", "prefetch", "output", "resume", "convert",
-          "engines.local", "engines.beam", "engines.shipping"}
-READERS = {"load", "verify", "verify_records", "inspection"}
+          "engines.local", "engines.beam", "engines.shipping", "statistics"}
+READERS = {"load", "verify", "verify_records", "inspection", "info", "show", "report"}
 # Worker code: imported by every worker process, so neither TensorFlow nor Beam.
 WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "plan",
           "table", "schema", "dataset", "output", "resume", "convert", "manifest", "options",
-          "rows"}
+          "rows", "statistics"}
 HEAVY = {"tensorflow", "apache_beam"}
 
 KNOWN: set[tuple[str, str]] = set()

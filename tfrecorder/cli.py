@@ -18,6 +18,7 @@ import argparse
 import ast
 import contextlib
 import dataclasses
+import io
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ from tfrecorder.manifest import (
     Feature,
     Labels,
 )
+from tfrecorder.wording import count
 
 PROG = "tfrecorder"
 
@@ -101,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     _add_convert(commands)
     _add_info(commands)
+    _add_show(commands)
+    _add_report(commands)
     _add_verify(commands)
     _add_inspect(commands)
     _add_migrate(commands)
@@ -274,10 +278,10 @@ def _convert(args: argparse.Namespace) -> int:
 def _print_result(source: str, result) -> None:
     width = max(len("rejected"), *(len(split) for split in result.counts))
     print(f"Converted {source} into {result.output_dir} in "
-          f"{result.elapsed_seconds:.1f} s: {_count(result.num_records, 'record')}")
-    for split, count in result.counts.items():
-        print(f"  {split + ':':{width + 1}} {_count(count, 'record')}")
-    print(f"  {'rejected:':{width + 1}} {_count(result.num_rejected, 'row')} "
+          f"{result.elapsed_seconds:.1f} s: {count(result.num_records, 'record')}")
+    for split, records in result.counts.items():
+        print(f"  {split + ':':{width + 1}} {count(records, 'record')}")
+    print(f"  {'rejected:':{width + 1}} {count(result.num_rejected, 'row')} "
           f"(see {result.rejected_path})")
 
 
@@ -347,8 +351,8 @@ def _info(args: argparse.Namespace) -> int:
     rejected = manifest.rejected
     print(f"Rejected:     {rejected.num_rows} of {manifest.num_source_rows} source rows "
           f"(see {fs.join(args.path, rejected.file)})")
-    for reason, count in list(rejected.reasons.items())[:_REASONS_SHOWN]:
-        print(f"  {count:>8}  {reason}")
+    for reason, rows in list(rejected.reasons.items())[:_REASONS_SHOWN]:
+        print(f"  {rows:>8,}  {reason}")
     if not found.duplicates_checked:
         print("Duplicates:   not sought (written before tfrecorder sought them)")
     elif not found.duplicates:
@@ -421,7 +425,7 @@ def _labels(labels: Labels | None) -> str:
         return f"integer ids{multi}" + (f" (num_classes {classes})" if classes is not None
                                          else "")
     vocabulary = labels.vocabulary
-    return f"{_count(len(vocabulary), 'class', 'classes')}{multi}: {', '.join(vocabulary)}"
+    return f"{count(len(vocabulary), 'class', 'classes')}{multi}: {', '.join(vocabulary)}"
 
 
 def _shape(shape: Sequence) -> str:
@@ -433,12 +437,12 @@ def _role(name: str, feature: Feature, labels: Labels | None) -> str:
     """The feature's role, with its vocabulary's size, and whether labels are multi-label."""
     notes = []
     if feature.vocabulary is not None:
-        notes.append(f"categorical, {_count(len(feature.vocabulary), 'value')}")
+        notes.append(f"categorical, {count(len(feature.vocabulary), 'value')}")
     if name == LABEL and labels:
         if labels.multi_label:
             notes.append("multi-label")
         if labels.vocabulary is not None:
-            notes.append(_count(len(labels.vocabulary), "class", "classes"))
+            notes.append(count(len(labels.vocabulary), "class", "classes"))
         elif labels.num_classes is not None:
             notes.append(f"num_classes {labels.num_classes}")
     role = feature.role
@@ -453,6 +457,64 @@ def _image_options(options: Mapping) -> str:
     if options.get("max_image_side"):
         described += f", longer side at most {options['max_image_side']} px"
     return described
+
+
+# --- show and report -----------------------------------------------------------------------
+
+def _add_show(commands) -> None:
+    command = _command(
+        commands, "show", "draw a contact sheet of a split's images",
+        "Draw a grid of thumbnails of the dataset in PATH: one row per class, its first "
+        "images in shard order, each captioned with its class and file name, and save it "
+        "as a PNG. Reads only the records it shows.",
+        "tfrecorder show out/ --split validation --per-class 4 -o sheet.png", _show,
+    )
+    command.add_argument("-o", "--output", default="sheet.png", metavar="FILE",
+                         help="the PNG to write (default: %(default)s)")
+    command.add_argument("--split", default="train", choices=SPLITS, type=str.lower,
+                         help="the split to show (default: %(default)s)")
+    command.add_argument("--per-class", type=int, default=8, metavar="N",
+                         help="images per class (default: %(default)s)")
+    command.add_argument("--thumbnail-size", type=int, default=128, metavar="PX",
+                         help="the longer side of a thumbnail (default: %(default)s)")
+    command.add_argument("--classes", type=lambda text: text.split(","), metavar="A,B,...",
+                         help="only these classes, in this order")
+
+
+def _show(args: argparse.Namespace) -> int:
+    from tfrecorder.show import show
+
+    sheet = show(args.path, args.split, args.per_class, thumbnail_size=args.thumbnail_size,
+                 classes=args.classes)
+    buffer = io.BytesIO()
+    sheet.save(buffer, "PNG")
+    fs.write_bytes(args.output, buffer.getvalue())
+    print(f"{args.output}: {sheet.caption()}")
+    return 0
+
+
+def _add_report(commands) -> None:
+    command = _command(
+        commands, "report", "write a self-contained HTML report of a dataset",
+        "Write one HTML file (images and charts inside it, nothing fetched from the "
+        "network) describing the dataset in PATH: warnings, records per class and split, "
+        "image and file sizes, thumbnails of each class, rejected rows with their "
+        "reasons, duplicated images and leaks between splits, and the options it was "
+        "written with.",
+        "tfrecorder report out/ -o report.html", _report,
+    )
+    command.add_argument("-o", "--output", default="report.html", metavar="FILE",
+                         help="the HTML file to write, local or in a bucket "
+                              "(default: %(default)s)")
+    command.add_argument("--per-class", type=int, default=8, metavar="N",
+                         help="thumbnails per class (default: %(default)s)")
+
+
+def _report(args: argparse.Namespace) -> int:
+    from tfrecorder.report import report
+
+    print(report(args.path, args.output, per_class=args.per_class))
+    return 0
 
 
 # --- verify --------------------------------------------------------------------------------
@@ -486,20 +548,20 @@ def _verify(args: argparse.Namespace) -> int:
         # The library's message lists the first problems and advises in Python terms;
         # here every problem goes to stdout and the error line only sums them up.
         problems = error.report.problems
-        print(f"FAILED: {_count(len(problems), 'problem')} in {error.report.dataset_dir}")
+        print(f"FAILED: {count(len(problems), 'problem')} in {error.report.dataset_dir}")
         for problem in problems:
             print(f"  - {problem}")
         raise VerificationError(
             f"the dataset in {args.path!r} does not match its manifest "
-            f"({_count(len(problems), 'problem')}, listed above). Restore the files from "
+            f"({count(len(problems), 'problem')}, listed above). Restore the files from "
             "a copy, or convert again with --overwrite.", report=error.report) from None
     checked = ""
     if args.decode_images:
         images = report.num_images_decoded
-        checked = f" ({_count(report.num_records_parsed, 'record')} parsed" + (
-            f", {_count(images, 'image')} decoded)" if images else ")")
-    print(f"OK: {_count(sum(report.num_records.values()), 'record')} in "
-          f"{_count(report.num_shards, 'shard')}{checked}")
+        checked = f" ({count(report.num_records_parsed, 'record')} parsed" + (
+            f", {count(images, 'image')} decoded)" if images else ")")
+    print(f"OK: {count(sum(report.num_records.values()), 'record')} in "
+          f"{count(report.num_shards, 'shard')}{checked}")
     return 0
 
 
@@ -553,8 +615,8 @@ def _migrate(args: argparse.Namespace) -> int:
     from tfrecorder.legacy import migrate
 
     manifest = migrate(args.old_dir, args.new_dir, overwrite=args.overwrite)
-    print(f"Wrote {args.new_dir}: {_count(manifest.num_records, 'record')}, "
-          f"{_count(manifest.rejected.num_rows, 'row')} rejected (see "
+    print(f"Wrote {args.new_dir}: {count(manifest.num_records, 'record')}, "
+          f"{count(manifest.rejected.num_rows, 'row')} rejected (see "
           f"{fs.join(args.new_dir, manifest.rejected.file)})")
     return 0
 
@@ -618,10 +680,6 @@ def _tfrecorder_2(command: str, instead: str) -> Iterator[None]:
 
 
 # --- formatting ----------------------------------------------------------------------------
-
-def _count(n: int, singular: str, plural: str | None = None) -> str:
-    return f"{n} {singular if n == 1 else plural or singular + 's'}"
-
 
 def _megabytes(num_bytes: int) -> str:
     return f"{num_bytes / 2**20:,.2f} MB"

@@ -28,6 +28,7 @@ from tfrecorder.manifest import (
     SplitStatistics,
     read_manifest,
 )
+from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)
 
@@ -186,18 +187,25 @@ def _duplicate_warnings(duplicates: tuple[Duplicate, ...]) -> list[str]:
         copies = sum(len(d.copies) for d in duplicates) - len(duplicates)
         what = (f"dropped {dropped} (kept the first of each; see rejected.csv)" if dropped
                 else "wrote every copy")
-        found.append(f"{len(duplicates)} images are stored more than once ({copies} extra "
-                     f"copies; {what}): {_copies(duplicates)}")
+        found.append(f"{_are(duplicates, 'image')} stored more than once "
+                     f"({count(copies, 'extra copy', 'extra copies')}; {what}): "
+                     f"{_copies(duplicates)}")
     leaks = [d for d in duplicates if d.is_leak]
     if leaks:
-        found.append(f"{len(leaks)} images are in more than one split, which inflates test "
+        found.append(f"{_are(leaks, 'image')} in more than one split, which inflates test "
                      f"accuracy{' (now only in the first)' if dropped else ''}: "
                      f"{_copies(leaks)}")
     conflicts = [d for d in duplicates if d.has_conflicting_labels]
     if conflicts:
-        found.append(f"{len(conflicts)} images have different labels in different rows: "
-                     f"{_copies(conflicts, labels=True)}")
+        found.append(f"{count(len(conflicts), 'image')} "
+                     f"{'has' if len(conflicts) == 1 else 'have'} different labels in "
+                     f"different rows: {_copies(conflicts, labels=True)}")
     return found
+
+
+def _are(things, noun: str) -> str:
+    """'1 image is', '3 images are'."""
+    return f"{count(len(things), noun)} {'is' if len(things) == 1 else 'are'}"
 
 
 def _copies(duplicates, labels: bool = False) -> str:
@@ -218,8 +226,8 @@ def _balance_warnings(info: DatasetInfo) -> list[str]:
         if split != Split.TRAIN:
             missing = [name for name, n in train.items() if n and not by_class.get(name)]
             if missing:
-                classes = "1 class" if len(missing) == 1 else f"{len(missing)} classes"
-                found.append(f"{split} has no records of {classes} that train has: "
+                found.append(f"{split} has no records of "
+                             f"{count(len(missing), 'class', 'classes')} that train has: "
                              f"{_names(missing)}")
         present = {name: n for name, n in by_class.items() if n}
         if len(present) > 1:

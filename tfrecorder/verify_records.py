@@ -28,6 +28,7 @@ from tfrecorder import fs
 from tfrecorder.load import decode_image, shard_reader, shard_records
 from tfrecorder.manifest import DECODE_FEATURES, LABEL, MANIFEST, SIGNATURES, SPLIT, Manifest
 from tfrecorder.verify import Check, Problem, ReadableShard
+from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
             problems.append(_manifest_problem(f"labels has num_classes {size}, but a "
                                               f"vocabulary of {len(vocabulary)} classes"))
         elif vocabulary is not None:
-            rules.append(_IdRange(LABEL, size, f"the {_count(size, 'class', 'classes')} "
+            rules.append(_IdRange(LABEL, size, f"the {count(size, 'class', 'classes')} "
                                   f"of the manifest's labels (ids 0 to {size - 1})"))
         elif size is not None:  # integer labels: num_classes is the largest id + 1
             rules.append(_IdRange(LABEL, size,
@@ -133,7 +134,7 @@ def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
     for name, feature in features.items():
         if feature.vocabulary is not None:
             size = len(feature.vocabulary)
-            rules.append(_IdRange(name, size, f"the {_count(size, 'value')} of its "
+            rules.append(_IdRange(name, size, f"the {count(size, 'value')} of its "
                                   f"vocabulary (ids 0 to {size - 1})"))
     if SPLIT in features:
         rules.append(_SplitOfShard())
@@ -348,10 +349,6 @@ def _manifest_problem(detail: str) -> Problem:
 
 def _hwc(shape) -> str:
     return "x".join(str(int(v)) for v in shape)
-
-
-def _count(n: int, singular: str, plural: str | None = None) -> str:
-    return f"{n} {singular if n == 1 else plural or singular + 's'}"
 
 
 def _text(value: bytes) -> str:
