@@ -234,3 +234,61 @@ def test_the_cli_prints_counts_sizes_and_duplicates_and_json_for_scripts(tmp_pat
     as_json = json.loads(run_cli("info", str(tmp_path / "out"), "--json").stdout)
     assert as_json["class_counts"]["test"] == {"cat": 1, "dog": 2}
     assert len(as_json["duplicates"]) == 3
+
+
+def test_the_beam_engine_moves_the_progress_bar_as_the_local_one_does(tmp_path, capsys):
+    paths = [write_image(tmp_path / f"{i}.jpg", seed=i) for i in range(12)]
+    tfrecorder.convert(pd.DataFrame({"image_uri": paths, "label": ["a", "b"] * 6}),
+                       str(tmp_path / "out"), runner="DirectRunner", num_shards=2)
+    shown = capsys.readouterr().err
+    assert "Writing TFRecords (Beam)" in shown and "12/12" in shown
+
+
+def test_images_whose_hashes_match_are_duplicates_only_if_their_bytes_do(tmp_path):
+    """A crafted collision of the fast hash must not cost a row: matches are read back."""
+    from tfrecorder.dataset import _same_bytes
+    from tfrecorder.output import OutputFolder
+    from tfrecorder.statistics import Located
+
+    table = planted(tmp_path)
+    converted(table, tmp_path / "out", num_shards=1)
+    info = tfrecorder.info(tmp_path / "out")
+    kept = {c.row: (d.shard, d.record) for d in info.duplicates for c in d.copies[:1]}
+    shard = info.splits["train"].shards[0].file
+    folder = OutputFolder(str(tmp_path / "out"), "test")
+    shards = [("train", shard, None)]
+    row_1, row_2 = (Located("train", 0, kept[row][1], row) for row in (1, 2))
+    assert _same_bytes(folder, None, shards, [[row_1, row_2]]) == []  # as if they collided
+    same = _same_bytes(folder, None, shards, [[row_1, row_1]])
+    assert [copies for _, copies in same] == [[row_1, row_1]]
+
+
+def test_beam_workers_outside_the_driver_log_their_progress(caplog, monkeypatch):
+    """A worker in another process (Dataflow, a portable runner) has no bar: it logs."""
+    import logging
+    import pickle
+
+    from tfrecorder.engines.beam import Progress
+
+    monkeypatch.setattr(Progress, "_LOG_EVERY_SECONDS", 0.0)
+    shipped = pickle.loads(pickle.dumps(Progress("run", 500, show=True)))  # as Beam ships it
+    with caplog.at_level(logging.INFO, logger="tfrecorder.engines.beam"):
+        for _ in range(3):
+            shipped.update(10, "train-00000-of-00002.tfrecord")
+    assert "this worker has encoded 30 rows (of 500 in the run); now writing " \
+           "train-00000-of-00002.tfrecord" in caplog.text
+
+
+def test_the_cli_draws_a_contact_sheet_and_writes_a_report(tmp_path):
+    converted(planted(tmp_path), tmp_path / "out")
+    sheet = tmp_path / "sheet.png"
+    shown = run_cli("show", tmp_path / "out", "-o", sheet, "--per-class", 3)
+    assert shown.returncode == 0, shown.stderr
+    from PIL import Image
+
+    expected = tfrecorder.show(tmp_path / "out", per_class=3)
+    assert Image.open(sheet).size == expected.size and "2 classes x 3" in shown.stdout
+    page = tmp_path / "report.html"
+    written = run_cli("report", tmp_path / "out", "-o", page)
+    assert written.returncode == 0, written.stderr
+    assert "inflates test accuracy" in page.read_text()

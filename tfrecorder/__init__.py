@@ -32,10 +32,13 @@ from tfrecorder.info import DatasetInfo, info
 from tfrecorder.inspection import inspect
 from tfrecorder.legacy import migrate
 from tfrecorder.load import convert_and_load, load
+from tfrecorder.report import report
+from tfrecorder.show import ContactSheet, show
 from tfrecorder.verify import VerifyReport, verify
 
 __all__ = [
     "ConversionAborted",
+    "ContactSheet",
     "ConversionResult",
     "DatasetExistsError",
     "DatasetInfo",
@@ -59,5 +62,7 @@ __all__ = [
     "inspect",
     "load",
     "migrate",
+    "report",
+    "show",
     "verify",
 ]

@@ -8,6 +8,7 @@ trust the manifest, never file names.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -19,6 +20,7 @@ import pandas as pd
 
 from tfrecorder._version import __version__
 from tfrecorder.errors import DuplicateImagesError, ImageError, Option, TooManyRejectedError
+from tfrecorder.example import decode_example
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
     MANIFEST,
@@ -37,7 +39,14 @@ from tfrecorder.manifest import (
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan
 from tfrecorder.rows import Rejection
-from tfrecorder.statistics import ShardFacts, dropped_copies, find_duplicates, split_statistics
+from tfrecorder.statistics import (
+    Located,
+    ShardFacts,
+    candidate_duplicates,
+    describe_duplicates,
+    dropped_copies,
+    split_statistics,
+)
 from tfrecorder.table import Table
 from tfrecorder.tfrecord import ShardWriter, open_read, read_records
 
@@ -161,8 +170,11 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
         raise limit.error(written.rejections)
     found = []
     if image_uris is not None:
-        found = find_duplicates([(w.split, w.filename, _facts(w)) for w in written.shards],
-                                source.index, image_uris, header.labels)
+        shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
+        groups = _same_bytes(folder, header.compression, shards,
+                             candidate_duplicates(shards))
+        found = describe_duplicates(groups, shards, source.index, image_uris,
+                                    header.labels)
     policy = header.options.get("duplicates", "warn")
     if found and policy == "error":
         raise _duplicates_error([duplicate for duplicate, _ in found])
@@ -192,6 +204,33 @@ def rejection_reasons(rejections: Sequence[Rejection]) -> dict[str, int]:
     are folded, so that 'no such file' for a thousand rows is one reason."""
     reasons = Counter(_QUOTED.sub("'...'", r.reason) for r in rejections)
     return dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]]
+                ) -> list[tuple[str, list[Located]]]:
+    """The candidates whose stored images are the same bytes, grouped by their SHA-256
+    (its first 16 bytes in hex): only these records are read back, each shard once."""
+    wanted: dict[int, set[int]] = {}
+    for group in candidates:
+        for copy in group:
+            wanted.setdefault(copy.shard, set()).add(copy.record)
+    digests: dict[tuple[int, int], str] = {}
+    for shard, records in sorted(wanted.items()):
+        with open_read(folder.uri(shards[shard][1]), compression) as file:
+            for index, record in enumerate(read_records(file)):
+                if index in records:
+                    image = decode_example(record)["image"][0]
+                    digests[shard, index] = hashlib.sha256(image).digest()[:16].hex()
+                    if index == max(records):
+                        break
+    confirmed = []
+    for group in candidates:
+        by_bytes: dict[str, list[Located]] = {}
+        for copy in group:
+            by_bytes.setdefault(digests[copy.shard, copy.record], []).append(copy)
+        confirmed += [(digest, copies) for digest, copies in by_bytes.items()
+                      if len(copies) > 1]
+    return confirmed
 
 
 def _facts(shard: WrittenShard) -> ShardFacts:

@@ -471,15 +471,16 @@ def read_manifest(dataset_dir: str) -> Manifest:
 
 def read_manifest_bytes(dataset_dir: str) -> bytes:
     """The manifest file as it is (`tfrecorder info --json` prints it)."""
-    path = fs.join(dataset_dir, MANIFEST)
-    if not fs.exists(path):
-        fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
-        from tfrecorder.legacy import legacy_hint  # here: legacy imports this module
+    try:  # one request to a bucket, not a look first: `info` is one round trip
+        return fs.read_bytes(fs.join(dataset_dir, MANIFEST))
+    except FileNotFoundError:
+        pass
+    fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
+    from tfrecorder.legacy import legacy_hint  # here: legacy imports this module
 
-        raise FileNotFoundError(
-            f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
-            + legacy_hint(dataset_dir))
-    return fs.read_bytes(path)
+    raise FileNotFoundError(
+        f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
+        + legacy_hint(dataset_dir))
 
 
 # --- file names ----------------------------------------------------------------------------

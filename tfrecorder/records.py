@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import io
 import struct
 import threading
@@ -41,6 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 import simplejpeg
+import xxhash
 from PIL import Image
 
 from tfrecorder import fs
@@ -98,7 +98,7 @@ def encode_row(row: Row, options: ImageOptions,
     features.update(image_features(image, stored_format, height, width, channels,
                                    row.image_uri))
     stored = StoredImage(stored_format, height, width, channels, len(image),
-                         hashlib.sha256(image).digest()[:16])
+                         xxhash.xxh3_128_digest(image))
     return Record(encode_example(features), stored)
 
 

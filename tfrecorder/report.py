@@ -306,9 +306,9 @@ def _stored_images(dataset: DatasetInfo, duplicates: Sequence[Duplicate],
     if not dataset.manifest.has_images:
         return {}
     # `show` decodes records' images (JPEG at a reduced scale, raw pixels, PNG on white):
-    # one function for both pages. It should be public: `show.thumbnail(features, size)`.
+    # one function for both pages.
     from tfrecorder.example import decode_example
-    from tfrecorder.show import _thumbnail
+    from tfrecorder.show import record_thumbnail
     from tfrecorder.tfrecord import open_read, read_records
 
     wanted: dict[str, dict[int, str]] = {}
@@ -320,7 +320,7 @@ def _stored_images(dataset: DatasetInfo, duplicates: Sequence[Duplicate],
         with open_read(fs.join(dataset.path, shard), dataset.manifest.compression) as file:
             for index, record in enumerate(read_records(file)):
                 if index in records:
-                    image, _ = _thumbnail(decode_example(record), size)  # or a placeholder
+                    image, _ = record_thumbnail(decode_example(record), size)  # or a placeholder
                     found[records[index]] = _image_uri(image)
                 if index == last:
                     break

@@ -34,7 +34,7 @@ class StoredImage(NamedTuple):
     width: int
     channels: int
     num_bytes: int  # of the stored image
-    digest: bytes  # the first 16 bytes of the stored image's SHA-256: finds duplicates
+    digest: bytes  # the stored image's xxh3-128: finds candidate duplicates, fast
 
 
 class Record(NamedTuple):

@@ -356,13 +356,17 @@ class Progress:
             bar.update(rows)
             return
         self._done += rows
-        if time.monotonic() - self._logged >= self._LOG_EVERY_SECONDS:
-            self._logged = time.monotonic()
+        now = time.monotonic()
+        if self._logged is None:  # this worker's first row
+            self._logged = now
+        if now - self._logged >= self._LOG_EVERY_SECONDS:
+            self._logged = now
             logger.info("tfrecorder: this worker has encoded %d rows (of %d in the run); "
                         "now writing %s.", self._done, self.total, shard)
 
     def __getstate__(self):
-        return {**self.__dict__, "_done": 0}
+        # A worker counts its own rows, by its own clock (monotonic clocks differ by host).
+        return {**self.__dict__, "_done": 0, "_logged": None}
 
 
 def _last_step(results, folder: OutputFolder, header: Manifest, journal: Journal,

@@ -1,0 +1,378 @@
+"""show(): a contact sheet of a split's first images per class, read without TensorFlow.
+
+The datasets hold solid-colour images, one colour per class, so a thumbnail's place on the
+sheet can be checked by its colour. What the sheet should show is read back with
+TensorFlow, independently of the pure-Python reader under test.
+"""
+
+import io
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+from helpers import features_of, read_manifest, read_split, rewrite_split
+from PIL import Image, ImageChops
+
+import tfrecorder
+from tfrecorder.errors import OptionError
+from tfrecorder.show import MAX_ROWS, ContactSheet, Item, Thumbnail, show, thumbnails
+
+COLOURS = {"red": (220, 40, 40), "green": (40, 190, 70), "blue": (40, 70, 220)}
+PLACEHOLDER = (200, 200, 200)
+WHITE = (255, 255, 255)
+
+
+def colour_table(folder, per_class: int = 6, fmt: str = "JPEG",
+                 labels=None) -> pd.DataFrame:
+    """`per_class` images of each colour in COLOURS, labelled by it (or by `labels`, one
+    per row); sizes differ, so no two images are the same bytes."""
+    rows = []
+    for i in range(per_class * len(COLOURS)):
+        name = list(COLOURS)[i % len(COLOURS)]
+        path = os.path.join(folder, f"{name}_{i:02d}.{fmt.lower()}")
+        os.makedirs(folder, exist_ok=True)
+        Image.new("RGB", (30 + i, 20 + i), COLOURS[name]).save(path, fmt)
+        rows.append(("TRAIN", path, name if labels is None else labels[i]))
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+
+
+@pytest.fixture(scope="module")
+def colours(tmp_path_factory) -> str:
+    """Six JPEGs per class in three shards."""
+    folder = tmp_path_factory.mktemp("colours")
+    out = str(folder / "out")
+    tfrecorder.convert(colour_table(folder / "images"), out, num_shards=3, progress=False)
+    return out
+
+
+def records_in_shards(out) -> list[dict]:
+    """Every train record's shard, index in it, labels (names) and image name, in order,
+    read by TensorFlow."""
+    manifest = read_manifest(out)
+    vocabulary = manifest["labels"]["vocabulary"] if "labels" in manifest else None
+    compression = "GZIP" if manifest["compression"] == "gzip" else ""
+    found = []
+    for shard in manifest["splits"]["train"]["shards"]:
+        path = os.path.join(out, shard["file"])
+        for index, record in enumerate(tf.data.TFRecordDataset(path, compression)):
+            feature = tf.train.Example.FromString(record.numpy()).features.feature
+            ids = list(feature["label"].int64_list.value) if vocabulary else []
+            found.append({"shard": shard["file"], "record": index,
+                          "labels": tuple(vocabulary[i] for i in ids),
+                          "image_name": feature["image_name"].bytes_list.value[0].decode()})
+    return found
+
+
+def expected_items(out, per_class: int, classes) -> list[tuple]:
+    """(class, image name, shard, record) of the first `per_class` records of each class,
+    class by class."""
+    records = records_in_shards(out)
+    return [(name, r["image_name"], r["shard"], r["record"]) for name in classes
+            for r in [r for r in records if name in r["labels"]][:per_class]]
+
+
+def shown(sheet: ContactSheet) -> list[tuple]:
+    return [(i.class_name, i.image_name, i.shard, i.record) for i in sheet.items]
+
+
+def cell_colour(sheet: ContactSheet, row: int, column: int) -> np.ndarray:
+    """The mean colour at the centre of a thumbnail's square."""
+    left, top, right, bottom = sheet.layout.thumbnail_box(row, column)
+    x, y = (left + right) // 2, (top + bottom) // 2
+    return np.asarray(sheet.crop((x - 4, y - 4, x + 4, y + 4))).reshape(-1, 3).mean(axis=0)
+
+
+def cells(sheet: ContactSheet) -> list[tuple[int, int]]:
+    """(row, column) of each item: its class's row, left to right."""
+    found, columns = [], {}
+    for item in sheet.items:
+        row = sheet.classes.index(item.class_name or item.split)
+        columns[row] = columns.get(row, -1) + 1
+        found.append((row, columns[row]))
+    return found
+
+
+def assert_colours(sheet: ContactSheet, tolerance: float = 12) -> None:
+    """Each thumbnail is the colour its file name says, centred where its class's row
+    has it."""
+    for item, (row, column) in zip(sheet.items, cells(sheet), strict=True):
+        colour = COLOURS[item.image_name.split("_")[0]]
+        np.testing.assert_allclose(cell_colour(sheet, row, column), colour, atol=tolerance)
+        square = sheet.crop(sheet.layout.thumbnail_box(row, column))
+        left, top, right, bottom = ImageChops.difference(
+            square, Image.new("RGB", square.size, WHITE)).getbbox()
+        assert abs(left - (square.width - right)) <= 1
+        assert abs(top - (square.height - bottom)) <= 1
+
+
+# --- the sheet -----------------------------------------------------------------------------
+
+def test_a_row_per_class_of_its_first_records(colours):
+    sheet = show(colours, per_class=4, thumbnail_size=48)
+
+    assert isinstance(sheet, Image.Image) and sheet.mode == "RGB"
+    assert sheet.classes == ("blue", "green", "red") and sheet.grid == (3, 4)
+    layout = sheet.layout
+    assert layout.cell_width > 48 and layout.cell_height > 48 + 2 * layout.font_size
+    # four cells a row, and a header column as wide as a cell, for the class names
+    assert sheet.size == (5 * layout.cell_width, 3 * layout.cell_height)
+    assert shown(sheet) == expected_items(colours, 4, sheet.classes)
+    assert {i.split for i in sheet.items} == {"train"} and sheet.split_name == "train"
+    assert all(i.labels == (i.class_name,) and i.problem == "" for i in sheet.items)
+    assert_colours(sheet)
+    assert sheet.getpixel((layout.header_width // 2, 2)) == WHITE
+
+
+def test_rows_with_fewer_images_than_columns_end_in_empty_cells(colours):
+    sheet = show(colours, per_class=8, thumbnail_size=32)
+    assert sheet.grid == (3, 8) and len(sheet.items) == 18
+    assert shown(sheet) == expected_items(colours, 8, sheet.classes)
+    for row in range(3):
+        assert sheet.crop(sheet.layout.thumbnail_box(row, 6)).getcolors() == [
+            (32 * 32, WHITE)]
+
+
+def test_thumbnails_are_what_the_sheet_lays_out(colours):
+    found = thumbnails(colours, "train", per_class=2, size=16)
+    sheet = show(colours, per_class=2, thumbnail_size=16)
+    assert [t.item for t in found] == sheet.items
+    assert all(isinstance(t, Thumbnail) and isinstance(t.item, Item) for t in found)
+    for thumbnail in found:  # shrunk to fit, keeping the aspect ratio
+        source = Image.open(next(r for r in read_split(colours, "train")
+                                 if r["image_name"].decode() == thumbnail.image_name)
+                            ["image_uri"].decode())
+        assert max(thumbnail.image.size) == 16
+        assert abs(thumbnail.image.width / thumbnail.image.height
+                   - source.width / source.height) < 0.1
+        np.testing.assert_allclose(np.asarray(thumbnail.image).mean(axis=(0, 1)),
+                                   COLOURS[thumbnail.class_name], atol=12)
+
+
+def test_classes_chooses_the_rows_and_their_order(colours):
+    sheet = show(colours, per_class=3, thumbnail_size=32, classes=["red", "blue"])
+    assert sheet.classes == ("red", "blue") and sheet.grid == (2, 3)
+    assert shown(sheet) == expected_items(colours, 3, ["red", "blue"])
+    assert_colours(sheet)
+    with pytest.raises(OptionError, match="no class 'cat'; its classes are 'blue', 'green', "
+                                          "'red'") as error:
+        show(colours, classes=["red", "cat"])
+    assert error.value.option == "classes"
+
+
+def test_the_sheet_is_a_pillow_image_and_displays_in_notebooks(colours, tmp_path):
+    sheet = show(colours, per_class=2, thumbnail_size=32)
+    sheet.save(tmp_path / "sheet.png")
+    with Image.open(tmp_path / "sheet.png") as saved:
+        assert saved.size == sheet.size and saved.tobytes() == sheet.tobytes()
+    assert sheet.copy().tobytes() == sheet.tobytes()
+    assert sheet.resize((10, 10)).size == (10, 10)
+    assert len(sheet.split()) == 3  # Pillow's bands: hence split_name, not split
+
+    unpickled = pickle.loads(pickle.dumps(sheet))
+    assert isinstance(unpickled, ContactSheet) and unpickled == sheet
+    assert unpickled.items == sheet.items and unpickled.layout == sheet.layout
+
+    width, height = sheet.size
+    assert repr(sheet) == f"<ContactSheet train: 6 images, 3 classes x 2, {width}x{height}>"
+    page = sheet._repr_html_()
+    assert page.startswith("<figure") and "data:image/png;base64," in page
+    assert "train: 6 images; 3 classes x 2: blue, green, red" in page
+
+
+# --- what records hold ----------------------------------------------------------------------
+
+def test_raw_pixels_and_gzip_shards_show_the_same(colours, tmp_path):
+    table = colour_table(tmp_path / "images")
+    for options in ({"image_format": "raw"}, {"compression": "gzip"}):
+        out = str(tmp_path / "_".join(options.values()))
+        tfrecorder.convert(table, out, num_shards=3, progress=False, **options)
+        sheet = show(out, per_class=4, thumbnail_size=32)
+        assert shown(sheet) == expected_items(out, 4, sheet.classes)
+        assert all(i.problem == "" for i in sheet.items)
+        assert_colours(sheet, tolerance=2 if "image_format" in options else 12)
+
+
+def test_raw_pixels_of_one_and_four_channels(tmp_path):
+    paths = []
+    for i, (mode, colour) in enumerate([("L", 90), ("RGBA", (40, 70, 220, 255)),
+                                        ("RGBA", (40, 70, 220, 0))]):
+        paths.append(str(tmp_path / f"{i}.png"))
+        Image.new(mode, (20, 10 + i), colour).save(paths[-1])
+    out = str(tmp_path / "out")
+    tfrecorder.convert(pd.DataFrame({"split": "TRAIN", "image_uri": paths}), out,
+                       image_format="raw", progress=False)
+    found = {t.image_name: t.image for t in thumbnails(out, size=32)}
+    assert found["0.png"].getpixel((5, 5)) == (90, 90, 90)
+    assert found["1.png"].getpixel((5, 5)) == (40, 70, 220)
+    assert found["2.png"].getpixel((5, 5)) == WHITE  # transparent: the sheet's white
+
+
+def test_a_multi_label_record_shows_in_the_row_of_each_label(tmp_path):
+    labels = [["red"], ["green", "red"], ["blue"], ["red", "blue"], [], ["green"]] * 2
+    out = str(tmp_path / "out")
+    tfrecorder.convert(colour_table(tmp_path / "images", 4, labels=labels), out,
+                       num_shards=2, progress=False)
+    sheet = show(out, per_class=3, thumbnail_size=32)
+    assert shown(sheet) == expected_items(out, 3, sheet.classes)
+    by_record = {(i.shard, i.record): i for i in sheet.items}
+    for record in records_in_shards(out):
+        item = by_record.get((record["shard"], record["record"]))
+        if item is not None:
+            assert item.labels == record["labels"]
+    assert any(len(i.labels) == 2 for i in sheet.items)
+    assert not any(i.labels == () for i in sheet.items)  # no label, no row
+    rows_of = {}
+    for thumbnail in thumbnails(out, per_class=3, size=32):
+        rows_of.setdefault((thumbnail.shard, thumbnail.record), []).append(thumbnail)
+    twice = [found for found in rows_of.values() if len(found) == 2]
+    assert twice and all(a.image is b.image for a, b in twice)  # decoded once
+
+
+def test_integer_labels_and_more_classes_than_rows(tmp_path, caplog):
+    paths = []
+    for i in range(MAX_ROWS + 5):
+        paths.append(str(tmp_path / f"{i}.png"))
+        Image.new("RGB", (10, 10 + i), COLOURS["red"]).save(paths[-1])
+    out = str(tmp_path / "out")
+    tfrecorder.convert(pd.DataFrame({"split": "TRAIN", "image_uri": paths,
+                                     "label": range(MAX_ROWS + 5)}), out, progress=False)
+    sheet = show(out, per_class=2, thumbnail_size=16)
+    assert sheet.classes == tuple(str(i) for i in range(MAX_ROWS)) and sheet.grid == (50, 2)
+    assert [i.image_name for i in sheet.items] == [f"{i}.png" for i in range(MAX_ROWS)]
+    assert "showing the first 50 of the dataset's 55 classes" in caplog.text
+    chosen = show(out, per_class=2, thumbnail_size=16, classes=[54, "7"])
+    assert [(i.class_name, i.image_name) for i in chosen.items] == [("54", "54.png"),
+                                                                    ("7", "7.png")]
+
+
+def test_a_dataset_without_labels_has_one_row_named_after_the_split(tmp_path):
+    table = colour_table(tmp_path / "images", 2).drop(columns="label")
+    out = str(tmp_path / "out")
+    tfrecorder.convert(table, out, progress=False)
+    sheet = show(out, per_class=4, thumbnail_size=32)
+    assert sheet.classes == ("train",) and sheet.grid == (1, 4)
+    records = records_in_shards(out)[:4]
+    assert [(i.class_name, i.image_name, i.labels) for i in sheet.items] == [
+        (None, r["image_name"], ()) for r in records]
+    with pytest.raises(OptionError, match="no labels"):
+        show(out, classes=["red"])
+
+
+def test_an_image_that_cannot_be_decoded_is_a_placeholder(colours, tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(colour_table(tmp_path / "images", 2), out, progress=False)
+    manifest = read_manifest(out)
+    records = read_split(out, "train")
+    broken = records[1]["image_name"].decode()
+    records[1]["image"] = records[1]["image"][:40]  # a JPEG cut short
+    rewrite_split(out, "train", [features_of(r, manifest) for r in records])
+
+    sheet = show(out, per_class=2, thumbnail_size=48)
+    assert len(sheet.items) == 6
+    problems = {i.image_name: i.problem for i in sheet.items}
+    assert problems.pop(broken).startswith("cannot decode")
+    assert set(problems.values()) == {""}
+    row, column = next(cell for item, cell in zip(sheet.items, cells(sheet))
+                       if item.image_name == broken)
+    left, top, right, bottom = sheet.layout.thumbnail_box(row, column)
+    corner = sheet.crop((left, top, left + 8, top + 8)).getcolors()
+    assert corner == [(64, PLACEHOLDER)]
+
+
+# --- reading no more than it needs, and no TensorFlow ---------------------------------------
+
+def without_later_shards(out, copy) -> str:
+    """A copy of the dataset `out` without its train shards but the first; returns the
+    first's name."""
+    first, *later = [s["file"] for s in read_manifest(out)["splits"]["train"]["shards"]]
+    os.makedirs(copy)
+    for name in os.listdir(out):
+        if name not in later:
+            shutil.copy(os.path.join(out, name), os.path.join(copy, name))
+    return first
+
+
+def test_stops_reading_once_every_class_is_full(colours, tmp_path):
+    copy = tmp_path / "copy"
+    first = without_later_shards(colours, copy)
+    in_first = [r for r in records_in_shards(colours) if r["shard"] == first]
+    assert {name for r in in_first for name in r["labels"]} == set(COLOURS)  # the premise
+
+    sheet = show(str(copy), per_class=1, thumbnail_size=16)  # later shards are gone
+    assert shown(sheet) == expected_items(colours, 1, sheet.classes)
+    with pytest.raises(FileNotFoundError):  # ... and would be read for more
+        show(str(copy), per_class=6, thumbnail_size=16)
+
+
+def test_a_class_the_split_lacks_does_not_make_it_read_to_the_end(tmp_path):
+    table = colour_table(tmp_path / "images", 6)
+    table.loc[table["label"] == "blue", "split"] = "VALIDATION"
+    out = str(tmp_path / "out")
+    tfrecorder.convert(table, out, num_shards={"train": 3}, progress=False)
+    copy = tmp_path / "copy"
+    first = without_later_shards(out, copy)
+    in_first = [r for r in records_in_shards(out) if r["shard"] == first]
+    assert {name for r in in_first for name in r["labels"]} == {"red", "green"}
+
+    sheet = show(str(copy), per_class=1, thumbnail_size=16)  # the writer counted no blue
+    assert sheet.classes == ("blue", "green", "red")
+    assert shown(sheet) == expected_items(out, 1, sheet.classes)
+    assert show(str(copy), per_class=1, classes=["blue"]).items == []
+
+
+def test_shows_without_importing_tensorflow(colours):
+    script = ("import sys; from tfrecorder.show import show; "
+              f"sheet = show({colours!r}, per_class=2); "
+              "assert len(sheet.items) == 6, sheet.items; "
+              "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+    process = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=120)
+    assert process.returncode == 0, process.stderr
+
+
+# --- what it refuses ------------------------------------------------------------------------
+
+def test_a_dataset_without_images_has_nothing_to_show(tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(pd.DataFrame({"label": ["a", "b"], "x": [1, 2]}), out, progress=False)
+    with pytest.raises(OptionError, match="has no images to show"):
+        show(out)
+
+
+@pytest.mark.parametrize("options", [{"per_class": 0}, {"per_class": 2.5},
+                                     {"thumbnail_size": -1}, {"split": "nonsense"}])
+def test_refuses_options_it_cannot_take(colours, options):
+    with pytest.raises(OptionError):
+        show(colours, **options)
+
+
+def test_a_split_the_dataset_lacks(colours):
+    with pytest.raises(OptionError, match="no 'test' split"):
+        show(colours, "test")
+
+
+def test_png_sources_and_file_uris(tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(colour_table(tmp_path / "images", 2, fmt="PNG"), out, progress=False)
+    sheet = show("file://" + out, per_class=2, thumbnail_size=32)
+    assert shown(sheet) == expected_items(out, 2, sheet.classes)
+    assert_colours(sheet, tolerance=0)
+    assert io.BytesIO(sheet._repr_png_()).getvalue().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("store_name", ["gcs_store", "s3_store"])
+def test_a_dataset_in_a_bucket_shows_like_its_local_copy(colours, store_name, request):
+    store = request.getfixturevalue(store_name)
+    prefix = f"{store.root}/show"
+    for name in os.listdir(colours):
+        store.upload_bytes(Path(colours, name).read_bytes(), f"{prefix}/{name}")
+    sheet, local = show(prefix, per_class=3, thumbnail_size=32), show(colours, per_class=3,
+                                                                      thumbnail_size=32)
+    assert sheet.items == local.items and sheet.tobytes() == local.tobytes()

@@ -1,0 +1,432 @@
+"""`show()`: a contact sheet of a dataset's images, one row per class, without TensorFlow.
+
+A look at the images is the quickest check that labels match pictures, so it must be
+quick: records are read in pure Python (`tfrecord`, `example.decode_example`), shards in
+order, and reading stops as soon as every class has its images, so a large dataset is
+not read to the end. JPEGs are decoded at a reduced DCT scale (Pillow's `draft`), which
+skips most of a full decode: a sheet of 100 photos takes a fraction of a second.
+
+`thumbnails` is the sampling and decoding alone; the HTML report (`report`, and
+`info.thumbnail_strip`) lays them out itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import functools
+import html
+import io
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+
+from PIL import Image, ImageDraw, ImageFont
+
+from tfrecorder import compat, fs
+from tfrecorder.errors import OptionError
+from tfrecorder.example import decode_example
+from tfrecorder.info import DatasetInfo, png_data_uri
+from tfrecorder.manifest import LABEL, Manifest, Split, read_manifest
+from tfrecorder.tfrecord import open_read, read_records
+
+logger = logging.getLogger(__name__)
+
+# Rows shown unless `classes` names them: a sheet of 1000 classes would be a picture some
+# 180,000 pixels tall, and would read 8 records of every class to draw it.
+MAX_ROWS = 50
+_RAW_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # raw pixels' channels -> Pillow mode
+_BASE64_ALTCHARS = b"-_"  # raw pixels are web-safe base64, as TensorFlow decodes them
+_BACKGROUND, _TEXT, _RULE, _PLACEHOLDER = "white", "#222222", "#dddddd", "#c8c8c8"
+
+
+@dataclass(frozen=True)
+class Item:
+    """Where one image of a sheet comes from, and what it shows."""
+
+    class_name: str | None  # its row's class; None in a dataset without labels
+    image_name: str
+    split: str
+    shard: str  # the shard's file name in the dataset folder
+    record: int  # the record's index in its shard
+    labels: tuple[str, ...]  # all the record's classes (several for multi-label records)
+    problem: str  # why its image could not be decoded; "" when it was
+
+
+@dataclass(frozen=True)
+class Thumbnail(Item):
+    """An `Item` with its image, at most `size` pixels a side (a grey placeholder saying
+    "cannot decode" when `problem` says why not)."""
+
+    image: Image.Image
+
+    @property
+    def item(self) -> Item:
+        return Item(*(getattr(self, f.name) for f in fields(Item)))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things go on a sheet: a header column of class names, then cells of a
+    thumbnail with two lines of caption under it."""
+
+    thumbnail_size: int
+
+    @property
+    def padding(self) -> int:
+        return max(4, self.thumbnail_size // 16)
+
+    @property
+    def font_size(self) -> int:
+        return min(14, max(9, self.thumbnail_size // 10))
+
+    @property
+    def line_height(self) -> int:
+        return self.font_size + 3
+
+    @property
+    def cell_width(self) -> int:
+        return self.thumbnail_size + 2 * self.padding
+
+    @property
+    def cell_height(self) -> int:
+        return self.thumbnail_size + 2 * self.line_height + 3 * self.padding
+
+    @property
+    def header_width(self) -> int:
+        return self.cell_width
+
+    def size(self, rows: int, columns: int) -> tuple[int, int]:
+        return self.header_width + columns * self.cell_width, rows * self.cell_height
+
+    def thumbnail_box(self, row: int, column: int) -> tuple[int, int, int, int]:
+        """(left, top, right, bottom) of the square a thumbnail is centred in."""
+        left = self.header_width + column * self.cell_width + self.padding
+        top = row * self.cell_height + self.padding
+        return left, top, left + self.thumbnail_size, top + self.thumbnail_size
+
+
+class ContactSheet(Image.Image):
+    """A Pillow image of a split's thumbnails (save, resize, or display it in a notebook),
+    with what it shows.
+
+    Attributes:
+        items: the `Item` of each thumbnail, row by row, left to right.
+        classes: the rows' names (class names; the split's name without labels).
+        grid: (rows, columns).
+        split_name: the split shown. (Not `split`, which is Pillow's method for bands.)
+        layout: where each row and thumbnail is (`Layout.thumbnail_box`).
+    """
+
+    items: list[Item]
+    classes: tuple[str, ...]
+    grid: tuple[int, int]
+    split_name: str
+    layout: Layout
+
+    @classmethod
+    def of(cls, image: Image.Image, **attributes) -> ContactSheet:
+        """`image` as a ContactSheet. Pillow builds images with factories that return
+        plain Images, so the subclass takes over a built image's state instead."""
+        sheet = cls.__new__(cls)
+        sheet.__dict__.update(image.__dict__)
+        sheet.__dict__.update(attributes)
+        return sheet
+
+    def _attributes(self) -> dict:
+        return {name: self.__dict__[name]
+                for name in ("items", "classes", "grid", "split_name", "layout")}
+
+    def __getstate__(self) -> list:
+        return [*super().__getstate__(), self._attributes()]
+
+    def __setstate__(self, state: list) -> None:
+        super().__setstate__(state[:-1])
+        self.__dict__.update(state[-1])
+
+    def __eq__(self, other: object) -> bool:
+        return super().__eq__(other) and self._attributes() == other._attributes()
+
+    def caption(self) -> str:
+        rows, columns = self.grid
+        names = ", ".join(self.classes[:10]) + (", ..." if rows > 10 else "")
+        return (f"{self.split_name}: {len(self.items)} images; {rows} "
+                f"{'class' if rows == 1 else 'classes'} x {columns}: {names}")
+
+    def __repr__(self) -> str:
+        rows, columns = self.grid
+        return (f"<ContactSheet {self.split_name}: {len(self.items)} images, {rows} "
+                f"{'class' if rows == 1 else 'classes'} x {columns}, "
+                f"{self.width}x{self.height}>")
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        return (f"<figure style='margin:0'><img src='{png_data_uri(self)}' "
+                f"width='{self.width}' height='{self.height}'>"
+                f"<figcaption>{html.escape(self.caption())}</figcaption></figure>")
+
+
+def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
+         thumbnail_size: int = 128,
+         classes: Sequence[str | int] | None = None) -> ContactSheet:
+    """A contact sheet of a split's images: one row per class, its first `per_class`
+    images in the order the shards hold them, each captioned with its class and file
+    name. Reads no more records than that takes, and never imports TensorFlow.
+
+    Args:
+        path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
+        split: "train", "validation" or "test".
+        per_class: images per row. A multi-label record shows in the row of each of its
+            classes. A dataset without labels has one row, named after the split.
+        thumbnail_size: the largest side of a thumbnail, in pixels.
+        classes: the class names of the rows to show, in this order; by default all, or
+            the first `MAX_ROWS` (50) of a dataset of more.
+
+    Returns:
+        A Pillow image (`.save("sheet.png")`; notebooks display it), with `items`, what
+        each thumbnail shows and where it was read. An image that cannot be decoded is
+        a grey cell saying so, and its item's `problem` says why.
+    """
+    split, rows = _sample(os.fspath(path), split, per_class, thumbnail_size, classes)
+    layout = Layout(thumbnail_size)
+    image = Image.new("RGB", layout.size(len(rows), per_class), _BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    font = _font(layout.font_size)
+    for row, (name, row_thumbnails) in enumerate(rows.items()):
+        _draw_row(image, draw, layout, font, row, name, row_thumbnails)
+    items = [thumbnail.item for row_thumbnails in rows.values() for thumbnail in row_thumbnails]
+    return ContactSheet.of(image, items=items, classes=tuple(rows),
+                           grid=(len(rows), per_class), split_name=split, layout=layout)
+
+
+def thumbnails(path: str | os.PathLike, split: str = "train", per_class: int = 8,
+               size: int = 128, *,
+               classes: Sequence[str | int] | None = None) -> list[Thumbnail]:
+    """The thumbnails `show` lays out, class by class (a multi-label record once per
+    class, sharing one image), for pages that lay them out themselves."""
+    rows = _sample(os.fspath(path), split, per_class, size, classes)[1]
+    return [thumbnail for row_thumbnails in rows.values() for thumbnail in row_thumbnails]
+
+
+# --- sampling ------------------------------------------------------------------------------
+
+def _sample(path: str, split: str, per_class: int, size: int,
+            classes: Sequence[str | int] | None) -> tuple[str, dict[str, list[Thumbnail]]]:
+    """The split's name, and each row's name with up to `per_class` thumbnails: the first
+    records of its class, read shard by shard until every row is full."""
+    _check_positive(per_class=per_class, thumbnail_size=size)
+    manifest = read_manifest(path)
+    if not manifest.has_images:
+        raise OptionError(f"the dataset in {path!r} has no images to show: it was written "
+                          "from a table without an image column. Read its records with "
+                          "tfrecorder.load or tfrecorder.inspect.", option="path")
+    split = compat.split_name(split)
+    shards = manifest.split(split, path).shards
+    class_names = _class_names(manifest, path)
+    rows: dict[str, list[Thumbnail]] = {name: [] for name in _rows(class_names, classes,
+                                                                   split)}
+    wanted = _wanted(manifest, split, class_names, list(rows), per_class)
+    missing = sum(wanted.values())
+    if not missing:  # no shard need be opened
+        return split, rows
+    records = _records(path, [s.file for s in shards], manifest.compression)
+    with contextlib.closing(records):  # a shard is opened when its first record is asked
+        for shard, index, features in records:
+            labels = _labels(features, class_names)
+            takers = [name for name in dict.fromkeys(labels if class_names else [split])
+                      if len(rows.get(name, ())) < wanted.get(name, 0)]
+            if not takers:
+                continue
+            image, problem = record_thumbnail(features, size)
+            image_name = _text(_first(features, "image_name", b""))
+            for name in takers:
+                rows[name].append(Thumbnail(name if class_names else None, image_name,
+                                            split, shard, index, labels, problem, image))
+            missing -= len(takers)
+            if not missing:
+                break
+    return split, rows
+
+
+def _check_positive(**numbers: int) -> None:
+    for name, value in numbers.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise OptionError(f"{name} must be a whole number of 1 or more, not {value!r}.",
+                              option=name)
+
+
+def _class_names(manifest: Manifest, path: str) -> tuple[str, ...]:
+    """Label ids' names; () for a dataset without labels."""
+    if LABEL not in manifest.features:
+        return ()
+    return DatasetInfo.of(manifest, path).class_names
+
+
+def _rows(class_names: tuple[str, ...], classes: Sequence[str | int] | None,
+          split: str) -> list[str]:
+    """The rows' names: the classes asked for, or the first MAX_ROWS; a dataset without
+    labels has one row, its split's."""
+    if classes is None:
+        if len(class_names) > MAX_ROWS:
+            logger.warning("showing the first %d of the dataset's %d classes; choose the "
+                           "rows with classes=[...]", MAX_ROWS, len(class_names))
+        return list(class_names[:MAX_ROWS]) or [split]
+    if isinstance(classes, (str, int)):
+        classes = [classes]
+    if not class_names:
+        raise OptionError("the dataset has no labels, so no classes to choose: leave out "
+                          "classes=.", option="classes")
+    asked = [str(name) for name in classes]
+    unknown = [name for name in asked if name not in class_names]
+    if unknown:
+        listed = ", ".join(map(repr, class_names[:20]))
+        more = f" and {len(class_names) - 20} more" if len(class_names) > 20 else ""
+        raise OptionError(f"the dataset has no class {unknown[0]!r}; its classes are "
+                          f"{listed}{more}.", option="classes")
+    return list(dict.fromkeys(asked))
+
+
+def _wanted(manifest: Manifest, split: str, class_names: tuple[str, ...],
+            rows: list[str], per_class: int) -> dict[str, int]:
+    """How many images each row can get: `per_class`, or fewer where the writer counted
+    fewer records of the class in the split (so a rare class does not make the reader
+    read to the end, looking for images that are not there)."""
+    statistics = manifest.statistics.get(Split(split))
+    if statistics is None or len(statistics.class_counts) != len(class_names):
+        return dict.fromkeys(rows, per_class)
+    counts = dict(zip(class_names, statistics.class_counts))
+    return {name: min(per_class, counts.get(name, per_class)) for name in rows}
+
+
+def _records(path: str, shard_files: Iterable[str],
+             compression: str | None) -> Iterator[tuple[str, int, dict[str, list]]]:
+    """(shard file, index in the shard, features) of each record, shard by shard; a
+    shard is opened only when the records before it were not enough."""
+    for file in shard_files:
+        with open_read(fs.join(path, file), compression) as stream:
+            for index, record in enumerate(read_records(stream)):
+                yield file, index, decode_example(record)
+
+
+def _labels(features: dict[str, list], class_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of a record's label ids (one, or several for multi-label records)."""
+    return tuple(class_names[i] for i in features.get(LABEL, ())
+                 if 0 <= i < len(class_names))
+
+
+def _first(features: dict[str, list], name: str, default):
+    values = features.get(name)
+    return values[0] if values else default
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", errors="replace")
+
+
+# --- decoding ------------------------------------------------------------------------------
+
+# What Pillow raises for bytes it cannot decode: many types, so a broad but named set.
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError,
+                  binascii.Error, Image.DecompressionBombError)
+
+
+def record_thumbnail(features: dict[str, list], size: int) -> tuple[Image.Image, str]:
+    """The image of a record (`example.decode_example`'s features), RGB, at most `size`
+    a side; or a placeholder and why not. The report draws duplicates with it too."""
+    try:
+        image = _decode(features, size)
+        image.thumbnail((size, size))
+        return image, ""
+    except _DECODE_ERRORS as error:
+        return _placeholder(size), f"cannot decode: {error}"
+
+
+def _decode(features: dict[str, list], size: int) -> Image.Image:
+    data = _first(features, "image", b"")
+    image_format = _first(features, "image_format", b"")
+    if image_format == b"raw":
+        shape = [_first(features, name, 0)
+                 for name in ("image_width", "image_height", "image_channels")]
+        width, height, channels = shape
+        if channels not in _RAW_MODES:
+            raise ValueError(f"raw pixels of {channels} channels")
+        pixels = base64.b64decode(data, altchars=_BASE64_ALTCHARS)
+        image = Image.frombytes(_RAW_MODES[channels], (width, height), pixels)
+    else:  # JPEG or PNG, whatever the record says: the bytes tell which
+        image = Image.open(io.BytesIO(data), formats=["JPEG", "PNG"])
+        if image.format == "JPEG":
+            image.draft("RGB", (size, size))  # decodes at 1/2, 1/4 or 1/8 scale
+    return _on_white(image)
+
+
+def _on_white(image: Image.Image) -> Image.Image:
+    """RGB; transparent pixels shown on the sheet's white, not as whatever colour they
+    hide."""
+    if image.mode == "P":
+        image = image.convert("RGBA" if "transparency" in image.info else "RGB")
+    if image.mode in ("RGBA", "LA", "PA"):
+        rgba = image.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, _BACKGROUND)
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        return flat
+    return image.convert("RGB")
+
+
+def _placeholder(size: int) -> Image.Image:
+    image = Image.new("RGB", (size, size), _PLACEHOLDER)
+    ImageDraw.Draw(image).text((size / 2, size / 2), "cannot decode", fill=_TEXT,
+                               font=_font(Layout(size).font_size), anchor="mm")
+    return image
+
+
+# --- drawing -------------------------------------------------------------------------------
+
+def _draw_row(sheet: Image.Image, draw: ImageDraw.ImageDraw, layout: Layout, font,
+              row: int, name: str, row_thumbnails: list[Thumbnail]) -> None:
+    """One class: its name at the left, its thumbnails, each captioned with its classes
+    and file name."""
+    top = row * layout.cell_height
+    if row:
+        draw.line([(0, top), (sheet.width, top)], fill=_RULE)
+    text_width = layout.cell_width - 2 * layout.padding
+    draw.text((layout.padding, top + layout.padding + layout.thumbnail_size / 2),
+              _fit(name, font, text_width), fill=_TEXT, font=font, anchor="lm")
+    for column, thumbnail in enumerate(row_thumbnails):
+        left, box_top, right, bottom = layout.thumbnail_box(row, column)
+        image = thumbnail.image
+        sheet.paste(image, (left + (layout.thumbnail_size - image.width) // 2,
+                            box_top + (layout.thumbnail_size - image.height) // 2))
+        caption = ", ".join(thumbnail.labels) or thumbnail.split
+        for line, text in enumerate((caption, thumbnail.image_name)):
+            draw.text((left, bottom + layout.padding + line * layout.line_height),
+                      _fit(text, font, text_width), fill=_TEXT, font=font)
+
+
+def _fit(text: str, font, width: int) -> str:
+    """`text` on one line of at most `width` pixels: shortened in the middle with an
+    ellipsis, which keeps a file name's end (its number and extension) readable."""
+    text = "".join(c if c.isprintable() else "?" for c in text)  # no line breaks
+    if font.getlength(text) <= width:
+        return text
+    keep_low, keep_high = 0, len(text)  # how many characters fit around the ellipsis
+    while keep_low < keep_high:
+        keep = (keep_low + keep_high + 1) // 2
+        if font.getlength(_middle_cut(text, keep)) <= width:
+            keep_low = keep
+        else:
+            keep_high = keep - 1
+    return _middle_cut(text, keep_low)
+
+
+def _middle_cut(text: str, keep: int) -> str:
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head):]
+
+
+@functools.cache
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
