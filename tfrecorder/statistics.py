@@ -155,19 +155,25 @@ def candidate_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]]
     the speed of SHA-256), for `dataset` to confirm byte by byte: a match is nearly
     always a duplicate, but a crafted collision must not cost a row. `shards` are
     (split, file name, facts) in writing order."""
-    digests, located = [], []
-    for shard_index, (split, _, facts) in enumerate(shards):
-        for record, fmt in enumerate(facts.formats):
-            if fmt != _NO_IMAGE:
-                digests.append(facts.digest(record))
-                located.append(Located(split, shard_index, record, facts.positions[record]))
-    if not digests:
+    if not shards:
         return []
-    keys = np.frombuffer(b"".join(digests), dtype=f"V{_DIGEST_BYTES}")
-    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    facts = [shard_facts for _, _, shard_facts in shards]
+    digests = np.concatenate([np.frombuffer(bytes(f.digests), f"V{_DIGEST_BYTES}")
+                              for f in facts])
+    formats = np.concatenate([np.frombuffer(f.formats, np.int8) for f in facts])
+    shard_of = np.repeat(np.arange(len(facts)), [len(f) for f in facts])
+    record_of = np.concatenate([np.arange(len(f)) for f in facts])
+    with_image = np.flatnonzero(formats != _NO_IMAGE)
+    if not len(with_image):
+        return []
+    _, inverse, counts = np.unique(digests[with_image], return_inverse=True,
+                                   return_counts=True)
+    repeated = counts[inverse] > 1
     groups: dict[int, list[Located]] = {}
-    for i in np.flatnonzero(counts[inverse] > 1).tolist():
-        groups.setdefault(int(inverse[i]), []).append(located[i])
+    for group, i in zip(inverse[repeated].tolist(), with_image[repeated].tolist()):
+        shard, record = int(shard_of[i]), int(record_of[i])
+        groups.setdefault(group, []).append(
+            Located(shards[shard][0], shard, record, facts[shard].positions[record]))
     return list(groups.values())
 
 
