@@ -150,6 +150,16 @@ def run_cli(*args, timeout=300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
+def run_without_tensorflow(code: str, *args, timeout=120) -> str:
+    """Runs `code` in a fresh interpreter (with `args` in sys.argv) and returns what it
+    printed; fails if it errs or imports TensorFlow, whose import alone takes seconds."""
+    code += "\nimport sys\nassert 'tensorflow' not in sys.modules, 'TensorFlow imported'\n"
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def assert_one_error_line(process: subprocess.CompletedProcess, *words: str) -> str:
     """Exit 1 and a single `tfrecorder: error:` line on stderr, naming every word."""
     assert process.returncode == 1, process.stderr

@@ -3,14 +3,19 @@
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import tensorflow as tf
-from helpers import features_of, read_manifest, read_split, rewrite_split, write_image
+from helpers import (
+    features_of,
+    read_manifest,
+    read_split,
+    rewrite_split,
+    run_without_tensorflow,
+    write_image,
+)
 
 import tfrecorder
 from tfrecorder import VerificationError
@@ -82,11 +87,8 @@ def test_verify_shows_progress_and_can_skip_decoding(dataset, capsys):
 
 def test_verify_without_decoding_never_imports_tensorflow(dataset):
     """Files, framing and checksums need no TensorFlow: only the record checks load it."""
-    code = ("import sys, tfrecorder; tfrecorder.verify(sys.argv[1], decode_images=False); "
-            "print('tensorflow' in sys.modules)")
-    run = subprocess.run([sys.executable, "-c", code, dataset], capture_output=True,
-                         text=True, check=True)
-    assert run.stdout.strip() == "False"
+    run_without_tensorflow("import sys, tfrecorder; "
+                           "tfrecorder.verify(sys.argv[1], decode_images=False)", dataset)
 
 
 def test_a_flipped_byte_inside_an_image_fails_its_checksum(dataset):
