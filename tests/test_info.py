@@ -201,7 +201,8 @@ def test_reprs_are_short_and_notebooks_get_counts_warnings_and_thumbnails(tmp_pa
     assert "<th>cat</th><td>3</td><td>1</td>" in page  # train 3 cats, test 1
     assert "inflates test accuracy" in page
     assert page.count("<img src='data:image/png;base64,") == 2  # one per class
-    assert info._repr_html_().count("<th>") >= 4
+    shown = info._repr_html_()
+    assert shown.count("<th>") >= 4 and shown.count("<img src='data:image/png") == 2
 
 
 def test_info_on_a_bucket_reads_the_manifest_alone_without_tensorflow(gcs_store, tmp_path):
@@ -286,3 +287,15 @@ def test_the_cli_draws_a_contact_sheet_and_writes_a_report(tmp_path):
     written = run_cli("report", tmp_path / "out", "-o", page)
     assert written.returncode == 0, written.stderr
     assert "inflates test accuracy" in page.read_text()
+
+
+def test_the_cli_warns_in_its_own_words_and_drops_duplicates_when_asked(tmp_path):
+    table = tmp_path / "table.csv"
+    planted(tmp_path).to_csv(table, index=False)
+    warned = run_cli("convert", table, tmp_path / "out")
+    assert warned.returncode == 0, warned.stderr
+    assert "tfrecorder: warning: 3 images are stored more than once" in warned.stderr
+    assert "DatasetWarning" not in warned.stderr  # not Python's file:line: Category form
+    dropped = run_cli("convert", table, tmp_path / "dropped", "--duplicates", "drop")
+    assert dropped.returncode == 0, dropped.stderr
+    assert tfrecorder.info(tmp_path / "dropped").num_records == 6

@@ -70,7 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Hides most C++ log lines of TensorFlow, which verify and inspect import.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
-        return args.run(args)
+        with warnings.catch_warnings():  # restores the caller's display (tests call main)
+            warnings.showwarning = _show_warning
+            return args.run(args)
     except USER_ERRORS as error:
         print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
         return 1
@@ -82,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line of the command line's own (`tfrecorder: warning: ...`), not
+    Python's `file:line: Category: ...`: the user ran a command, not that file."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -91,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  tfrecorder convert images.csv out/\n"
                "  tfrecorder info out/\n"
+               "  tfrecorder report out/ -o report.html\n"
                "  tfrecorder verify out/\n"
                "  tfrecorder inspect out/ --split validation\n"
                "  tfrecorder migrate tfrecorder-2.0-folder/ out/\n\n"

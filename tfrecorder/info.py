@@ -177,7 +177,7 @@ class DatasetInfo:
                 f"{classes}{warned}>")
 
     def _repr_html_(self) -> str:
-        return html_summary(self)
+        return html_summary(self, thumbnail_strip(self))
 
 
 def _duplicate_warnings(duplicates: tuple[Duplicate, ...]) -> list[str]:
