@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -38,7 +36,7 @@ from tfrecorder.manifest import (
 )
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan
-from tfrecorder.rows import Rejection
+from tfrecorder.rows import Rejection, rejection_reasons
 from tfrecorder.statistics import (
     Located,
     ShardFacts,
@@ -79,7 +77,6 @@ class Written:
                 "rows_rejected": len(self.rejections)}
 
 
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _REASONS_SHOWN = 3
 
 
@@ -196,14 +193,6 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])
     return manifest
-
-
-def rejection_reasons(rejections: Sequence[Rejection]) -> dict[str, int]:
-    """How many rows each reason rejected, commonest first (then alphabetically: both
-    engines write the same manifest); paths and values in quotes
-    are folded, so that 'no such file' for a thousand rows is one reason."""
-    reasons = Counter(_QUOTED.sub("'...'", r.reason) for r in rejections)
-    return dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]]

@@ -52,6 +52,7 @@ from tfrecorder.errors import (
     VerificationError,
 )
 from tfrecorder.example import encode_example
+from tfrecorder.rows import rejection_reasons
 from tfrecorder.tfrecord import CorruptRecordError, ShardWriter, open_read, read_records
 
 logger = logging.getLogger(__name__)
@@ -362,7 +363,8 @@ def _write(old_dir: str, layout: _Layout, folder) -> manifest.Manifest:
         options={"image_format": "raw", "compression": layout.compression,
                  "migrated_from": "TFRecorder 2.0", "source": old_dir},
         labels=_labels(layout, largest_label), splits=splits,
-        rejected=manifest.Rejected(manifest.REJECTED, len(rejections)),
+        rejected=manifest.Rejected(manifest.REJECTED, len(rejections),
+                                   rejection_reasons(rejections)),
         created_by=f"tfrecorder {__version__} (migrate from TFRecorder 2.0)")
     folder.write_bytes(manifest.MANIFEST, finished.to_bytes())
     return finished

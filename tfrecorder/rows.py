@@ -5,7 +5,9 @@ beyond the standard library, so it costs a worker nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 
@@ -42,3 +44,14 @@ class Record(NamedTuple):
 
     example: bytes
     image: StoredImage | None = None
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def rejection_reasons(rejections: Iterable[Rejection]) -> dict[str, int]:
+    """How many rows each reason rejected, commonest first (then alphabetically: both
+    engines write the same manifest). Paths and values in quotes are folded, so that "no
+    such file '...'" for a thousand rows is one reason."""
+    reasons = Counter(_QUOTED.sub("'...'", r.reason) for r in rejections)
+    return dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0])))
