@@ -1,4 +1,6 @@
-"""Convert the bundled sample photos into a TFRecord dataset and load it for training.
+"""Convert the bundled sample photos into a TFRecord dataset, describe it, and load it
+for training. Also writes OUTPUT_DIR-report.html, a page to open in a browser (beside
+the dataset: `verify` names any file inside it that the manifest does not list).
 
     python examples/quickstart.py [OUTPUT_DIR]
 """
@@ -7,7 +9,6 @@ import os
 import sys
 
 import tfrecorder
-from tfrecorder.manifest import read_manifest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -20,13 +21,15 @@ def main(output_dir: str) -> None:
           flush=True)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    vocabulary = read_manifest(output_dir).labels.vocabulary
-    datasets = tfrecorder.load(output_dir, batch_size=4, image_size=(224, 224))
+    datasets, info = tfrecorder.load(output_dir, batch_size=4, image_size=(224, 224),
+                                     with_info=True)
     for split, ds in datasets.items():
         batch = next(iter(ds))
-        labels = [vocabulary[i] for i in batch["label"].numpy()]
+        labels = [info.class_names[i] for i in batch["label"].numpy()]
         print(f"  {split}: {len(ds)} batches; first: images {tuple(batch['image'].shape)} "
               f"{batch['image'].dtype.name}, labels {labels}")
+    print(f"Records per class: {info.class_counts['train']} (train); "
+          f"report: {tfrecorder.report(output_dir, output_dir.rstrip('/') + '-report.html')}")
 
 
 if __name__ == "__main__":

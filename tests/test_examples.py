@@ -14,8 +14,12 @@ def test_quickstart_converts_and_loads_the_samples(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0].startswith("Wrote 16 records to ")
     assert "{'train': 7, 'validation': 5, 'test': 4}; rejected: 0" in lines[0]
-    assert [line.split(":")[0].strip() for line in lines[1:]] == ["train", "validation", "test"]
+    assert [line.split(":")[0].strip() for line in lines[1:4]] == ["train", "validation",
+                                                                   "test"]
     assert all("images (4, 224, 224, 3) uint8" in line for line in lines[1:3])
+    assert lines[4].startswith("Records per class: {'cat': 2, 'coffee': 2, 'rocket': 1, "
+                               "'texture': 2} (train); report: ")
+    assert (tmp_path / "samples-report.html").stat().st_size > 10_000
 
 
 def test_object_detection_writes_and_loads_boxes_and_classes(tmp_path):
