@@ -165,13 +165,7 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     manifest. `image_uris` are the table's, by position (None: no images)."""
     if limit.exceeded(len(written.rejections)):
         raise limit.error(written.rejections)
-    found = []
-    if image_uris is not None:
-        shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
-        groups = _same_bytes(folder, header.compression, shards,
-                             candidate_duplicates(shards))
-        found = describe_duplicates(groups, shards, source.index, image_uris,
-                                    header.labels)
+    found = _duplicates(folder, header, written, source.index, image_uris)
     policy = header.options.get("duplicates", "warn")
     if found and policy == "error":
         raise _duplicates_error([duplicate for duplicate, _ in found])
@@ -193,6 +187,17 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])
     return manifest
+
+
+def _duplicates(folder, header: Manifest, written: Written, index: pd.Index,
+                image_uris: Sequence[str] | None) -> list[tuple[Duplicate, list[Located]]]:
+    """Every image stored more than once, with where each copy is: candidates by their
+    content hashes, confirmed by their bytes."""
+    if image_uris is None:
+        return []
+    shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
+    confirmed = _same_bytes(folder, header.compression, shards, candidate_duplicates(shards))
+    return describe_duplicates(confirmed, shards, index, image_uris, header.labels)
 
 
 def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]]
