@@ -1,10 +1,16 @@
 import os
+import signal
 import sys
 
 import pandas as pd
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Run in the background by a non-interactive shell (a CI script, `nohup ... &`), the tests
+# inherit SIGINT ignored, and so would every conversion they start: the tests that press
+# Ctrl-C on one would wait for it forever. A handler here is reset to the default in each
+# child, where Python turns SIGINT into KeyboardInterrupt again.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, os.path.dirname(__file__))
 
 from gcs_emulator import gcs_bucket  # noqa: E402, F401  (a fixture for every test module)
