@@ -161,7 +161,7 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
     if manifest is not None and manifest.rejected.num_rows:
         logger.warning("%d of %d rows were rejected; see %s", manifest.rejected.num_rows,
                        manifest.num_source_rows, rejected_path)
-    found = DatasetInfo.of(manifest, output_dir) if manifest is not None else None
+    found = DatasetInfo(output_dir, manifest) if manifest is not None else None
     for warning in found.warnings if found is not None else ():
         warn_user(warning, DatasetWarning)
     return ConversionResult(

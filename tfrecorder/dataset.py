@@ -210,13 +210,14 @@ def _same_bytes(folder, compression: str | None, shards, candidates: list[list[L
             wanted.setdefault(copy.shard, set()).add(copy.record)
     digests: dict[tuple[int, int], str] = {}
     for shard, records in sorted(wanted.items()):
+        last = max(records)
         with open_read(folder.uri(shards[shard][1]), compression) as file:
             for index, record in enumerate(read_records(file)):
                 if index in records:
                     image = decode_example(record)["image"][0]
                     digests[shard, index] = hashlib.sha256(image).digest()[:16].hex()
-                    if index == max(records):
-                        break
+                if index == last:
+                    break
     confirmed = []
     for group in candidates:
         by_bytes: dict[str, list[Located]] = {}

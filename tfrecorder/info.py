@@ -43,7 +43,7 @@ def info(path: str | os.PathLike) -> DatasetInfo:
     sizes, formats and channels, rejected rows by reason, and images stored more than
     once. Reads the manifest only."""
     path = os.fspath(path)
-    return DatasetInfo.of(read_manifest(path), path)
+    return DatasetInfo(path, read_manifest(path))
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,6 @@ class DatasetInfo:
 
     path: str
     manifest: Manifest
-
-    @classmethod
-    def of(cls, manifest: Manifest, path: str) -> DatasetInfo:
-        return cls(path, manifest)
 
     # --- what the dataset holds ------------------------------------------------------------
 

@@ -182,7 +182,7 @@ def load(
         for name in splits
     }
     loaded = datasets[split] if split is not None else _Splits(datasets)
-    return (loaded, DatasetInfo.of(manifest, path)) if with_info else loaded
+    return (loaded, DatasetInfo(path, manifest)) if with_info else loaded
 
 
 class _Splits(dict):

@@ -263,7 +263,7 @@ def _class_names(manifest: Manifest, path: str) -> tuple[str, ...]:
     """Label ids' names; () for a dataset without labels."""
     if LABEL not in manifest.features:
         return ()
-    return DatasetInfo.of(manifest, path).class_names
+    return DatasetInfo(path, manifest).class_names
 
 
 def _rows(class_names: tuple[str, ...], classes: Sequence[str | int] | None,
