@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -320,3 +321,28 @@ def test_sigterm_stops_a_beam_driver_and_removes_its_staged_copy_of_the_table(tm
     _, stderr = run.communicate(timeout=60)
     assert run.returncode != 0 and "Terminated" in stderr, stderr
     assert not private_dirs(run.pid) and listing(out) == []
+
+
+HOLD_AND_DIE = """
+import os, signal, sys, time
+from tfrecorder import output
+with output.claim(sys.argv[1], "killed-run", overwrite=True, resume=False):
+    if os.fork() == 0:  # a worker, which shares the lock's file, dies a second later
+        time.sleep(1.5)
+        os._exit(0)
+    print("locked", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_runs_lock_is_taken_once_its_dying_workers_let_go(tmp_path):
+    """A killed driver's forked workers hold its flock until they are gone too (they
+    die with it, a moment later): the next run waits for them instead of refusing."""
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-c", HOLD_AND_DIE, str(out)],
+                           stdout=subprocess.PIPE, text=True)
+    assert run.stdout.readline() == "locked\n"
+    run.wait()
+    started = time.monotonic()
+    with output.claim(str(out), "next-run", overwrite=True, resume=False):
+        assert time.monotonic() - started > 0.5  # it did wait for the worker

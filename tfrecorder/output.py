@@ -208,6 +208,7 @@ def _local_lock(folder: str, holder: dict, run: OutputFolder) -> Iterator[None]:
     """An flock on the lock file: the kernel releases it when this process dies."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, LOCK)
+    dying_until = time.monotonic() + _DYING_SECONDS
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
@@ -216,7 +217,14 @@ def _local_lock(folder: str, holder: dict, run: OutputFolder) -> Iterator[None]:
             os.close(fd)
             if error.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
-            raise _locked(folder, _read_holder(path), path) from None
+            found = _read_holder(path)
+            # A run that was killed holds its lock until its workers, which share the
+            # lock's file, have died too: they are dying (the kernel signals them), so
+            # wait for them rather than refuse.
+            if _died_here(found, holder) and time.monotonic() < dying_until:
+                time.sleep(0.05)
+                continue
+            raise _locked(folder, found, path) from None
         # The holder before us may have deleted the file between our open and our lock:
         # then we hold a lock on a file no one else will open. Take the one on disk.
         with contextlib.suppress(FileNotFoundError):
@@ -260,8 +268,7 @@ def _remote_lock(path: str, holder: dict, run: OutputFolder) -> Iterator[None]:
         if fs.create_exclusive(uri, data):
             break
         found = _read_holder(uri)
-        if attempt == 0 and found and found.get("host") == holder["host"] \
-                and not _alive(found.get("pid")):
+        if attempt == 0 and _died_here(found, holder):
             logger.warning("Taking over the lock of %s, left by a run that died.", path)
             fs.delete([uri])
             continue
@@ -273,6 +280,15 @@ def _remote_lock(path: str, holder: dict, run: OutputFolder) -> Iterator[None]:
         if not run.handed_over:
             with contextlib.suppress(Exception):
                 fs.delete([uri])
+
+
+_DYING_SECONDS = 10.0
+
+
+def _died_here(found: dict | None, holder: dict) -> bool:
+    """Whether a lock's holder ran on this machine and is gone."""
+    return bool(found) and found.get("host") == holder["host"] and \
+        not _alive(found.get("pid"))
 
 
 def _alive(pid) -> bool:
