@@ -1,6 +1,7 @@
 """A/B: conversion throughput of this tree against an earlier commit, in one run.
 
     .venv/bin/python benchmarks/bench_ab.py --base 8eb43bd [--images 3000] [--rounds 7]
+        [--sides 400,800] [--validate both|true|false]
 
 Both versions convert the same real-looking JPEGs (bench_write's crops of the sample
 photos, about 55 KB) with default options, `validate=True` and `validate=False`; each run
@@ -48,7 +49,12 @@ def main() -> None:
     parser.add_argument("--base", required=True, help="the commit to compare with")
     parser.add_argument("--images", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--sides", default="400,800",
+                        help="the crops' longer side, least and most (small: many rows fast)")
+    parser.add_argument("--validate", choices=("both", "true", "false"), default="both")
     args = parser.parse_args()
+    sides = tuple(int(side) for side in args.sides.split(","))
+    modes = {"both": (False, True), "true": (True,), "false": (False,)}[args.validate]
     work = tempfile.mkdtemp(prefix="bench-ab-")
     try:
         base = os.path.join(work, "base")
@@ -57,12 +63,13 @@ def main() -> None:
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
         table = os.path.join(work, "table.csv")
-        make_crops(os.path.join(tempfile.gettempdir(), "tfr-bench-images"), args.images,
-                   sides=(400, 800)).to_csv(table, index=False)
+        images = "tfr-bench-images" + ("" if sides == (400, 800) else "-{}-{}".format(*sides))
+        make_crops(os.path.join(tempfile.gettempdir(), images), args.images,
+                   sides=sides).to_csv(table, index=False)
         out = os.path.join(work, "out")
-        ratios: dict[bool, list[float]] = {False: [], True: []}
+        ratios: dict[bool, list[float]] = {validate: [] for validate in modes}
         for round_ in range(args.rounds):
-            for validate in (False, True):
+            for validate in modes:
                 old, new = rate(base, table, out, validate), rate(ROOT, table, out, validate)
                 ratios[validate].append(new / old)
                 print(f"round {round_}, validate={validate}: base {old:.0f}, this tree "

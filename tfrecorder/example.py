@@ -10,6 +10,7 @@ features always serialize identically, whichever engine or worker encodes them.
 from __future__ import annotations
 
 import struct
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -100,9 +101,13 @@ def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]]) -> lis
     """
     entries_by_column = [_entries(name, columns[name]) for name in sorted(columns)]
     records = []
+    headers: dict[int, bytes] = {}  # by body length, which repeats
     for entries in zip(*entries_by_column):
         body = b"".join(entries)
-        records.append(_header(1, len(body)) + body)
+        header = headers.get(len(body))
+        if header is None:
+            header = headers[len(body)] = _header(1, len(body))
+        records.append(header + body)
     return records
 
 
@@ -111,15 +116,36 @@ _MEMO_TYPES = (str, bytes, int, float, bool)
 
 def _entries(name: str, values: Sequence[FeatureValue | None]) -> list[bytes]:
     """Each value's whole map entry for feature `name` (b"" for None), as
-    `encode_example` writes it; an entry is built once per distinct scalar value."""
+    `encode_example` writes it. Columns of one kind are built with NumPy (numbers, lists
+    of k floats) or with one lookup a row (text); the rest once per distinct value."""
     key = _keys.get(name) or _key(name)
+    if isinstance(values, np.ndarray) and values.ndim == 2:  # rows of k numbers
+        found = _float_list_entries(key, values) if values.dtype.kind == "f" else None
+        return found if found is not None else _entries(name, list(values.tolist()))
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        found = _float_entries(key, values)
+        if found is not None:
+            return found
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        found = _int_entries(key, values)
+        if found is not None:
+            return found
+    values = values.tolist() if isinstance(values, np.ndarray) else values
     kinds = set(map(type, values))
     if kinds == {float}:
         found = _float_entries(key, values)
         if found is not None:
             return found
+    if kinds == {int}:
+        found = _int_entries(key, values)
+        if found is not None:
+            return found
     if kinds == {str}:
         return _text_entries(key, values)
+    if kinds and kinds <= {list, np.ndarray}:
+        found = _float_list_entries(key, values)
+        if found is not None:
+            return found
     built: dict = {}
     found = []
     for value in values:
@@ -127,6 +153,7 @@ def _entries(name: str, values: Sequence[FeatureValue | None]) -> list[bytes]:
         memo = (kind, value) if kind in _MEMO_TYPES else None
         entry = built.get(memo) if memo is not None else None
         if entry is None:
+            value = value.tolist() if isinstance(value, np.ndarray) else value
             entry = _entry(key, value) if value is not None else b""
             if memo is not None:
                 built[memo] = entry
@@ -138,25 +165,81 @@ def _float_entries(key: bytes, values: Sequence[float]) -> list[bytes] | None:
     """A column of single floats: every entry is one prefix and four bytes, packed by
     NumPy at once. None where float32 overflows (`struct` refuses those: the row path
     says so) or a value is NaN (whose payload bits `struct` alone decides)."""
-    wide = np.asarray(values, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        packed = wide.astype("<f4")
-    if np.isnan(wide).any() or (np.isinf(packed) != np.isinf(wide)).any():
+    packed = _float32s(np.asarray(values, dtype=np.float64))
+    if packed is None:
         return None
     prefix = _entry(key, 0.0)[:-4]
     data = packed.tobytes()
     return [prefix + data[i:i + 4] for i in range(0, len(data), 4)]
 
 
+def _float32s(wide: np.ndarray) -> np.ndarray | None:
+    """`wide` as little-endian float32s, as `struct.pack("<f")` rounds them; None where
+    that would refuse one (overflow) or decide its bits alone (NaN)."""
+    with np.errstate(over="ignore"):
+        packed = wide.astype("<f4")
+    if np.isnan(wide).any() or (np.isinf(packed) != np.isinf(wide)).any():
+        return None
+    return packed
+
+
+def _float_list_entries(key: bytes, values: Sequence) -> list[bytes] | None:
+    """A column of lists of k floats (Python lists or arrays): one prefix a row, and the
+    floats of every row packed by NumPy at once. None for anything else: lists of other
+    lengths or kinds, which the value-by-value path encodes."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # ragged lists make an object array: refuse
+            grid = np.asarray(values)
+    except (ValueError, TypeError, Warning):
+        return None
+    if grid.ndim != 2 or grid.dtype.kind != "f" or not grid.shape[1]:
+        return None  # ints, text, empty lists: the general path
+    packed = _float32s(grid.astype(np.float64))
+    if packed is None:
+        return None
+    width = 4 * grid.shape[1]
+    prefix = _entry(key, [0.0] * grid.shape[1])[:-width]
+    data = packed.tobytes()
+    return [prefix + data[i:i + width] for i in range(0, len(data), width)]
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _int_entries(key: bytes, values: Sequence[int]) -> list[bytes] | None:
+    """A column of single int64s: varints built by NumPy, seven bits a step, and one
+    prefix per varint length. None for values beyond int64 (the row path refuses them)."""
+    try:
+        wide = np.asarray(values, dtype=np.int64)
+    except OverflowError:
+        return None
+    bits = wide.view(np.uint64)  # negative ints are ten-byte two's complement varints
+    groups = np.empty((len(bits), 10), dtype=np.uint8)
+    lengths = np.ones(len(bits), dtype=np.int64)
+    rest = bits.copy()
+    for i in range(10):
+        groups[:, i] = (rest & np.uint64(0x7F)).astype(np.uint8)
+        rest >>= np.uint64(7)
+        more = rest != 0
+        groups[more, i] |= 0x80
+        lengths += more
+    prefixes = {n: _entry(key, 1 << (7 * (n - 1)))[:-n] for n in range(1, 11)}
+    data = groups.tobytes()
+    return [prefixes[n] + data[10 * i:10 * i + n] for i, n in enumerate(lengths.tolist())]
+
+
 def _text_entries(key: bytes, values: Sequence[str]) -> list[bytes]:
-    """A column of single strings, each entry written in one expression."""
+    """A column of single strings: an entry is a prefix that depends only on the text's
+    length (looked up), and the text."""
+    prefixes: dict[int, bytes] = {}
     found = []
     for value in values:
         data = value.encode()
-        data = _header(1, len(data)) + data  # BytesList.value
-        data = _header(_BYTES_LIST, len(data)) + data  # Feature.bytes_list
-        body = key + _header(2, len(data)) + data
-        found.append(_header(1, len(body)) + body)
+        prefix = prefixes.get(len(data))
+        if prefix is None:
+            prefix = prefixes[len(data)] = _entry(key, b"x" * len(data))[:-len(data) or None]
+        found.append(prefix + data)
     return found
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -158,6 +158,15 @@ def record_features(split: str, label, inputs: Mapping[str, Any]) -> dict:
     features = {**inputs, SPLIT: _STORED_SPLIT[split]}
     if label is not None:
         features[LABEL] = label
+    return features
+
+
+def record_columns(split: str, labels: Sequence, inputs: Mapping[str, Sequence]) -> dict:
+    """`record_features` for many rows of one split, a column at a time (a None label
+    leaves the feature out of that row's record, as there)."""
+    features = {**inputs, SPLIT: [_STORED_SPLIT[split]] * len(labels)}
+    if any(label is not None for label in labels):
+        features[LABEL] = labels
     return features
 
 

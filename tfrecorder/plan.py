@@ -15,13 +15,13 @@ next.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
@@ -36,19 +36,29 @@ logger = logging.getLogger(__name__)
 _LABELS_NAMED = 5  # unknown labels an error names one by one
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Shard:
     """One output file: which table rows go into it, in order."""
 
     split: Split
     index: int
     num_shards: int
-    positions: tuple[int, ...]  # positions (0-based, as in .iloc) of the table's rows
+    # Positions (0-based, as in .iloc) of the table's rows: an int64 array, a view of the
+    # shuffled order (a tuple of Python ints took 36 bytes a row; this takes 8, once).
+    positions: np.ndarray
     compression: str | None = None
 
     @property
     def filename(self) -> str:
         return shard_filename(self.split, self.index, self.num_shards, self.compression)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Shard):
+            return NotImplemented
+        return (self.filename == other.filename
+                and np.array_equal(self.positions, other.positions))
+
+    __hash__ = None
 
 
 @dataclass(frozen=True)
@@ -153,27 +163,29 @@ def _ids(values: list, vocabulary: Sequence[str], lists: bool) -> tuple:
     return tuple(index[v] for v in values)
 
 
-def split_keys(table: Table) -> list[str]:
-    """What an UNASSIGNED row's split is hashed from: its image URI, or for a table
-    without images, its values."""
+def split_points(table: Table, wanted: np.ndarray) -> np.ndarray:
+    """Each `wanted` row's point in [0, 1), from which an UNASSIGNED row's split is drawn
+    (`splits_at`): a hash of its image URI, or for a table without images, of its values
+    (`Table.value_hashes`), so a row keeps its split from run to run, whatever its order."""
     if table.has_images:
-        return table.rows["image_uri"].tolist()
-    columns = [c for c in table.rows.columns if c != "split"]
-    encode = json.JSONEncoder(default=str).encode  # one encoder: json.dumps makes one a row
-    return [encode(values) for values in zip(*(table.rows[c].tolist() for c in columns))] \
-        if columns else [str(i) for i in range(len(table.rows))]
+        digest = b"".join(hashlib.blake2b(uri.encode(), digest_size=8).digest()
+                          for uri in table.rows["image_uri"][wanted].tolist())
+        return np.frombuffer(digest, ">u8") / 2**64
+    return table.value_hashes[wanted] / 2**64
 
 
 def split_by_hash(uri: str, fractions: Sequence[float]) -> Split:
     """A split for an UNASSIGNED row, stable for its URI across runs and machines."""
     digest = hashlib.blake2b(uri.encode(), digest_size=8).digest()
-    point = int.from_bytes(digest, "big") / 2**64
-    cumulative = 0.0
-    for split, fraction in zip(SPLITS, fractions):
-        cumulative += fraction
-        if point < cumulative:
-            return split
-    return SPLITS[-1]
+    point = np.frombuffer(digest, ">u8") / 2**64
+    return SPLITS[int(_split_codes(point, fractions)[0])]
+
+
+def _split_codes(points: np.ndarray, fractions: Sequence[float]) -> np.ndarray:
+    """The index in SPLITS of each point's split: the first whose cumulative fraction
+    exceeds it."""
+    bounds = np.cumsum(np.asarray(fractions, dtype=np.float64))
+    return np.minimum(np.searchsorted(bounds, points, side="right"), len(SPLITS) - 1)
 
 
 def shuffled_order(num_rows: int, seed: int) -> np.ndarray:
@@ -193,29 +205,45 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
     `labels` what `plan_labels` decided already (a caller that checks labels first)."""
     fractions, seed = options.split.fractions, options.split.seed
     rows = table.rows
-    splits = tuple(
-        split_by_hash(key, fractions) if split == UNASSIGNED else split
-        for key, split in zip(split_keys(table), rows["split"].tolist())
-    )
+    codes = split_codes(table, fractions)
     vocabulary, label_ids = labels if labels is not None else plan_labels(table,
                                                                           options.split)
-    vocabularies = {
-        c.name: c.categories or tuple(sorted(
-            {v for value in rows[c.name].tolist() for v in (value if c.shape else [value])}))
-        for c in table.inputs if c.kind == "categorical"}
+    vocabularies = {c.name: c.categories or _categories(rows[c.name], bool(c.shape))
+                    for c in table.inputs if c.kind == "categorical"}
 
-    order = shuffled_order(len(splits), seed)
+    order = shuffled_order(len(codes), seed)
     shards = []
-    for split in SPLITS:
-        positions = [int(p) for p in order if splits[p] == split]
+    for code, split in enumerate(SPLITS):
+        positions = order[codes[order] == code]
         count = options.shards.count(split, len(positions), record_bytes)
         start = 0
         for index, end in enumerate(shard_boundaries(len(positions), count)):
-            shards.append(Shard(split, index, count, tuple(positions[start:end]),
+            shards.append(Shard(split, index, count, positions[start:end],
                                 options.shards.compression))
             start = end
+    splits = tuple(np.array(SPLITS, dtype=object)[codes].tolist())
     return Plan(seed, options.image, options.shards.compression, vocabulary, label_ids,
                 splits, tuple(shards), vocabularies)
+
+
+def split_codes(table: Table, fractions: Sequence[float]) -> np.ndarray:
+    """Each row's split, as its index in SPLITS: the table's, or for an UNASSIGNED row,
+    drawn from its hash (`split_points`)."""
+    given = table.rows["split"].to_numpy(dtype=object)
+    codes = np.zeros(len(given), dtype=np.int8)
+    for code, split in enumerate(SPLITS):
+        codes[given == split] = code
+    unassigned = given == UNASSIGNED
+    if unassigned.any():
+        codes[unassigned] = _split_codes(split_points(table, unassigned), fractions)
+    return codes
+
+
+def _categories(column: pd.Series, lists: bool) -> tuple[str, ...]:
+    """A categorical input's values, sorted: its vocabulary when the table gave none."""
+    if not lists:
+        return tuple(sorted(pd.unique(column.to_numpy(dtype=object)).tolist()))
+    return tuple(sorted({v for value in column.tolist() for v in value}))
 
 
 def sample_rows(table: Table, seed: int) -> Iterator[Row]:
@@ -225,20 +253,96 @@ def sample_rows(table: Table, seed: int) -> Iterator[Row]:
     inputs = [c.name for c in table.inputs]
     for position, row in zip(sample, table.rows.iloc[sample].to_dict("records")):
         yield Row(int(position), row.get("uri"), row.get("image_uri"), row.get("label"),
-                  Split.TRAIN, {name: row[name] for name in inputs})
+                  Split.TRAIN, {name: _plain(row[name]) for name in inputs})
+
+
+def _plain(value):
+    """A cell as the record encoder takes it: NumPy arrays and scalars as Python's."""
+    return value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
+
+
+class PlannedTable:
+    """The values workers read, by table position: built once in the driver, then shared
+    with worker processes by fork (or sent once to each), never pickled row by row.
+
+    Every column is a NumPy array, so a segment of rows is one fancy index per column
+    (`rows` for rows with images, `features` for a table without, a column at a time).
+    Categorical inputs hold their ids; labels their ids.
+    """
+
+    def __init__(self, plan: Plan, table: Table):
+        def array(column) -> np.ndarray:
+            return column if isinstance(column, np.ndarray) else _objects(column)
+
+        rows = table.rows
+        self.uris = array(rows["uri"].tolist()) if table.has_images else None
+        self.image_uris = array(rows["image_uri"].tolist()) if table.has_images else None
+        self.labels = None
+        if plan.label_ids is not None:
+            self.labels = (_objects(plan.label_ids) if table.multi_label
+                           else np.asarray(plan.label_ids, dtype=np.int64))
+        self.inputs: dict[str, np.ndarray] = {}
+        for c in table.inputs:
+            column = rows[c.name]
+            if c.kind == "categorical" and c.shape:
+                self.inputs[c.name] = _objects(_ids(column.tolist(), plan.vocabularies[c.name],
+                                                    True))
+            elif c.kind == "categorical":
+                self.inputs[c.name] = pd.Categorical(
+                    column.to_numpy(dtype=object), categories=plan.vocabularies[c.name]
+                ).codes.astype(np.int64)
+            elif c.name in table.grids:  # lists of k numbers: one rows x k array
+                self.inputs[c.name] = table.grids[c.name]
+            elif column.dtype.kind in "iuf":
+                self.inputs[c.name] = column.to_numpy()
+            else:
+                self.inputs[c.name] = column.to_numpy(dtype=object)
+
+    @property
+    def has_images(self) -> bool:
+        return self.uris is not None
+
+    def labels_at(self, positions: np.ndarray) -> list:
+        return [None] * len(positions) if self.labels is None else \
+            self.labels[positions].tolist()
+
+    def rows(self, positions: np.ndarray, split: Split) -> list[Row]:
+        """The rows at `positions`, all of `split`, as `records.encode_row` takes them."""
+        positions = np.asarray(positions)
+        labels = self.labels_at(positions)
+        inputs = {name: _plain_list(values[positions]) for name, values in self.inputs.items()}
+        no_images = [None] * len(positions)
+        uris = self.uris[positions].tolist() if self.has_images else no_images
+        image_uris = self.image_uris[positions].tolist() if self.has_images else no_images
+        return [Row(position, uri, image_uri, label, split,
+                    {name: values[i] for name, values in inputs.items()})
+                for i, (position, uri, image_uri, label) in enumerate(
+                    zip(positions.tolist(), uris, image_uris, labels))]
+
+    def inputs_at(self, positions: np.ndarray) -> dict[str, np.ndarray]:
+        """The input columns' values at `positions`, as stored: NumPy columns, as
+        `example.encode_examples` takes them."""
+        return {name: values[positions] for name, values in self.inputs.items()}
+
+
+def _objects(values: Sequence) -> np.ndarray:
+    """`values` as a one-dimensional object array (lists stay cells, not a dimension)."""
+    found = np.empty(len(values), dtype=object)
+    found[:] = values if not isinstance(values, np.ndarray) else values.tolist()
+    return found
+
+
+def _plain_list(values: np.ndarray) -> list:
+    """A column's values as Python objects (array cells as lists), as encoders take them."""
+    found = values.tolist()
+    if values.dtype == object and found and isinstance(found[0], np.ndarray):
+        found = [v.tolist() if isinstance(v, np.ndarray) else v for v in found]
+    return found
 
 
 def planned_rows(plan: Plan, table: Table) -> Iterator[Row]:
-    """Every row of every shard, in writing order, as workers receive them."""
-    no_images = [None] * plan.num_rows
-    uris = table.rows["uri"].tolist() if table.has_images else no_images
-    image_uris = table.rows["image_uri"].tolist() if table.has_images else no_images
-    inputs = {c.name: table.rows[c.name].tolist() for c in table.inputs}
-    for c in table.inputs:
-        if c.kind == "categorical":
-            inputs[c.name] = _ids(inputs[c.name], plan.vocabularies[c.name], bool(c.shape))
+    """Every row of every shard, in writing order (the Beam engine stages them)."""
+    planned = PlannedTable(plan, table)
     for shard in plan.shards:
-        for position in shard.positions:
-            label = plan.label_ids[position] if plan.label_ids is not None else None
-            yield Row(position, uris[position], image_uris[position], label, shard.split,
-                      {name: values[position] for name, values in inputs.items()})
+        for start in range(0, len(shard.positions), 4096):
+            yield from planned.rows(shard.positions[start:start + 4096], shard.split)

@@ -35,7 +35,7 @@ import struct
 import threading
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -44,8 +44,8 @@ import xxhash
 from PIL import Image
 
 from tfrecorder import fs
-from tfrecorder.example import encode_example
-from tfrecorder.manifest import SIGNATURES, image_features, record_features
+from tfrecorder.example import encode_example, encode_examples
+from tfrecorder.manifest import SIGNATURES, image_features, record_columns, record_features
 from tfrecorder.options import ImageOptions
 from tfrecorder.rows import Record, Rejection, Row, StoredImage
 
@@ -100,6 +100,14 @@ def encode_row(row: Row, options: ImageOptions,
     stored = StoredImage(stored_format, height, width, channels, len(image),
                          xxhash.xxh3_128_digest(image))
     return Record(encode_example(features), stored)
+
+
+def encode_rows_without_images(split: str, labels: Sequence,
+                               inputs: Mapping[str, Sequence]) -> list[bytes]:
+    """The records of many rows of a table without images, of one split: the bytes
+    `encode_row` gives each, built a column at a time (`example.encode_examples`), at
+    about a third of the cost. Such rows cannot be rejected: validation checked them."""
+    return encode_examples(record_columns(split, labels, inputs))
 
 
 def stored_image_problem(data: bytes, image_format: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Any source (DataFrame, CSV file, image folder) -> one validated table.
+"""Any source (DataFrame, CSV file, Parquet file or folder, image folder) -> one validated
+table.
 
 Every mistake in the input is found here, before a single image is read, and reported
 with the column, the offending values and the first rows that hold them. The table keeps
@@ -12,12 +13,14 @@ split means UNASSIGNED. Columns besides these are typed in `schema`.
 The table is read exactly as written: a CSV file is parsed record by record by the csv
 module (a quoted cell keeps its line breaks), and image paths are used as given (never
 stripped; `file://` URIs become local paths). Split names and labels are compared
-without the whitespace around them, and header names lose it too.
+without the whitespace around them, and header names lose it too. A Parquet table keeps
+its column types (read by pandas with pyarrow) and is checked as a DataFrame is.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import logging
@@ -29,10 +32,11 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
-from tfrecorder.errors import Option, SchemaError, SourceNotFoundError
+from tfrecorder import fs, hashing
+from tfrecorder.errors import Option, OptionError, SchemaError, SourceNotFoundError
 from tfrecorder.manifest import RESERVED, SPLITS, Split
 from tfrecorder.schema import (
     IMAGE_URI,
@@ -80,6 +84,8 @@ class Table:
         multi_label: whether each row's label is a list.
         base_dir: the folder relative image paths were resolved against (the CSV's
             folder, the image folder, or the working directory for a DataFrame).
+        grids: the inputs whose cells are lists of k numbers, as rows x k arrays
+            (float64 or int64) beside their cells: encoded and hashed as arrays.
     """
 
     rows: pd.DataFrame
@@ -87,6 +93,7 @@ class Table:
     inputs: tuple[Column, ...] = ()
     multi_label: bool = False
     base_dir: str = ""
+    grids: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     @property
     def has_labels(self) -> bool:
@@ -107,6 +114,16 @@ class Table:
         buckets = remote.str.extract(r"^([^:/]+://[^/]*)", expand=False)
         return remote[~buckets.duplicated()].tolist()
 
+    @functools.cached_property
+    def value_hashes(self) -> np.ndarray:
+        """Each row's 64-bit hash of its values besides its split (`hashing`): what a
+        table without images draws UNASSIGNED rows' splits from, and what a resumed run
+        checks. Computed once: 8 bytes a row."""
+        words = [(name, hashing.grid_words(self.grids[name]) if name in self.grids
+                  else hashing.cell_words(self.rows[name]))
+                 for name in self.rows.columns if name != "split"]
+        return hashing.row_hashes(words)
+
     @property
     def has_remote_images(self) -> bool:
         return bool(self.remote_images)
@@ -114,22 +131,24 @@ class Table:
 
 def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = None,
                schema: Mapping | None = None, fill_missing=None) -> Table:
-    """Reads and validates `source`: a DataFrame, a CSV path, or an image folder.
+    """Reads and validates `source`: a DataFrame, a CSV or Parquet path, or an image folder.
 
     Args:
-        source: the DataFrame, the path of a CSV file, or an image folder laid out as
-            `label/file` or `split/label/file`.
+        source: the DataFrame; the path of a CSV file; a Parquet file (`.parquet` or `.pq`)
+            or a folder of them (`part-*.parquet`, as pandas and Spark write); or an image
+            folder laid out as `label/file` or `split/label/file`.
         header: for CSV files, whether the first line names the columns; None detects it
             (a first line that names a column, e.g. `image_uri`, `Split`, `labels`, `path`
-            or a schema column, and holds no image path).
+            or a schema column, and holds no image path). Parquet names its columns: any
+            other value than None is an error there.
         schema, fill_missing: see `validate`.
     """
     if isinstance(source, pd.DataFrame):
         return validate(source, base_dir=os.getcwd(), schema=schema, fill_missing=fill_missing)
     if not isinstance(source, (str, os.PathLike)):
         raise SchemaError(
-            f"source must be a DataFrame, or the path of a CSV file or image folder, not "
-            f"{source!r} ({type(source).__name__}).")
+            f"source must be a DataFrame, or the path of a CSV file, Parquet file or image "
+            f"folder, not {source!r} ({type(source).__name__}).")
     path = os.fspath(source)
     if fs.is_file_uri(path):
         try:
@@ -138,11 +157,21 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
             raise ValueError(f"{path!r} is not a usable file:// URI: {error}") from None
     if fs.is_folder(path):
         root = path if fs.is_remote(path) else os.path.abspath(path)
+        if _is_parquet_folder(root):
+            # Relative image paths in a Parquet dataset are relative to its folder.
+            return validate(_read_parquet(root, header), base_dir=root.rstrip("/"),
+                            schema=schema, fill_missing=fill_missing)
         return validate(_folder_table(root), base_dir=root, schema=schema)
     if not fs.exists(path):
+        if _has_parquet_name(path):
+            raise SourceNotFoundError(f"no such Parquet file or folder: {path!r}")
         raise SourceNotFoundError(f"no such CSV file or image folder: {path!r}")
-    # Relative image paths in a CSV are relative to the CSV's folder, local or remote.
+    # Relative image paths in a CSV or Parquet file are relative to its folder, local or
+    # remote.
     base_dir = fs.dirname(path)
+    if _has_parquet_name(path):
+        return validate(_read_parquet(path, header), base_dir=base_dir, schema=schema,
+                        fill_missing=fill_missing)
     frame = _read_csv(path, header, names=set(schema or ()), base_dir=base_dir)
     return validate(frame, base_dir=base_dir, schema=schema, fill_missing=fill_missing,
                     text_numbers=True)
@@ -194,17 +223,21 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     multi_label = False
     if label_columns(types):
         rows["label"], multi_label = _labels(frame, label_columns(types), types)
-    columns = []
+    columns, grids = [], {}
     for name in inputs:
         type_name = types[name]
         if text_numbers and name not in schema and type_name == "StringInput":
             type_name = _number_type(frame[name]) or type_name
-        column, values = input_column(frame[name], type_name,
-                                      fills.get(name) if fills else fill_missing)
+        column, values, grid = input_column(frame[name], type_name,
+                                            fills.get(name) if fills else fill_missing)
         columns.append(column)
-        rows[name] = pd.Series(values, index=frame.index, dtype=object)
+        if grid is not None:
+            grids[name] = grid
+        numeric = getattr(values, "dtype", None) is not None and values.dtype.kind in "if"
+        rows[name] = pd.Series(values, index=frame.index,
+                               dtype=values.dtype if numeric else object)
     return Table(rows=rows, source=frame, inputs=tuple(columns), multi_label=multi_label,
-                 base_dir=base_dir)
+                 base_dir=base_dir, grids=grids)
 
 
 _ROLE_TYPES = {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"}
@@ -439,6 +472,9 @@ def _labels(frame: pd.DataFrame, names: list[str], types: Mapping) -> tuple[list
     cells = [frame[name].tolist() for name in names]
     if len(names) == 1 and not (frame[names[0]].dtype == object
                                 and any(is_list(v) for v in cells[0])):
+        labels = _distinct_labels(frame[names[0]], what, declared, names)
+        if labels is not None:
+            return labels, False
         items = list(zip(frame.index.tolist(), cells[0]))
         missing = [i for i, v in items if is_missing(v)]
         if missing:
@@ -452,6 +488,31 @@ def _labels(frame: pd.DataFrame, names: list[str], types: Mapping) -> tuple[list
     items = [(i, v) for i, labels in zip(frame.index.tolist(), per_row) for v in labels]
     values = iter(_label_values(items, what, declared, names))
     return [[next(values) for _ in labels] for labels in per_row], True
+
+
+def _distinct_labels(column: pd.Series, what: str, declared: str | None,
+                     names: list[str]) -> list | None:
+    """The labels of a column of text or of integers, each distinct value checked and
+    mapped once (10M rows of 3 classes: 0.2 s instead of 10). None when any value is
+    missing or wrong, or the column mixes types: the row-by-row path then says which
+    rows are at fault."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, uniques = column.cat.codes.to_numpy(), column.cat.categories.tolist()
+    elif pd.api.types.infer_dtype(column, skipna=False) in ("string", "integer"):
+        codes, uniques = pd.factorize(column.to_numpy(), use_na_sentinel=False)
+        uniques = uniques.tolist()
+    else:
+        return None
+    if (codes < 0).any() or any(is_missing(v) for v in uniques) or \
+            len({type(v) for v in uniques}) > 1:
+        return None
+    try:
+        mapped = _label_values([(None, v) for v in uniques], what, declared, names)
+    except SchemaError:
+        return None
+    found = np.empty(len(mapped), dtype=object)
+    found[:] = mapped
+    return found[codes].tolist()
 
 
 def _label_values(items: list[tuple], what: str, declared: str | None,
@@ -658,6 +719,96 @@ def _automl_columns(records: list[list[str]], width: int, base_dir: str = "") ->
                      or _first_local_file_is_image(first[:_SAMPLE], base_dir))
     return ["split", "image_uri", "label"] if has_split else ["image_uri", "label"]
 
+
+
+# --- Parquet -------------------------------------------------------------------------
+# pandas reads Parquet with pyarrow, imported here only: `import tfrecorder` stays fast.
+
+_PARQUET_EXTENSIONS = (".parquet", ".pq")
+
+
+def _has_parquet_name(path: str) -> bool:
+    """`.parquet` or `.pq` in any case: a file, or a folder as Spark names its output."""
+    return path.rstrip("/").lower().endswith(_PARQUET_EXTENSIONS)
+
+
+def _hidden(parts: list[str]) -> bool:
+    """Names pyarrow skips in a dataset folder: `.crc` files, Spark's `_SUCCESS`."""
+    return any(part.startswith((".", "_")) for part in parts)
+
+
+def _is_parquet_folder(root: str) -> bool:
+    """Whether a folder is a Parquet dataset: named so, or holding Parquet files directly
+    inside (one listing; an image folder holds label folders there).
+
+    Raises:
+        SchemaError: for Parquet files beside other files: neither a dataset nor an
+            image folder.
+    """
+    if _has_parquet_name(root):
+        return True
+    found = [name for name in fs.list_dir(root)
+             if not _hidden([name]) and _has_parquet_name(name)]
+    if not found:
+        return False
+    remote = fs.is_remote(root)
+    prefix = root.rstrip("/") if remote else root
+    for uri in fs.list_files(root):
+        parts = uri[len(prefix):].strip("/").split("/" if remote else os.sep)
+        if not _hidden(parts) and not _has_parquet_name(uri):
+            raise SchemaError(
+                f"the folder {root!r} holds Parquet files (e.g. {found[0]!r}) beside other "
+                f"files (e.g. {uri!r}), so it is neither a Parquet dataset nor an image "
+                "folder. Pass the Parquet file's own path, or move the other files out.")
+    return True
+
+
+def _read_parquet(path: str, header: bool | None) -> pd.DataFrame:
+    """A Parquet file, or a folder of them (read in path order), with its column types:
+    ints stay ints, a list column holds an array per cell, a dictionary column is a
+    pandas Categorical. Remote paths go through `fs`'s file system, as every file does.
+
+    Raises:
+        OptionError: for `header`, which only a CSV file takes.
+        SchemaError: for a file pyarrow cannot read (not Parquet, cut short), with what
+            pyarrow said.
+    """
+    if header is not None:
+        raise OptionError(
+            f"the source {path!r} is Parquet, which names its own columns: ",
+            Option("header", header), " is for CSV files. Leave ", Option("header"),
+            " unset.", option="header")
+    import pyarrow  # pandas' Parquet engine
+
+    where, filesystem = path, None
+    if fs.is_remote(path):
+        where, filesystem = fs.filesystem(path)._strip_protocol(path), _arrow_filesystem(path)
+    failure = None
+    with fs.storage_errors(path):  # a store's errors; pyarrow's are about the data
+        try:
+            return pd.read_parquet(where, engine="pyarrow", filesystem=filesystem)
+        except pyarrow.ArrowException as error:
+            failure = error  # raised below: inside, it would become a StorageError
+    message = " ".join(str(failure).split()) or type(failure).__name__
+    raise SchemaError(
+        f"the Parquet source {path!r} cannot be read: pyarrow says {message!r}. Check that "
+        "each file is a whole Parquet file (a copy cut short, or a file still being "
+        "written, lacks its footer), or write it again, e.g. with df.to_parquet(path).")
+
+
+def _arrow_filesystem(uri: str):
+    """pyarrow's view of `fs.filesystem(uri)` that reads each file whole, in one request
+    (as `fs.read_bytes` does): the file objects gcsfs opens for pyarrow otherwise leave
+    read-ahead tasks behind, and the command line ended with "Task was destroyed but it
+    is pending!"."""
+    from pyarrow import BufferReader
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    class WholeFiles(FSSpecHandler):
+        def open_input_file(self, path: str) -> BufferReader:
+            return BufferReader(self.fs.cat_file(path))
+
+    return PyFileSystem(WholeFiles(fs.filesystem(uri)))
 
 # --- what an image is ------------------------------------------------------------------
 # By its name where that says (Pillow's registered extensions, and common ones), else by

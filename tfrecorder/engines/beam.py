@@ -46,11 +46,12 @@ from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, planned_rows
 from tfrecorder.prefetch import Prefetcher, encode_in_order
+from tfrecorder.records import encode_rows_without_images
 from tfrecorder.resume import Journal
 from tfrecorder.rows import Rejection, Row
 from tfrecorder.statistics import ShardFacts
 from tfrecorder.table import Table, name_rows
-from tfrecorder.tfrecord import ShardWriter
+from tfrecorder.tfrecord import ShardWriter, framed
 
 logger = logging.getLogger(__name__)
 
@@ -300,10 +301,13 @@ class _WriteShard(beam.DoFn):
             self.progress.update(shard.num_records + len(rejections), filename)
             yield index, shard, rejections
             return
-        rows = (row for _, row in sorted(grouped["rows"], key=lambda item: item[0]))
+        rows = [row for _, row in sorted(grouped["rows"], key=lambda item: item[0])]
         rejections, facts = [], ShardFacts()
         with ShardWriter(self.folder.uri(filename), self.folder.temp_suffix,
                          self.compression) as writer:
+            if rows and rows[0].uri is None:  # a table without images: a column at a time
+                self._write_without_images(rows, split, filename, writer, facts)
+                rows = []
             for row, result in encode_in_order(rows, self.options, self.prefetcher):
                 self.read.inc()
                 self.progress.update(1, filename)
@@ -320,6 +324,18 @@ class _WriteShard(beam.DoFn):
                              len(rejections), writer.sha256, facts)
         self.journal.commit(shard, rejections)
         yield index, shard, rejections
+
+
+    def _write_without_images(self, rows: list[Row], split, filename: str,
+                              writer: ShardWriter, facts: ShardFacts) -> None:
+        labels = [row.label for row in rows]
+        inputs = {name: [row.inputs[name] for row in rows] for name in rows[0].inputs}
+        writer.write_framed(framed(encode_rows_without_images(split, labels, inputs)),
+                            len(rows))
+        facts.add_without_images([row.position for row in rows], labels)
+        self.read.inc(len(rows))
+        self.written.inc(len(rows))
+        self.progress.update(len(rows), filename)
 
 
 class Progress:

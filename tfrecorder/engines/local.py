@@ -1,13 +1,16 @@
 """The local engine: worker processes encode segments of shards, the driver splices them.
 
-Every shard is cut into segments of consecutive planned rows. Workers take segments from
-one shared queue, encode them with `records.encode_row` and write their framed records to
-a temporary segment file; the driver appends finished segments to their shard in plan
-order (in the kernel, without copying bytes through Python) and commits the shard through
-the shared `ShardWriter`. Records never travel through a pipe, which is what lets two
-workers run at the speed of two cores. TFRecord frames concatenate, so the shards are
-byte-identical however rows are cut into segments, whichever worker encodes them and
-whatever `num_workers` is. Workers never import TensorFlow.
+Every shard is cut into segments of consecutive planned rows. Workers take segments (a
+split and the rows' positions) from one shared queue, read the rows' values from the
+`plan.PlannedTable` they share with the driver by fork, encode them (`records.encode_row`
+a row at a time with images; `records.encode_rows_without_images` a column at a time
+without) and write their framed records to a temporary segment file. The driver appends
+finished segments to their shard in plan order (in the kernel, without copying bytes
+through Python) and commits the shard through the shared `ShardWriter`. Records never
+travel through a pipe, which is what lets two workers run at the speed of two cores.
+TFRecord frames concatenate, so the shards are byte-identical however rows are cut into
+segments, whichever worker encodes them and whatever `num_workers` is. Workers never
+import TensorFlow.
 
 When images live in a bucket, each worker takes several segments ahead and a `Prefetcher`
 keeps dozens of reads in flight while the worker decodes, so a store that answers in
@@ -40,20 +43,22 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import NamedTuple
 
+import numpy as np
+
 from tfrecorder import fs
 from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, image_error
 from tfrecorder.engines import EngineRun
 from tfrecorder.errors import ConversionAborted
 from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
-from tfrecorder.plan import Plan, Shard, planned_rows
+from tfrecorder.plan import Plan, PlannedTable, Shard
 from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher
-from tfrecorder.records import encode_row
+from tfrecorder.records import encode_row, encode_rows_without_images
 from tfrecorder.resume import Journal
 from tfrecorder.rows import Rejection, Row
 from tfrecorder.statistics import ShardFacts
 from tfrecorder.table import Table
-from tfrecorder.tfrecord import ShardWriter, write_framed
+from tfrecorder.tfrecord import ShardWriter, framed, write_framed
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +69,12 @@ _MAX_SEGMENT_ROWS_WITHOUT_IMAGES = 2048
 
 
 class Segment(NamedTuple):
-    """A task: consecutive planned rows of one shard, and the file to write them to."""
+    """A task: consecutive planned rows of one shard, and the file to write them to.
+    Workers read the rows' values from the `PlannedTable` they share with the driver."""
 
     number: int  # in writing order over the whole run: results are put back in this order
-    rows: list[Row]
+    split: str
+    positions: np.ndarray  # the rows' positions in the table
     path: str
 
 
@@ -121,12 +128,13 @@ def write_local(
     ahead = math.ceil(MAX_IN_FLIGHT / segment_rows) if table.has_remote_images else 1
     # Segments live beside the shards (same file system, so splicing is cheap), or in a
     # private local folder when the output is remote.
+    planned = PlannedTable(plan, table)
     with contextlib.ExitStack() as stack:
         spool = (stack.enter_context(private_temp_dir("spool"))
                  if fs.is_remote(folder.path) else folder.path)
         written = Written([], [])
         try:
-            with _Workers(num_workers, plan.image_options, ahead) as encode:
+            with _Workers(num_workers, planned, plan.image_options, ahead) as encode:
                 _write(plan, table, folder, spool, segment_rows, encode, on_error, limit,
                        progress, journal, written)
         except _WorkerDied as error:
@@ -141,7 +149,7 @@ def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_er
            progress, journal: Journal, written: Written) -> None:
     """Writes every shard, recording each in `written` and the journal once committed."""
     todo = [shard for shard in plan.shards if shard.filename not in journal.committed]
-    results = encode(_segments(plan, table, todo, segment_rows, spool, folder))
+    results = encode(_segments(todo, segment_rows, spool, folder))
     with _progress_bar(plan.num_rows, progress) as bar:
         for shard in plan.shards:
             if shard.filename in journal.committed:
@@ -191,8 +199,8 @@ def _progress_bar(total: int, enabled: bool):
     return tqdm(total=total, unit="img", desc="Writing TFRecords")
 
 
-def encode_segments(take: Callable[[bool], Segment | None], options: ImageOptions,
-                    ahead: int) -> Iterator[Encoded]:
+def encode_segments(take: Callable[[bool], Segment | None], planned: PlannedTable,
+                    options: ImageOptions, ahead: int) -> Iterator[Encoded]:
     """Encodes segments in the order `take` gives them, reading their images ahead.
 
     `take(block)` returns the next segment, None when there are no more, or raises
@@ -212,43 +220,53 @@ def encode_segments(take: Callable[[bool], Segment | None], options: ImageOption
                 else:
                     if segment is None:
                         ended = True
+                    elif planned.has_images:
+                        rows = planned.rows(segment.positions, segment.split)
+                        readers = [prefetcher.reader(row.uri) for row in rows]
+                        pending.append((segment, rows, readers))
                     else:
-                        readers = [prefetcher.reader(row.uri) for row in segment.rows]
-                        pending.append((segment, readers))
+                        pending.append((segment, None, None))
                     continue
-            segment, readers = pending.popleft()
-            yield _encode_segment(segment, options, readers)
+            segment, rows, readers = pending.popleft()
+            yield (_encode_segment(segment, rows, options, readers) if rows is not None
+                   else _encode_without_images(segment, planned))
 
 
-def _encode_segment(segment: Segment, options: ImageOptions, readers: list) -> Encoded:
+def _encode_segment(segment: Segment, rows: list[Row], options: ImageOptions,
+                    readers: list) -> Encoded:
     """Encodes `segment`'s rows into its segment file of framed records."""
     rejections, facts = [], ShardFacts()
     with fs.create_private(segment.path) as file:
-        for row, read in zip(segment.rows, readers):
+        for row, read in zip(rows, readers):
             result = encode_row(row, options, read)
             if isinstance(result, Rejection):
                 rejections.append(result)
             else:
                 write_framed(file, result.example)
                 facts.add(row, result)
-    return Encoded(segment.number, segment.path, len(segment.rows), rejections, facts)
+    return Encoded(segment.number, segment.path, len(rows), rejections, facts)
 
 
-def _segments(plan: Plan, table: Table, shards: list[Shard], size: int, spool: str,
-              folder: OutputFolder) -> Iterator[Segment]:
+def _encode_without_images(segment: Segment, planned: PlannedTable) -> Encoded:
+    """Encodes a segment of a table without images a column at a time."""
+    labels = planned.labels_at(segment.positions)
+    records = encode_rows_without_images(segment.split, labels,
+                                         planned.inputs_at(segment.positions))
+    facts = ShardFacts()
+    facts.add_without_images(segment.positions.tolist(), labels)
+    with fs.create_private(segment.path) as file:
+        file.write(framed(records))
+    return Encoded(segment.number, segment.path, len(records), [], facts)
+
+
+def _segments(shards: list[Shard], size: int, spool: str, folder: OutputFolder
+              ) -> Iterator[Segment]:
     """The segments of `shards`, in writing order; segments never cross shards."""
-    rows = planned_rows(plan, table)
-    wanted = {shard.filename for shard in shards}
     number = 0
-    for shard in plan.shards:
-        if shard.filename not in wanted:
-            for _ in islice(rows, len(shard.positions)):  # a committed shard's rows
-                pass
-            continue
+    for shard in shards:
         for index, start in enumerate(range(0, len(shard.positions), size)):
             path = folder.temp_uri(spool, shard.filename, f"_{index:05d}")
-            segment_rows = list(islice(rows, min(size, len(shard.positions) - start)))
-            yield Segment(number, segment_rows, path)
+            yield Segment(number, shard.split, shard.positions[start:start + size], path)
             number += 1
 
 
@@ -288,12 +306,14 @@ def _die_with(driver: int) -> None:
         os._exit(1)
 
 
-def _work(tasks, results, options: ImageOptions, ahead: int, driver: int) -> None:
+def _work(tasks, results, planned: PlannedTable, options: ImageOptions, ahead: int,
+          driver: int) -> None:
     """A worker process: encodes segments from `tasks` until it takes None."""
     _die_with(driver)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     try:
-        for encoded in encode_segments(lambda block: tasks.get(block), options, ahead):
+        for encoded in encode_segments(lambda block: tasks.get(block), planned, options,
+                                       ahead):
             results.put(encoded)
     except BaseException as error:  # reported to the driver, which stops the run
         try:
@@ -312,8 +332,10 @@ class _Workers:
     error the processes are terminated before exit.
     """
 
-    def __init__(self, num_workers: int, options: ImageOptions, ahead: int):
+    def __init__(self, num_workers: int, planned: PlannedTable, options: ImageOptions,
+                 ahead: int):
         self.num_workers, self.options, self.ahead = num_workers, options, ahead
+        self.planned = planned
         self.processes: list = []
 
     def __enter__(self) -> Callable[[Iterable[Segment]], Iterator[Encoded]]:
@@ -324,9 +346,10 @@ class _Workers:
                                                   else "spawn")
             self.tasks, self.results = context.Queue(), context.Queue()
             self.processes = [
+                # By fork, the planned table is shared, not copied (spawn pickles it once).
                 context.Process(target=_work, daemon=True,
-                                args=(self.tasks, self.results, self.options, self.ahead,
-                                      os.getpid()))
+                                args=(self.tasks, self.results, self.planned, self.options,
+                                      self.ahead, os.getpid()))
                 for _ in range(self.num_workers)]
             # Objects the workers inherit are frozen out of their garbage collector: one
             # collected in a worker could run TensorFlow's destructors (when the caller
@@ -342,8 +365,8 @@ class _Workers:
     def encode(self, segments: Iterable[Segment]) -> Iterator[Encoded]:
         segments = iter(segments)
         if not self.processes:
-            return encode_segments(lambda block: next(segments, None), self.options,
-                                   self.ahead)
+            return encode_segments(lambda block: next(segments, None), self.planned,
+                                   self.options, self.ahead)
         return self._in_processes(segments)
 
     def _submit(self, segments: Iterator[Segment], count: int) -> int:

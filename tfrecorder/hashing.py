@@ -1,0 +1,166 @@
+"""Stable 64-bit hashes of a table's cells and rows, computed a column at a time.
+
+Two decisions rest on them: the split of an UNASSIGNED row of a table without images
+(`plan.split_points`), which must never change between runs, machines or versions, and
+the digest that tells a resumed run it is converting the same table (`resume`). Every
+cell becomes one 64-bit word, defined value by value (so a row's word never depends on
+the other rows) but computed with NumPy wherever a column allows:
+
+- a number: its own 64 bits (an int64's two's complement, a float64's IEEE bits, -0.0
+  as 0.0);
+- text: xxh3-64 of its UTF-8 bytes (bytes: of the bytes);
+- a list: its length and then each item's word, folded by splitmix64's mixer (`_mix`);
+- anything else: the word of its text (`str`).
+
+A row's word folds its cells' words with each column name's. 10M rows of five columns
+(a text key, two numbers, a label, four floats) take a few seconds; hashing each row's
+JSON, as before, took 40.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from operator import methodcaller
+
+import numpy as np
+import pandas as pd
+import xxhash
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_ROW_SEED = 0x243F6A8885A308D3
+_LIST_SEED = 0x13198A2E03707344
+_LIST_TYPES = (list, tuple, np.ndarray)
+
+
+def _mix(words: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, on a whole column of 64-bit words at once."""
+    with np.errstate(over="ignore"):
+        z = words + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def row_hashes(words: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
+    """Each row's word, from its cells' (`cell_words`) in the columns given, in order."""
+    hashes = np.full(len(words[0][1]) if words else 0, _ROW_SEED, dtype=np.uint64)
+    for name, column in words:
+        hashes = _mix(hashes ^ np.uint64(_text_word(name)) ^ column)
+    return hashes
+
+
+def cell_words(column: pd.Series | Sequence) -> np.ndarray:
+    """One 64-bit word a cell of `column`; equal cells give equal words."""
+    dtype = getattr(column, "dtype", None)
+    if dtype is not None and dtype.kind == "f":
+        return (np.asarray(column, dtype=np.float64) + 0.0).view(np.uint64)
+    if dtype is not None and dtype.kind in "iub":
+        return np.asarray(column, dtype=np.int64).view(np.uint64)
+    values = np.empty(len(column), dtype=object)
+    values[:] = column.tolist() if hasattr(column, "tolist") else list(column)
+    words = np.empty(len(values), dtype=np.uint64)
+    kinds = set(map(type, values))
+    if not kinds & set(_LIST_TYPES):
+        return _scalar_words(values)
+    if kinds <= set(_LIST_TYPES):
+        return _list_words(values)
+    lists = np.fromiter((isinstance(v, _LIST_TYPES) for v in values), bool, len(values))
+    if lists.any():
+        words[lists] = _list_words(values[lists])
+    scalars = ~lists
+    if scalars.any():
+        words[scalars] = _scalar_words(values[scalars])
+    return words
+
+
+def _scalar_words(values: np.ndarray) -> np.ndarray:
+    """Words of single values, each distinct value hashed once: text by `pd.factorize`
+    (in C); other values by type and value (1 and 1.0 are equal, but not one cell)."""
+    if pd.api.types.infer_dtype(values, skipna=False) == "string" and \
+            not pd.isna(values).any():  # ("string" lets None in)
+        encoded = map(methodcaller("encode", "utf-8", "surrogatepass"), values.tolist())
+        return np.fromiter(map(xxhash.xxh3_64_intdigest, encoded), np.uint64, len(values))
+    seen: dict = {}
+    words = np.empty(len(values), dtype=np.uint64)
+    for i, value in enumerate(values.tolist()):
+        try:
+            word = seen.get((type(value), value))
+        except TypeError:  # unhashable
+            words[i] = _value_word(value)
+            continue
+        if word is None:
+            word = seen[(type(value), value)] = _value_word(value)
+        words[i] = word
+    return words
+
+
+def _list_words(values: np.ndarray) -> np.ndarray:
+    """Words of list cells: rows of one length whose items are all floats or all ints
+    are folded as one NumPy grid; the rest one by one (the same fold, in Python)."""
+    lengths = np.fromiter(map(len, values), np.int64, len(values))
+    words = np.empty(len(values), dtype=np.uint64)
+    for length in np.unique(lengths).tolist():
+        at = np.flatnonzero(lengths == length)
+        grid = _number_grid(values[at], length)
+        words[at] = grid_words(grid) if grid is not None else np.fromiter(
+            (_value_word(v) for v in values[at]), np.uint64, len(at))
+    return words
+
+
+def grid_words(grid: np.ndarray) -> np.ndarray:
+    """The words of list cells held as one rows x k array of float64s (or int64s): the
+    same words as the cells' (`_value_word`), a column of items at a time."""
+    folded = _mix(np.full(len(grid), _LIST_SEED ^ grid.shape[1], dtype=np.uint64))
+    for item in range(grid.shape[1]):
+        folded = _mix(folded ^ cell_words(grid[:, item]))
+    return folded
+
+
+def _number_grid(cells: np.ndarray, length: int) -> np.ndarray | None:
+    """Cells of `length` items as an array of rows, when every item is a float (or every
+    item an int), as `_value_word` tells them; else None."""
+    if not length:
+        return None
+    if {type(v) for v in cells} == {np.ndarray}:  # arrays: their dtypes say, no item looked at
+        dtypes = {v.dtype for v in cells}
+        if len(dtypes) == 1 and next(iter(dtypes)).kind in "fi":
+            wide = np.float64 if next(iter(dtypes)).kind == "f" else np.int64
+            return np.stack(cells.tolist()).astype(wide)
+    items = [v.tolist() if isinstance(v, np.ndarray) else v for v in cells.tolist()]
+    kinds = {type(x) for cell in items for x in cell}
+    if kinds not in ({float}, {int}):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return np.asarray(items, dtype=np.float64 if kinds == {float} else np.int64)
+        except (ValueError, OverflowError):
+            return None
+
+
+def _value_word(value) -> int:
+    """The word of one cell (see the module's docstring); lists fold their items'."""
+    if isinstance(value, str):
+        return _text_word(value)
+    if isinstance(value, bytes):
+        return xxhash.xxh3_64_intdigest(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return int(np.float64(value + 0.0).view(np.uint64))
+    if isinstance(value, int):  # bool too
+        if not -(2**63) <= value < 2**63:
+            return _text_word(str(value))
+        return int(np.int64(value).view(np.uint64))
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = value.tolist() if isinstance(value, np.ndarray) else list(value)
+        word = _mix(np.uint64(_LIST_SEED ^ len(items)))
+        for item in items:
+            word = _mix(word ^ np.uint64(_value_word(item)))
+        return int(word)
+    return _text_word(str(value))
+
+
+def _text_word(text: str) -> int:
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
