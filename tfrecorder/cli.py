@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=textwrap.fill(
-            "Turn a table of images (an AutoML Vision CSV or an image folder) into a "
-            "sharded TFRecord dataset, and look at the result.", 80),
+            "Turn a table of images (an AutoML Vision CSV, a Parquet table or an image "
+            "folder) into a sharded TFRecord dataset, and look at the result.", 80),
         epilog="examples:\n"
                "  tfrecorder convert images.csv out/\n"
                "  tfrecorder info out/\n"
@@ -140,17 +140,20 @@ def _command(commands, name: str, summary: str, description: str, example: str, 
 
 def _add_convert(commands) -> None:
     command = _command(
-        commands, "convert", "convert a CSV or image folder into a TFRecord dataset",
+        commands, "convert",
+        "convert a CSV or Parquet table, or an image folder, into a TFRecord dataset",
         "Convert SOURCE, a CSV (AutoML Vision rows [split,]image_uri[,label...] with or "
         "without a header, or any columns under a header row; columns other than split, "
         "image_uri and label pass through as features, typed by --schema or by their "
-        "values) or an image folder (label/file or split/label/file), into sharded "
-        "TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
+        "values), a Parquet file or a folder of Parquet files (columns typed by their "
+        "Parquet types), or an image folder (label/file or split/label/file), into "
+        "sharded TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
         "tfrecorder convert images.csv out/ --image-size 224x224 --num-shards train=8\n"
         "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
         "--schema notes=drop --fill-missing age=0", _convert, reads_dataset=False,
     )
-    command.add_argument("source", metavar="SOURCE", help="a CSV file or an image folder")
+    command.add_argument("source", metavar="SOURCE",
+                         help="a CSV file, a Parquet file or folder, or an image folder")
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
                          help="the dataset folder to write (local, gs:// or s3://)")
     for group in options.GROUPS:

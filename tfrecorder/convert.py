@@ -196,8 +196,8 @@ def _docstring() -> str:
 
     Args:
         source: a DataFrame, a CSV file (AutoML Vision rows `[split,]image_uri[,label...]`,
-            or any columns under a header row) or an image folder (`label/file` or
-            `split/label/file`).
+            or any columns under a header row), a Parquet file (`.parquet`, `.pq`) or a
+            folder of them, or an image folder (`label/file` or `split/label/file`).
         output_dir: a local folder or a `gs://`, `s3://` (or other fsspec) URI.
 {args}
 
