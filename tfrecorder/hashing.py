@@ -51,27 +51,37 @@ def row_hashes(words: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
 
 
 def cell_words(column: pd.Series | Sequence) -> np.ndarray:
-    """One 64-bit word a cell of `column`; equal cells give equal words."""
+    """One 64-bit word a cell of `column`; equal cells give equal words. Columns of
+    objects are read a chunk of rows at a time, so that Arrow-backed text is never all
+    Python strings at once."""
     dtype = getattr(column, "dtype", None)
     if dtype is not None and dtype.kind == "f":
         return (np.asarray(column, dtype=np.float64) + 0.0).view(np.uint64)
-    if dtype is not None and dtype.kind in "iub":
+    if dtype is not None and dtype.kind in "iub" and not isinstance(dtype, pd.CategoricalDtype):
         return np.asarray(column, dtype=np.int64).view(np.uint64)
+    if isinstance(dtype, pd.CategoricalDtype):  # each category once
+        categories = cell_words(pd.Series(column.cat.categories.tolist(), dtype=object))
+        return categories[column.cat.codes.to_numpy()]
+    if not isinstance(column, (pd.Series, np.ndarray)):
+        column = pd.Series(list(column), dtype=object)
+    if len(column) > _CHUNK:
+        return np.concatenate([cell_words(column[start:start + _CHUNK])
+                               for start in range(0, len(column), _CHUNK)])
     values = np.empty(len(column), dtype=object)
-    values[:] = column.tolist() if hasattr(column, "tolist") else list(column)
-    words = np.empty(len(values), dtype=np.uint64)
+    values[:] = column.tolist()
     kinds = set(map(type, values))
     if not kinds & set(_LIST_TYPES):
         return _scalar_words(values)
     if kinds <= set(_LIST_TYPES):
         return _list_words(values)
+    words = np.empty(len(values), dtype=np.uint64)
     lists = np.fromiter((isinstance(v, _LIST_TYPES) for v in values), bool, len(values))
-    if lists.any():
-        words[lists] = _list_words(values[lists])
-    scalars = ~lists
-    if scalars.any():
-        words[scalars] = _scalar_words(values[scalars])
+    words[lists] = _list_words(values[lists])
+    words[~lists] = _scalar_words(values[~lists])
     return words
+
+
+_CHUNK = 1 << 20
 
 
 def _scalar_words(values: np.ndarray) -> np.ndarray:

@@ -229,11 +229,11 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
 def split_codes(table: Table, fractions: Sequence[float]) -> np.ndarray:
     """Each row's split, as its index in SPLITS: the table's, or for an UNASSIGNED row,
     drawn from its hash (`split_points`)."""
-    given = table.rows["split"].to_numpy(dtype=object)
-    codes = np.zeros(len(given), dtype=np.int8)
-    for code, split in enumerate(SPLITS):
-        codes[given == split] = code
-    unassigned = given == UNASSIGNED
+    given = table.rows["split"].astype("category").cat
+    by_category = np.array([-1 if c == UNASSIGNED else SPLITS.index(Split(c))
+                            for c in given.categories.tolist()], dtype=np.int8)
+    codes = by_category[given.codes.to_numpy()]
+    unassigned = codes < 0
     if unassigned.any():
         codes[unassigned] = _split_codes(split_points(table, unassigned), fractions)
     return codes
@@ -291,8 +291,10 @@ class PlannedTable:
                 self.inputs[c.name] = pd.Categorical(
                     column.to_numpy(dtype=object), categories=plan.vocabularies[c.name]
                 ).codes.astype(np.int64)
-            elif c.name in table.grids:  # lists of k numbers: one rows x k array
-                self.inputs[c.name] = table.grids[c.name]
+            elif _arrow_backed(column):  # text: Arrow buffers, no Python string a row
+                import pyarrow as pa  # pandas' own text backend
+
+                self.inputs[c.name] = pa.array(column.array)
             elif column.dtype.kind in "iuf":
                 self.inputs[c.name] = column.to_numpy()
             else:
@@ -310,7 +312,8 @@ class PlannedTable:
         """The rows at `positions`, all of `split`, as `records.encode_row` takes them."""
         positions = np.asarray(positions)
         labels = self.labels_at(positions)
-        inputs = {name: _plain_list(values[positions]) for name, values in self.inputs.items()}
+        inputs = {name: _plain_list(_take(values, positions))
+                  for name, values in self.inputs.items()}
         no_images = [None] * len(positions)
         uris = self.uris[positions].tolist() if self.has_images else no_images
         image_uris = self.image_uris[positions].tolist() if self.has_images else no_images
@@ -319,10 +322,10 @@ class PlannedTable:
                 for i, (position, uri, image_uri, label) in enumerate(
                     zip(positions.tolist(), uris, image_uris, labels))]
 
-    def inputs_at(self, positions: np.ndarray) -> dict[str, np.ndarray]:
-        """The input columns' values at `positions`, as stored: NumPy columns, as
-        `example.encode_examples` takes them."""
-        return {name: values[positions] for name, values in self.inputs.items()}
+    def inputs_at(self, positions: np.ndarray) -> dict[str, Sequence]:
+        """The input columns' values at `positions`, as stored: NumPy columns (or lists
+        of text), as `example.encode_examples` takes them."""
+        return {name: _take(values, positions) for name, values in self.inputs.items()}
 
 
 def _objects(values: Sequence) -> np.ndarray:
@@ -332,10 +335,22 @@ def _objects(values: Sequence) -> np.ndarray:
     return found
 
 
-def _plain_list(values: np.ndarray) -> list:
+def _arrow_backed(column: pd.Series) -> bool:
+    return isinstance(column.dtype, pd.ArrowDtype) or (
+        isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow")
+
+
+def _take(values, positions: np.ndarray):
+    """The values at `positions`: a NumPy array, or a list from an Arrow array."""
+    if isinstance(values, np.ndarray):
+        return values[positions]
+    return values.take(positions).to_pylist()
+
+
+def _plain_list(values) -> list:
     """A column's values as Python objects (array cells as lists), as encoders take them."""
-    found = values.tolist()
-    if values.dtype == object and found and isinstance(found[0], np.ndarray):
+    found = values.tolist() if isinstance(values, np.ndarray) else values
+    if found and isinstance(found[0], np.ndarray):
         found = [v.tolist() if isinstance(v, np.ndarray) else v for v in found]
     return found
 

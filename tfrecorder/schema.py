@@ -274,10 +274,9 @@ def flat(value) -> list:
     return [value]
 
 
-def input_column(column: pd.Series, type_name: str, fill
-                 ) -> tuple[Column, Sequence, np.ndarray | None]:
-    """The Column for an input, its values normalized to what is stored, and for a
-    column of lists of k numbers, those numbers as one rows x k array (else None).
+def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, Sequence]:
+    """The Column for an input and its values, normalized to what is stored (NumPy or
+    pandas arrays where the values allow, else Python objects).
 
     Args:
         fill: the value for missing cells; None: a missing cell is an error.
@@ -285,14 +284,14 @@ def input_column(column: pd.Series, type_name: str, fill
     name, kind = column.name, INPUT_KINDS[type_name]
     numbers = _numbers(column, kind, fill)
     if numbers is not None:
-        return Column(name, kind), numbers, None
+        return Column(name, kind), numbers
     if kind in ("int64", "float32") and column.dtype == object:
-        found = _number_lists(column, kind)
-        if found is not None:
-            return Column(name, kind, (None,)), *found
+        cells = _number_lists(column, kind)
+        if cells is not None:
+            return Column(name, kind, (None,)), cells
     texts = _texts(column, kind)
     if texts is not None:
-        return *texts, None
+        return texts
     categories = None
     if isinstance(column.dtype, pd.CategoricalDtype):
         categories = tuple(str(c) for c in column.cat.categories)
@@ -336,7 +335,7 @@ def input_column(column: pd.Series, type_name: str, fill
     if kind == "categorical" and categories is not None:
         unknown = {v for value in values for v in (value if shape else [value])} - set(categories)
         categories = categories + tuple(sorted(unknown))
-    return Column(name, kind, shape, categories), values, None
+    return Column(name, kind, shape, categories), values
 
 
 def _retyping(name: str, kind: str) -> tuple:
@@ -376,10 +375,11 @@ def _numbers(column: pd.Series, kind: str, fill) -> np.ndarray | None:
     return values.astype(np.int64)
 
 
-def _texts(column: pd.Series, kind: str) -> tuple[Column, np.ndarray] | None:
+def _texts(column: pd.Series, kind: str) -> tuple[Column, Sequence] | None:
     """A text or categorical column whose cells are all text (no blank among a
-    categorical's), kept as it is: its values are what is stored, and telling so takes
-    pandas' C type inference, not a look at every cell. None: the value-by-value path."""
+    categorical's), kept as it is (pandas' Arrow-backed text stays Arrow, with no Python
+    string a cell): its values are what is stored, and telling so takes pandas' C type
+    inference, not a look at every cell. None: the value-by-value path."""
     if kind not in ("string", "categorical"):
         return None
     if isinstance(column.dtype, pd.CategoricalDtype):
@@ -393,22 +393,43 @@ def _texts(column: pd.Series, kind: str) -> tuple[Column, np.ndarray] | None:
     # (infer_dtype calls ["a", None] "string" even with skipna=False: isna says.)
     if pd.api.types.infer_dtype(column, skipna=False) != "string" or column.isna().any():
         return None
-    values = column.to_numpy(dtype=object)
-    if kind == "categorical" and any(is_missing(v) for v in pd.unique(values).tolist()):
+    if kind == "categorical" and any(is_missing(v) for v in pd.unique(column).tolist()):
         return None
-    return Column(column.name, kind), values
+    return Column(column.name, kind), column.array
 
 
-def _number_lists(column: pd.Series, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """A column whose cells are all lists (or arrays) of k numbers, checked as one
-    rows x k array (float64 or int64), which is returned with the cells: 10M rows of 4
-    floats take a few seconds, where checking every number took a minute. The cells are
-    kept as given (no new object a number) when they already hold what is stored:
-    Python floats (or ints for int64), or float (int) arrays. None leaves anything else
-    to the value-by-value path, which names the rows at fault."""
+_CHUNK = 1 << 20  # rows checked at once: memory stays flat in the number of rows
+
+
+def _number_lists(column: pd.Series, kind: str) -> np.ndarray | None:
+    """A column whose cells are all lists (or arrays) of k numbers, checked as rows x k
+    arrays a chunk of rows at a time: 10M rows of 4 floats take a few seconds, where
+    checking every number took a minute. The cells are kept as given (no new object a
+    number) when they already hold what is stored: Python floats (or ints for int64),
+    or float (int) arrays. None leaves anything else to the value-by-value path, which
+    names the rows at fault."""
     values = column.to_numpy(dtype=object)
     if not len(values) or not is_list(values[0]) or not len(values[0]):
         return None
+    grids, width = [], len(values[0])
+    for start in range(0, len(values), _CHUNK):
+        grid = _number_grid(values[start:start + _CHUNK], kind)
+        if grid is None or grid.shape[1] != width:
+            return None
+        grids.append(grid)
+    kinds = set(map(type, values))
+    plain = float if kind == "float32" else int
+    if kinds == {np.ndarray}:
+        if {v.dtype.kind for v in values} == {"f" if kind == "float32" else "i"}:
+            return values  # arrays of the stored kind: kept
+    elif kinds == {list} and set(map(type, itertools.chain.from_iterable(values))) == {plain}:
+        return values  # lists of Python numbers of the stored kind: kept
+    return _objects_of(np.concatenate(grids))
+
+
+def _number_grid(values: np.ndarray, kind: str) -> np.ndarray | None:
+    """Cells of numbers as a rows x k float64 (int64) array, if every cell has k numbers
+    that `kind` holds exactly; else None."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # ragged cells make an object array: refuse
@@ -418,24 +439,12 @@ def _number_lists(column: pd.Series, kind: str) -> tuple[np.ndarray, np.ndarray]
     if grid.ndim != 2 or grid.dtype.kind not in ("f" if kind == "float32" else "iu"):
         return None
     if kind == "float32":
-        if np.isnan(grid).any():
+        if np.isnan(grid).any() or (np.abs(grid[np.isfinite(grid)]) > _FLOAT32_MAX).any():
             return None
-        finite = grid[np.isfinite(grid)]
-        if (np.abs(finite) > _FLOAT32_MAX).any():
-            return None
-        plain = float
-    else:
-        if grid.dtype.kind == "u" and (grid > np.iinfo(np.int64).max).any():
-            return None
-        plain = int
-    grid = grid.astype(np.float64 if kind == "float32" else np.int64, copy=False)
-    kinds = set(map(type, values))
-    if kinds == {np.ndarray}:
-        if {v.dtype.kind for v in values} == {"f" if kind == "float32" else "i"}:
-            return values, grid  # arrays of the stored kind: kept
-    elif kinds == {list} and set(map(type, itertools.chain.from_iterable(values))) == {plain}:
-        return values, grid  # lists of Python numbers of the stored kind: kept
-    return _objects_of(grid), grid
+        return grid.astype(np.float64, copy=False)
+    if grid.dtype.kind == "u" and (grid > np.iinfo(np.int64).max).any():
+        return None
+    return grid.astype(np.int64, copy=False)
 
 
 def _objects_of(grid: np.ndarray) -> np.ndarray:

@@ -20,7 +20,6 @@ its column types (read by pandas with pyarrow) and is checked as a DataFrame is.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import functools
 import io
 import logging
@@ -84,8 +83,6 @@ class Table:
         multi_label: whether each row's label is a list.
         base_dir: the folder relative image paths were resolved against (the CSV's
             folder, the image folder, or the working directory for a DataFrame).
-        grids: the inputs whose cells are lists of k numbers, as rows x k arrays
-            (float64 or int64) beside their cells: encoded and hashed as arrays.
     """
 
     rows: pd.DataFrame
@@ -93,7 +90,6 @@ class Table:
     inputs: tuple[Column, ...] = ()
     multi_label: bool = False
     base_dir: str = ""
-    grids: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     @property
     def has_labels(self) -> bool:
@@ -119,8 +115,7 @@ class Table:
         """Each row's 64-bit hash of its values besides its split (`hashing`): what a
         table without images draws UNASSIGNED rows' splits from, and what a resumed run
         checks. Computed once: 8 bytes a row."""
-        words = [(name, hashing.grid_words(self.grids[name]) if name in self.grids
-                  else hashing.cell_words(self.rows[name]))
+        words = [(name, hashing.cell_words(self.rows[name]))
                  for name in self.rows.columns if name != "split"]
         return hashing.row_hashes(words)
 
@@ -219,25 +214,27 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     if image_column is not None:
         rows["image_uri"], rows["uri"] = _image_uris(frame[image_column], base_dir)
     split_column = next((n for n, t in types.items() if t == SPLIT_KEY), None)
-    rows["split"] = _splits(frame[split_column]) if split_column is not None else UNASSIGNED
+    # Categorical: one byte a row, where a column of references took eight.
+    rows["split"] = pd.Categorical(_splits(frame[split_column])) if split_column is not None \
+        else pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8), [UNASSIGNED])
     multi_label = False
     if label_columns(types):
         rows["label"], multi_label = _labels(frame, label_columns(types), types)
-    columns, grids = [], {}
+    columns = []
     for name in inputs:
         type_name = types[name]
         if text_numbers and name not in schema and type_name == "StringInput":
             type_name = _number_type(frame[name]) or type_name
-        column, values, grid = input_column(frame[name], type_name,
-                                            fills.get(name) if fills else fill_missing)
+        column, values = input_column(frame[name], type_name,
+                                      fills.get(name) if fills else fill_missing)
         columns.append(column)
-        if grid is not None:
-            grids[name] = grid
-        numeric = getattr(values, "dtype", None) is not None and values.dtype.kind in "if"
-        rows[name] = pd.Series(values, index=frame.index,
-                               dtype=values.dtype if numeric else object)
+        # Number arrays and pandas' own arrays (Arrow-backed text) are kept as they are:
+        # a Python object a cell would cost 30 to 60 bytes a row.
+        kept = isinstance(values, pd.api.extensions.ExtensionArray) or (
+            isinstance(values, np.ndarray) and values.dtype.kind in "if")
+        rows[name] = pd.Series(values, index=frame.index, dtype=None if kept else object)
     return Table(rows=rows, source=frame, inputs=tuple(columns), multi_label=multi_label,
-                 base_dir=base_dir, grids=grids)
+                 base_dir=base_dir)
 
 
 _ROLE_TYPES = {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"}
