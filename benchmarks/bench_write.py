@@ -10,6 +10,10 @@ Builds real-looking JPEGs (random crops and rescales of the bundled sample photo
 - the hand-written loop of TensorFlow's TFRecord tutorial (read the file, decode_jpeg for
   the shape, build a tf.train.Example, TFRecordWriter), one process,
 - tfrecorder's local engine with and without validation,
+- validation as it is (a strict decode at 1/8 DCT scale, `records._check_jpeg_data`)
+  against a full strict decode (the method before issue 12, patched in its own process),
+  and against its ceiling: the scaled strict decode alone, of bytes in memory, on one core
+  (times the cores) and in one bare process per core; and both decodes alone, on one core,
 
 and the peak memory of a conversion for N and 4N rows (driver and each worker).
 Results go in docs/performance.md; run on an idle machine.
@@ -51,13 +55,13 @@ def pillow_decode(paths):
             image.load()
 
 
-def parallel_decode(paths, processes: int):
-    """Pillow decode in `processes` forked processes: what the machine can do at best."""
+def in_processes(work, items, processes: int):
+    """`work` on `items` in `processes` forked processes: what the machine can do at best."""
     pids = []
     for k in range(processes):
         pid = os.fork()
         if pid == 0:
-            pillow_decode(paths[k::processes])
+            work(items[k::processes])
             os._exit(0)
         pids.append(pid)
     for pid in pids:
@@ -86,6 +90,41 @@ def handwritten_loop(paths, labels, output: str):
             writer.write(image_example(image_string, label).SerializeToString())
 
 
+def scaled_decode(datas):
+    """The writer's check alone: a strict decode at 1/8 DCT scale, in grey."""
+    import simplejpeg
+
+    for data in datas:
+        simplejpeg.decode_jpeg(data, colorspace="GRAY", fastdct=True, fastupsample=True,
+                               strict=True, min_height=1, min_width=1)
+
+
+def full_decode(datas):
+    """The check before issue 12 alone: a strict decode at full scale, in colour."""
+    import simplejpeg
+
+    for data in datas:
+        simplejpeg.decode_jpeg(data, fastdct=True, fastupsample=True, strict=True)
+
+
+def check_by_full_decode():
+    """Makes validation decode every JPEG fully (colour, full scale), as it did before
+    issue 12: patched in this process, which the local engine's workers fork from."""
+    import simplejpeg
+
+    from tfrecorder import records
+
+    def check(data, header):
+        colorspace = {1: "GRAY", 4: "CMYK"}.get(header.components, "RGB")
+        try:
+            simplejpeg.decode_jpeg(data, colorspace=colorspace, fastdct=True,
+                                   fastupsample=True, strict=True)
+        except ValueError as error:
+            raise records._Rejected(records._jpeg_reason(str(error).strip())) from None
+
+    records._check_jpeg_data = check
+
+
 def tfrecorder_run(table, output: str, **options) -> float:
     import tfrecorder
 
@@ -102,7 +141,15 @@ def contender(name: str, table_pickle: str, out: str) -> float:
     if name == "decode":
         return timed(lambda: pillow_decode(paths))
     if name == "ceiling":
-        return timed(lambda: parallel_decode(paths, os.cpu_count()))
+        return timed(lambda: in_processes(pillow_decode, paths, os.cpu_count()))
+    if name in ("scaled-decode", "scaled-ceiling", "full-decode"):
+        datas = []
+        for path in paths:
+            with open(path, "rb") as f:
+                datas.append(f.read())
+        if name == "scaled-ceiling":
+            return timed(lambda: in_processes(scaled_decode, datas, os.cpu_count()))
+        return timed(lambda: (scaled_decode if name == "scaled-decode" else full_decode)(datas))
     if name == "handwritten":
         import tensorflow as tf  # noqa: F401  (imported before the clock starts)
 
@@ -110,8 +157,10 @@ def contender(name: str, table_pickle: str, out: str) -> float:
         return timed(lambda: handwritten_loop(paths, labels, os.path.join(out, "hand.tfr")))
     import tfrecorder  # noqa: F401
 
+    if name == "validated-full":
+        check_by_full_decode()
     dataset = os.path.join(out, "dataset")
-    return tfrecorder_run(table, dataset, validate=name == "validated")
+    return tfrecorder_run(table, dataset, validate=name.startswith("validated"))
 
 
 MEMORY_RUN = """
@@ -164,7 +213,8 @@ def main():
     table_pickle = os.path.join(args.out, "table.pkl")
     table.to_pickle(table_pickle)
     pillow_decode(table["image_uri"])  # warm the page cache: every contender reads memory
-    names = ["decode", "ceiling", "handwritten", "validated", "trusted"]
+    names = ["decode", "ceiling", "handwritten", "validated", "trusted", "validated-full",
+             "scaled-decode", "scaled-ceiling", "full-decode"]
     rounds = harness.rounds(
         names, lambda name: harness.seconds_in_fresh_process(__file__, name, table_pickle,
                                                               args.out), n, args.rounds)
@@ -173,6 +223,11 @@ def main():
     validated_ratio = harness.median_ratio(rounds, "validated", "decode", cores)
     ceiling_ratio = harness.median_ratio(rounds, "ceiling", "decode", cores)
     trusted_ratio = harness.median_ratio(rounds, "trusted", "handwritten")
+    scaled_vs_full = harness.median_ratio(rounds, "validated", "validated-full")
+    scaled_vs_ceiling = harness.median_ratio(rounds, "validated", "scaled-decode", cores)
+    scaled_ceiling = harness.median_ratio(rounds, "scaled-ceiling", "scaled-decode", cores)
+    scaled_vs_bare = harness.median_ratio(rounds, "validated", "scaled-ceiling")
+    decode_gain = harness.median_ratio(rounds, "scaled-decode", "full-decode")
     memory = [peak_memory(table, os.path.join(args.out, "dataset"), repeat)
               for repeat in (1, 4)]
 
@@ -188,6 +243,14 @@ def main():
           f"{rate['handwritten']:.0f} |")
     print(f"| tfrecorder, validate=True, {cores} workers | {rate['validated']:.0f} |")
     print(f"| tfrecorder, validate=False, {cores} workers | {rate['trusted']:.0f} |")
+    print(f"| tfrecorder, validate=True by a full decode (before issue 12), {cores} workers "
+          f"| {rate['validated-full']:.0f} |")
+    print(f"| strict decode at 1/8 scale (the check alone), 1 core | "
+          f"{rate['scaled-decode']:.0f} |")
+    print(f"| strict decode at 1/8 scale, {cores} bare processes | "
+          f"{rate['scaled-ceiling']:.0f} |")
+    print(f"| strict decode at full scale (the check before issue 12 alone), 1 core | "
+          f"{rate['full-decode']:.0f} |")
     print()
     per_round = ", ".join(f"{r['validated'] / (cores * r['decode']):.0%}" for r in rounds)
     print(f"validate=True vs {cores}x Pillow decode: {validated_ratio:.0%} (target >= 85%); "
@@ -195,6 +258,14 @@ def main():
     print(f"the machine's own ceiling ({cores} bare decode processes) vs {cores}x: "
           f"{ceiling_ratio:.0%}")
     print(f"validate=False vs hand-written loop: {trusted_ratio:.1f}x (target >= 2x)")
+    print(f"validate=True, scaled check vs full decode: {scaled_vs_full:.2f}x (target >= 1.6x); "
+          f"the decodes alone, 1 core: {decode_gain:.2f}x")
+    per_round = ", ".join(f"{r['validated'] / (cores * r['scaled-decode']):.0%}"
+                          for r in rounds)
+    print(f"validate=True vs {cores}x the scaled check alone: {scaled_vs_ceiling:.0%} "
+          f"(target >= 85%); per round: {per_round}")
+    print(f"the check alone in {cores} bare processes vs {cores}x: {scaled_ceiling:.0%}; "
+          f"validate=True vs the check alone in {cores} bare processes: {scaled_vs_bare:.0%}")
     print()
     print("| rows | driver peak RSS | driver RSS before converting | worker peak RSS |")
     print("|---|---|---|---|")
