@@ -165,7 +165,7 @@ def _ids(values: list, vocabulary: Sequence[str], lists: bool) -> tuple:
 
 def split_points(table: Table, wanted: np.ndarray) -> np.ndarray:
     """Each `wanted` row's point in [0, 1), from which an UNASSIGNED row's split is drawn
-    (`splits_at`): a hash of its image URI, or for a table without images, of its values
+    (`split_codes`): a hash of its image URI, or for a table without images, of its values
     (`Table.value_hashes`), so a row keeps its split from run to run, whatever its order."""
     if table.has_images:
         digest = b"".join(hashlib.blake2b(uri.encode(), digest_size=8).digest()
