@@ -525,7 +525,8 @@ def test_the_description_says_where_a_relative_path_would_have_been(tmp_path, mo
     table = load_table(csv_file(tmp_path, "TRAIN,img/a.png,cat\n"))
     text, _ = describe_missing_images(table, missing_local_images(table))
     assert f"'img/a.png' exists relative to the working directory instead " \
-           f"('{tmp_path}/img/a.png'): paths in a CSV file are relative to the CSV's folder" \
+           f"('{tmp_path}/img/a.png'): paths in a CSV or Parquet file are relative to that " \
+           "file's folder" \
         in text
 
 

@@ -967,9 +967,9 @@ def describe_missing_images(table: Table, positions: list[int],
         here = os.path.abspath(first)
         if os.getcwd() != table.base_dir and _is_regular_file(here):
             text += (f" {first!r} exists relative to the working directory instead "
-                     f"({here!r}): paths in a CSV file are relative to the CSV's folder "
-                     "(TFRecorder 2.0 read them relative to the working directory). Make "
-                     "them relative to the CSV, or absolute.")
+                     f"({here!r}): paths in a CSV or Parquet file are relative to that "
+                     "file's folder (TFRecorder 2.0 read them relative to the working "
+                     "directory). Make them relative to that folder, or absolute.")
     return text, dict(reasons.most_common())
 
 
