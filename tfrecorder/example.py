@@ -183,18 +183,27 @@ def _float32s(wide: np.ndarray) -> np.ndarray | None:
     return packed
 
 
+def number_grid(cells: Sequence) -> np.ndarray | None:
+    """Cells (lists or 1-D arrays) of k > 0 numbers each, as one rows x k array; None
+    when they are ragged, empty or hold anything but numbers."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # ragged cells make an object array: refuse
+            grid = np.asarray(cells)
+    except (ValueError, TypeError, Warning):
+        return None
+    if grid.ndim != 2 or grid.dtype.kind not in "biuf" or not grid.shape[1]:
+        return None
+    return grid
+
+
 def _float_list_entries(key: bytes, values: Sequence) -> list[bytes] | None:
     """A column of lists of k floats (Python lists or arrays): one prefix a row, and the
     floats of every row packed by NumPy at once. None for anything else: lists of other
     lengths or kinds, which the value-by-value path encodes."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # ragged lists make an object array: refuse
-            grid = np.asarray(values)
-    except (ValueError, TypeError, Warning):
-        return None
-    if grid.ndim != 2 or grid.dtype.kind != "f" or not grid.shape[1]:
-        return None  # ints, text, empty lists: the general path
+    grid = number_grid(values)
+    if grid is None or grid.dtype.kind != "f":
+        return None  # ints: the general path
     packed = _float32s(grid.astype(np.float64))
     if packed is None:
         return None
@@ -202,9 +211,6 @@ def _float_list_entries(key: bytes, values: Sequence) -> list[bytes] | None:
     prefix = _entry(key, [0.0] * grid.shape[1])[:-width]
     data = packed.tobytes()
     return [prefix + data[i:i + width] for i in range(0, len(data), width)]
-
-
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _int_entries(key: bytes, values: Sequence[int]) -> list[bytes] | None:

@@ -168,17 +168,19 @@ def split_points(table: Table, wanted: np.ndarray) -> np.ndarray:
     (`split_codes`): a hash of its image URI, or for a table without images, of its values
     (`Table.value_hashes`), so a row keeps its split from run to run, whatever its order."""
     if table.has_images:
-        digest = b"".join(hashlib.blake2b(uri.encode(), digest_size=8).digest()
-                          for uri in table.rows["image_uri"][wanted].tolist())
-        return np.frombuffer(digest, ">u8") / 2**64
+        return _uri_points(table.rows["image_uri"][wanted].tolist())
     return table.value_hashes[wanted] / 2**64
+
+
+def _uri_points(uris: Sequence[str]) -> np.ndarray:
+    """Each URI's point in [0, 1): the first 8 bytes of its BLAKE2b, as a fraction."""
+    digest = b"".join(hashlib.blake2b(uri.encode(), digest_size=8).digest() for uri in uris)
+    return np.frombuffer(digest, ">u8") / 2**64
 
 
 def split_by_hash(uri: str, fractions: Sequence[float]) -> Split:
     """A split for an UNASSIGNED row, stable for its URI across runs and machines."""
-    digest = hashlib.blake2b(uri.encode(), digest_size=8).digest()
-    point = np.frombuffer(digest, ">u8") / 2**64
-    return SPLITS[int(_split_codes(point, fractions)[0])]
+    return SPLITS[int(_split_codes(_uri_points([uri]), fractions)[0])]
 
 
 def _split_codes(points: np.ndarray, fractions: Sequence[float]) -> np.ndarray:
@@ -265,18 +267,17 @@ class PlannedTable:
     """The values workers read, by table position: built once in the driver, then shared
     with worker processes by fork (or sent once to each), never pickled row by row.
 
-    Every column is a NumPy array, so a segment of rows is one fancy index per column
-    (`rows` for rows with images, `features` for a table without, a column at a time).
-    Categorical inputs hold their ids; labels their ids.
+    Every column is a NumPy array (or, for pandas' Arrow-backed text, an Arrow array),
+    so a segment of rows is one take per column (`rows` for rows with images,
+    `inputs_at` for a table without, a column at a time). Categorical inputs hold their
+    ids; labels their ids.
     """
 
     def __init__(self, plan: Plan, table: Table):
-        def array(column) -> np.ndarray:
-            return column if isinstance(column, np.ndarray) else _objects(column)
-
         rows = table.rows
-        self.uris = array(rows["uri"].tolist()) if table.has_images else None
-        self.image_uris = array(rows["image_uri"].tolist()) if table.has_images else None
+        self.uris = rows["uri"].to_numpy(dtype=object) if table.has_images else None
+        self.image_uris = rows["image_uri"].to_numpy(dtype=object) if table.has_images \
+            else None
         self.labels = None
         if plan.label_ids is not None:
             self.labels = (_objects(plan.label_ids) if table.multi_label

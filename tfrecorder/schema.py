@@ -19,7 +19,6 @@ import itertools
 import logging
 import math
 import re
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import VALUE, Option, SchemaError
+from tfrecorder.example import number_grid
 
 logger = logging.getLogger(__name__)
 
@@ -239,18 +239,11 @@ def _element_kind(column: pd.Series) -> str:
     if pd.api.types.infer_dtype(column, skipna=False) == "string":
         return "string"
     values = column.to_numpy(dtype=object)
-    if len(values) and is_list(values[0]):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                grid = np.asarray(values.tolist())
-        except (ValueError, TypeError, Warning):
-            grid = None
-        if grid is not None and grid.ndim == 2 and grid.dtype.kind in "biu":
-            return "int64"
-        if grid is not None and grid.ndim == 2 and grid.dtype.kind == "f" and \
-                not np.isnan(grid).any():
-            return "float32"
+    grid = number_grid(values.tolist()) if len(values) and is_list(values[0]) else None
+    if grid is not None and grid.dtype.kind in "biu":
+        return "int64"
+    if grid is not None and not np.isnan(grid).any():
+        return "float32"
     kinds = set()
     for value in column.tolist():
         for element in flat(value):
@@ -430,13 +423,8 @@ def _number_lists(column: pd.Series, kind: str) -> np.ndarray | None:
 def _number_grid(values: np.ndarray, kind: str) -> np.ndarray | None:
     """Cells of numbers as a rows x k float64 (int64) array, if every cell has k numbers
     that `kind` holds exactly; else None."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # ragged cells make an object array: refuse
-            grid = np.asarray(values.tolist())
-    except (ValueError, TypeError, Warning):
-        return None
-    if grid.ndim != 2 or grid.dtype.kind not in ("f" if kind == "float32" else "iu"):
+    grid = number_grid(values.tolist())
+    if grid is None or grid.dtype.kind not in ("f" if kind == "float32" else "iu"):
         return None
     if kind == "float32":
         if np.isnan(grid).any() or (np.abs(grid[np.isfinite(grid)]) > _FLOAT32_MAX).any():

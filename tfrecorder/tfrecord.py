@@ -39,19 +39,17 @@ def write_framed(file, record: bytes) -> None:
 
 
 def framed(records: Sequence[bytes]) -> bytes:
-    """Many records framed at once, as one block of bytes: lengths repeat, so their
-    checksums are looked up, and the block is written in one call."""
-    parts = []
+    """Many records framed at once, as one block of bytes: lengths repeat within a
+    block, so their checksums are looked up, and the block is written in one call.
+    (`_frame_parts` inline: a call a record cost a fifth more, 0.65 against 0.53 µs.)"""
+    parts, length_crcs = [], {}
     for record in records:
         length = struct.pack("<Q", len(record))
-        length_crc = _length_crcs.get(length)
+        length_crc = length_crcs.get(length)
         if length_crc is None:
-            length_crc = _length_crcs[length] = _masked_crc(length)
+            length_crc = length_crcs[length] = _masked_crc(length)
         parts += (length, length_crc, record, _masked_crc(record))
     return b"".join(parts)
-
-
-_length_crcs: dict[bytes, bytes] = {}
 
 
 def _frame_parts(record: bytes) -> tuple[bytes, bytes, bytes, bytes]:
