@@ -220,8 +220,14 @@ def test_a_stopped_resumable_run_keeps_its_shards_and_rewrites_a_corrupt_one(
     with pytest.raises(tfrecorder.ImageError):  # stops in the test split, the last one
         tfrecorder.convert(table, str(out), num_shards=3, on_error="raise", progress=False,
                            resume=True)
-    assert receipts(out) == sorted(f"{split}-0000{i}-of-00003.tfrecord.receipt.json"
-                                   for split in ("train", "validation") for i in range(3))
+    kept_receipts = receipts(out)
+    earlier = [f"{split}-0000{i}-of-00003.tfrecord.receipt.json"
+               for split in ("train", "validation") for i in range(3)]
+    assert set(earlier) <= set(kept_receipts)
+    # Workers run ahead, so a test shard without the bad row may be committed too (the
+    # engines promise no order over shards), but never the one that holds it.
+    late = [name for name in kept_receipts if name not in earlier]
+    assert all(name.startswith("test-") for name in late) and len(late) < 3
     assert not any(".tmp-" in name for name in os.listdir(out))
     victim = out / "train-00001-of-00003.tfrecord"
     data = bytearray(victim.read_bytes())
