@@ -45,7 +45,7 @@ from tfrecorder.statistics import (
     dropped_copies,
     split_statistics,
 )
-from tfrecorder.table import Table
+from tfrecorder.table import Table, rows_at
 from tfrecorder.tfrecord import ShardWriter, open_read, read_records
 
 
@@ -290,7 +290,7 @@ def _drop_copies(folder, compression: str | None, written: Written, found
 def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection]) -> None:
     """The rejected rows as given, plus a `reason` column."""
     rejections = sorted(rejections)
-    rows = source.iloc[[r.position for r in rejections]].copy()
+    rows = rows_at(source, [r.position for r in rejections])
     reason = "reason" if "reason" not in rows.columns else "rejection_reason"
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"

@@ -129,8 +129,17 @@ class TableOptions(_Checked):
              "COLUMN=VALUE per column (repeatable); read as a Python literal where it is "
              "one (default: a missing value is an error)")
 
+    chunk_rows: int | None = option(
+        None, "read a CSV or Parquet source this many rows at a time into a memory-mapped "
+        "table (in TMPDIR), for sources larger than memory; the output is the same. None: "
+        "250,000 rows at a time for a source larger than a tenth of the memory "
+        "available, else the whole file.", "int", metavar="N",
+        help="read a CSV or Parquet source N rows at a time, into a memory-mapped table "
+             "(default: 250000 for a source larger than a tenth of the available memory)")
+
     def __post_init__(self):
         self._bool("header", optional=True)
+        self._int("chunk_rows", "a positive int (rows) or None", minimum=1)
         self._require("schema", self.schema is None or isinstance(self.schema, Mapping),
                       "a dict of column names to types")
 

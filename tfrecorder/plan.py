@@ -29,7 +29,7 @@ from tfrecorder.manifest import LABEL, SPLITS, Split, shard_filename
 from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, ImageOptions, SplitOptions
 from tfrecorder.rows import Row
 from tfrecorder.schema import name_rows
-from tfrecorder.table import UNASSIGNED, Table
+from tfrecorder.table import UNASSIGNED, ArrowColumn, Table, arrow_backed, rows_at
 
 logger = logging.getLogger(__name__)
 
@@ -253,7 +253,7 @@ def sample_rows(table: Table, seed: int) -> Iterator[Row]:
     the size of a record before planning (`ShardOptions.record_bytes`)."""
     sample = shuffled_order(len(table.rows), seed)[:SIZE_SAMPLE]
     inputs = [c.name for c in table.inputs]
-    for position, row in zip(sample, table.rows.iloc[sample].to_dict("records")):
+    for position, row in zip(sample, rows_at(table.rows, sample).to_dict("records")):
         yield Row(int(position), row.get("uri"), row.get("image_uri"), row.get("label"),
                   Split.TRAIN, {name: _plain(row[name]) for name in inputs})
 
@@ -292,10 +292,8 @@ class PlannedTable:
                 self.inputs[c.name] = pd.Categorical(
                     column.to_numpy(dtype=object), categories=plan.vocabularies[c.name]
                 ).codes.astype(np.int64)
-            elif _arrow_backed(column):  # text: Arrow buffers, no Python string a row
-                import pyarrow as pa  # pandas' own text backend
-
-                self.inputs[c.name] = pa.array(column.array)
+            elif arrow_backed(column):  # text: Arrow buffers, no Python string a row
+                self.inputs[c.name] = ArrowColumn.of(column)
             elif column.dtype.kind in "iuf":
                 self.inputs[c.name] = column.to_numpy()
             else:
@@ -336,16 +334,31 @@ def _objects(values: Sequence) -> np.ndarray:
     return found
 
 
-def _arrow_backed(column: pd.Series) -> bool:
-    return isinstance(column.dtype, pd.ArrowDtype) or (
-        isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow")
-
-
 def _take(values, positions: np.ndarray):
-    """The values at `positions`: a NumPy array, or a list from an Arrow array."""
+    """The values at `positions`: a NumPy array, or from an Arrow column a list (a rows x
+    k NumPy array for lists of k numbers)."""
     if isinstance(values, np.ndarray):
         return values[positions]
-    return values.take(positions).to_pylist()
+    taken = values.take(positions)
+    grid = _number_grid(taken)
+    return grid if grid is not None else taken.to_pylist()
+
+
+def _number_grid(values) -> np.ndarray | None:
+    """An Arrow array of lists of k > 0 numbers each as a rows x k array, else None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = values.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not (
+            pa.types.is_integer(kind.value_type) or pa.types.is_floating(kind.value_type)):
+        return None
+    lengths = pc.min_max(pc.list_value_length(values)).as_py()
+    flat = values.flatten()
+    if values.null_count or flat.null_count or not lengths["min"] or \
+            lengths["min"] != lengths["max"]:
+        return None
+    return flat.to_numpy().reshape(len(values), lengths["min"])
 
 
 def _plain_list(values) -> list:

@@ -14,7 +14,9 @@ The table is read exactly as written: a CSV file is parsed record by record by t
 module (a quoted cell keeps its line breaks), and image paths are used as given (never
 stripped; `file://` URIs become local paths). Split names and labels are compared
 without the whitespace around them, and header names lose it too. A Parquet table keeps
-its column types (read by pandas with pyarrow) and is checked as a DataFrame is.
+its column types (read by pandas with pyarrow) and is checked as a DataFrame is. Either
+file can also be read a chunk of rows at a time (`csv_chunks`, `parquet_chunks`), with
+the same parsing, for sources larger than memory (`tfrecorder.chunked`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import posixpath
 import re
 import stat
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,8 +126,62 @@ class Table:
         return bool(self.remote_images)
 
 
+class ArrowColumn:
+    """An Arrow-backed column, read by position a chunk at a time. pyarrow's own
+    `ChunkedArray.take` (and so pandas' `iloc`) joins all the chunks first: a copy of the
+    whole column for every take (7 ms for 4,096 rows of a 2M-row text column in 4 chunks,
+    against 0.13 ms from one array), and of all of a memory-mapped table (`chunked`)."""
+
+    def __init__(self, chunks: list, kind):
+        self.chunks, self.type = chunks, kind
+        self.starts = np.cumsum([0, *map(len, chunks)])
+
+    @classmethod
+    def of(cls, column: pd.Series) -> ArrowColumn:
+        import pyarrow as pa
+
+        values = pa.array(column.array)
+        return cls(values.chunks if isinstance(values, pa.ChunkedArray) else [values],
+                   values.type)
+
+    def take(self, positions: np.ndarray):
+        import pyarrow as pa
+
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(self.chunks) == 1:
+            return self.chunks[0].take(positions)
+        chunk_of = np.searchsorted(self.starts, positions, side="right") - 1
+        order = np.argsort(chunk_of, kind="stable")
+        bounds = np.searchsorted(chunk_of[order], np.arange(len(self.chunks) + 1))
+        pieces = [self.chunks[c].take(positions[order[start:end]] - self.starts[c])
+                  for c, (start, end) in enumerate(zip(bounds[:-1], bounds[1:]))
+                  if end > start]
+        if not pieces:
+            return pa.array([], type=self.type)
+        return pa.concat_arrays(pieces).take(np.argsort(order))  # back in `positions` order
+
+
+def arrow_backed(column: pd.Series) -> bool:
+    return isinstance(column.dtype, pd.ArrowDtype) or (
+        isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow")
+
+
+def rows_at(frame: pd.DataFrame, positions) -> pd.DataFrame:
+    """`frame.iloc[positions]`, with Arrow-backed columns read by `ArrowColumn`."""
+    positions = np.asarray(positions, dtype=np.int64)
+    found = frame.iloc[positions, [i for i, name in enumerate(frame.columns)
+                                   if not arrow_backed(frame[name])]]
+    for i, name in enumerate(frame.columns):
+        column = frame[name]
+        if arrow_backed(column):
+            found.insert(i, name, pd.array(ArrowColumn.of(column).take(positions),
+                                           dtype=column.dtype))
+    return found
+
+
 def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = None,
-               schema: Mapping | None = None, fill_missing=None) -> Table:
+               schema: Mapping | None = None, fill_missing=None,
+               chunk_rows: int | None = None) -> Table:
     """Reads and validates `source`: a DataFrame, a CSV or Parquet path, or an image folder.
 
     Args:
@@ -137,6 +193,9 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
             or a schema column, and holds no image path). Parquet names its columns: any
             other value than None is an error there.
         schema, fill_missing: see `validate`.
+        chunk_rows: read a CSV or Parquet source this many rows at a time, into a
+            memory-mapped table (`tfrecorder.chunked`); None does so, 250,000 rows at a
+            time, for a source larger than a tenth of the memory available.
     """
     if isinstance(source, pd.DataFrame):
         return validate(source, base_dir=os.getcwd(), schema=schema, fill_missing=fill_missing)
@@ -154,8 +213,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
         root = path if fs.is_remote(path) else os.path.abspath(path)
         if _is_parquet_folder(root):
             # Relative image paths in a Parquet dataset are relative to its folder.
-            return validate(_read_parquet(root, header), base_dir=root.rstrip("/"),
-                            schema=schema, fill_missing=fill_missing)
+            return _read_file(root, root.rstrip("/"), header, schema, fill_missing,
+                              chunk_rows, parquet=True)
         return validate(_folder_table(root), base_dir=root, schema=schema)
     if not fs.exists(path):
         if _has_parquet_name(path):
@@ -163,13 +222,34 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
         raise SourceNotFoundError(f"no such CSV file or image folder: {path!r}")
     # Relative image paths in a CSV or Parquet file are relative to its folder, local or
     # remote.
-    base_dir = fs.dirname(path)
-    if _has_parquet_name(path):
-        return validate(_read_parquet(path, header), base_dir=base_dir, schema=schema,
-                        fill_missing=fill_missing)
-    frame = _read_csv(path, header, names=set(schema or ()), base_dir=base_dir)
-    return validate(frame, base_dir=base_dir, schema=schema, fill_missing=fill_missing,
-                    text_numbers=True)
+    return _read_file(path, fs.dirname(path), header, schema, fill_missing, chunk_rows,
+                      parquet=_has_parquet_name(path))
+
+
+def _read_file(path: str, base_dir: str, header: bool | None, schema: Mapping | None,
+               fill_missing, chunk_rows: int | None, parquet: bool) -> Table:
+    """A CSV or Parquet source, validated whole or in chunks (`chunked`). A CSV file's
+    cells are text, so columns of numbers are found by their values."""
+    from tfrecorder import chunked  # it builds on this module
+
+    names = set(schema or ())
+    chunk_rows = chunked.chunk_rows_for(_source_bytes(path), chunk_rows)
+    if chunk_rows is None:
+        frame = _read_parquet(path, header) if parquet else \
+            _read_csv(path, header, names, base_dir)
+        return validate(frame, base_dir=base_dir, schema=schema, fill_missing=fill_missing,
+                        text_numbers=not parquet)
+    frames = parquet_chunks(path, header, chunk_rows) if parquet else \
+        csv_chunks(path, header, names, base_dir, chunk_rows)
+    return chunked.validate_in_chunks(frames, base_dir, schema, fill_missing,
+                                      text_numbers=not parquet)
+
+
+def _source_bytes(path: str) -> int:
+    """The size of a file, or of every file in a folder."""
+    if not fs.is_folder(path):
+        return fs.size(path)
+    return sum(map(fs.size, fs.list_files(path)))
 
 
 def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
@@ -599,16 +679,41 @@ def _read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
     `synonym_role`, or a column of the schema: `names`) and holds no image path.
     """
     text = _decode(fs.read_bytes(path), path)
-    lines, records = _records(text, path)
+    batches = _records(io.StringIO(text, newline=""), path)
+    return next(_csv_frames(batches, path, header, names, base_dir))
+
+
+def csv_chunks(path: str, header: bool | None, names: set[str], base_dir: str,
+               chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """`_read_csv`'s table in frames of `chunk_rows` records, read as a stream: the
+    columns are found in the first chunk (a header, or AutoML's columns) and kept."""
+    binary = fs.open_read(path)
+    if binary.peek(2)[:2] in _UTF16_MARKS:
+        binary.close()
+        _refuse_utf16(path)
+    with io.TextIOWrapper(binary, encoding="utf-8-sig", newline="") as text:
+        yield from _csv_frames(_records(text, path, chunk_rows), path, header, names,
+                               base_dir)
+
+
+def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
+                header: bool | None, names: set[str], base_dir: str
+                ) -> Iterator[pd.DataFrame]:
+    """A DataFrame of text cells for each batch of records (`_records`), under the
+    columns the first batch names or implies."""
+    lines, records = next(batches, ([], []))
     if not records:
         raise SchemaError(f"the CSV file {path!r} has no rows.")
     _check_delimiter(records, path, names)
     if header is None:
         header = any(_names_a_column(cell, names) for cell in records[0]) and not any(
             _looks_like_path(cell) for cell in records[0])
+    lead = None  # AutoML multi-label rows: the cells from `lead` on are the labels
     if header:
         names = [cell.strip() for cell in records[0]]
         lines, records = lines[1:], records[1:]
+        if not records:
+            lines, records = next(batches, ([], []))
         if not records:
             raise SchemaError(
                 f"the CSV file {path!r} has a header ({', '.join(names)}) but no rows, so "
@@ -617,25 +722,36 @@ def _read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
     else:
         width = max(len(r) for r in records)
         names = _automl_columns(records, width, base_dir)
-        if len(names) < width:  # AutoML multi-label rows: the trailing cells are labels
+        if len(names) < width:
             lead = len(names) - 1
+    width = len(names)
+    while records:
+        if lead is not None:
             records = [r[:lead] + [""] * (lead - len(r)) + [
                 [cell.strip() for cell in r[lead:] if cell.strip()]] for r in records]
-    width = len(names)
-    short = [n for n, r in zip(lines, records) if len(r) > width]
-    if short:
-        raise SchemaError(
-            f"the CSV file {path!r} has more than {width} fields at {name_rows(short)} "
-            f"(lines). Its columns are {names}.", rows=short)
-    padded = [r + [""] * (width - len(r)) for r in records]
-    return pd.DataFrame(padded, columns=names, index=pd.Index(lines, name="line"), dtype=object)
+        long = [n for n, r in zip(lines, records) if len(r) > width]
+        if long:
+            raise SchemaError(
+                f"the CSV file {path!r} has more than {width} fields at {name_rows(long)} "
+                f"(lines). Its columns are {names}.", rows=long)
+        padded = [r + [""] * (width - len(r)) for r in records]
+        yield pd.DataFrame(padded, columns=names, index=pd.Index(lines, name="line"),
+                           dtype=object)
+        lines, records = next(batches, ([], []))
+
+
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _refuse_utf16(path: str):
+    raise SchemaError(f"the CSV file {path!r} is UTF-16 (it starts with a UTF-16 byte "
+                      "order mark). Save it as UTF-8 (Excel: 'CSV UTF-8').")
 
 
 def _decode(data: bytes, path: str) -> str:
     """The text of a UTF-8 file (a byte order mark dropped)."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise SchemaError(f"the CSV file {path!r} is UTF-16 (it starts with a UTF-16 byte "
-                          "order mark). Save it as UTF-8 (Excel: 'CSV UTF-8').")
+    if data.startswith(_UTF16_MARKS):
+        _refuse_utf16(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -646,27 +762,38 @@ def _decode(data: bytes, path: str) -> str:
             rows=[line]) from None
 
 
-def _records(text: str, path: str) -> tuple[list[int], list[list[str]]]:
-    """The non-blank records, and the physical line (1-based) each starts on.
+def _records(text: io.TextIOBase, path: str, batch: int | None = None
+             ) -> Iterator[tuple[list[int], list[list[str]]]]:
+    """The non-blank records, and the physical line (1-based) each starts on, in batches
+    of `batch` records (one batch of all when None).
 
     Line breaks are \n, \r\n and \r, as the csv module sees them (`newline=''`); a
     malformed record (an unclosed quote, text after a closing quote) is an error naming
     its line, not a silent merge of the lines that follow.
     """
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(text, strict=True)
     lines, records, start = [], [], 1
     try:
         for record in reader:
             if any(cell.strip() for cell in record):
                 lines.append(start)
                 records.append(record)
+                if len(records) == batch:
+                    yield lines, records
+                    lines, records = [], []
             start = reader.line_num + 1
     except csv.Error as error:
         raise SchemaError(
             f"the CSV file {path!r} has a malformed record at line {start}: {error}. Quote "
             'a cell that holds a comma, a quote or a line break whole ("a, b"), and double '
             'the quotes inside it ("say ""hi""").', rows=[start]) from None
-    return lines, records
+    except UnicodeDecodeError as error:
+        raise SchemaError(
+            f"the CSV file {path!r} is not UTF-8: byte {error.object[error.start]:#04x} "
+            f"near line {start} is not valid there. Save it as UTF-8 (Excel: 'CSV UTF-8').",
+            rows=[start]) from None
+    if records or batch is None:
+        yield lines, records
 
 
 def _names_a_column(cell: str, names: set[str] = frozenset()) -> bool:
@@ -770,20 +897,66 @@ def _read_parquet(path: str, header: bool | None) -> pd.DataFrame:
         SchemaError: for a file pyarrow cannot read (not Parquet, cut short), with what
             pyarrow said.
     """
+    where, filesystem = _parquet_where(path, header)
+    return _reading_parquet(path, lambda: pd.read_parquet(where, engine="pyarrow",
+                                                          filesystem=filesystem))
+
+
+def parquet_chunks(path: str, header: bool | None, chunk_rows: int
+                   ) -> Iterator[pd.DataFrame]:
+    """`_read_parquet`'s table in frames of about `chunk_rows` rows, read as a stream,
+    in the same order and with the same types (a chunk's categoricals have the
+    categories found in it)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds  # what pandas reads Parquet folders with
+
+    where, filesystem = _parquet_where(path, header)
+    dataset = _reading_parquet(path, lambda: ds.dataset(
+        where, format="parquet", filesystem=filesystem, partitioning="hive",
+        ignore_prefixes=[".", "_"]))
+    # One batch read ahead, not pyarrow's 16 (and 4 files), and no pre-buffering of
+    # whole row groups: those held 1.4 GB for bench_chunked's 250k-row chunks, against
+    # 0.4 GB so.
+    batches = iter(_reading_parquet(path, lambda: dataset.to_batches(
+        batch_size=chunk_rows, use_threads=False, batch_readahead=1, fragment_readahead=1,
+        fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))))
+    pending, count, offset = [], 0, 0
+    while True:
+        batch = _reading_parquet(path, lambda: next(batches, None))
+        if batch is not None and batch.num_rows:
+            pending.append(batch)
+            count += batch.num_rows
+        if pending and (batch is None or count >= chunk_rows):
+            frame = pa.Table.from_batches(pending, schema=dataset.schema).to_pandas()
+            if isinstance(frame.index, pd.RangeIndex):  # row numbers, from the file's start
+                frame.index = frame.index + offset
+            yield frame
+            pending, count, offset = [], 0, offset + count
+        if batch is None:
+            return
+
+
+def _parquet_where(path: str, header: bool | None) -> tuple:
+    """pyarrow's path and file system for `path`; a `header` is refused."""
     if header is not None:
         raise OptionError(
             f"the source {path!r} is Parquet, which names its own columns: ",
             Option("header", header), " is for CSV files. Leave ", Option("header"),
             " unset.", option="header")
+    if fs.is_remote(path):
+        return fs.filesystem(path)._strip_protocol(path), _arrow_filesystem(path)
+    return path, None
+
+
+def _reading_parquet(path: str, read: Callable):
+    """`read()`, with pyarrow's errors about the data as a SchemaError saying what to do
+    (and a store's errors as `fs` reports them)."""
     import pyarrow  # pandas' Parquet engine
 
-    where, filesystem = path, None
-    if fs.is_remote(path):
-        where, filesystem = fs.filesystem(path)._strip_protocol(path), _arrow_filesystem(path)
     failure = None
     with fs.storage_errors(path):  # a store's errors; pyarrow's are about the data
         try:
-            return pd.read_parquet(where, engine="pyarrow", filesystem=filesystem)
+            return read()
         except pyarrow.ArrowException as error:
             failure = error  # raised below: inside, it would become a StorageError
     message = " ".join(str(failure).split()) or type(failure).__name__

@@ -1,0 +1,367 @@
+"""Sources larger than memory: a CSV or Parquet file validated a chunk of rows at a time,
+then memory-mapped as the table.
+
+A plan needs every row before the first record is written: the row count, every row's
+split (an UNASSIGNED row's is drawn from a hash of its values or URI), every label and
+category for the vocabularies, and one shuffle of all rows, so that any shard takes rows
+from anywhere in the table. So the file is read once, a chunk at a time. Each chunk is
+validated by `table.validate`, with the column types the first chunk got (so that every
+chunk is read alike), and its validated columns are appended to files in a scratch
+folder. The table is then those files, memory-mapped: numbers as NumPy arrays, text and
+lists as Arrow arrays, text labels and categories as pandas categoricals (a code a row).
+Mapped pages belong to the page cache, which the kernel drops and reads back as it
+needs, so the driver's own memory holds a few bytes a row (the splits, hashes, label ids
+and the shuffle), not the table; worker processes forked later share the mappings.
+
+Validation looks at cells one by one, and every row's hash is its own, so the chunks'
+columns put together are what reading the whole file at once gives, and a conversion
+writes the same bytes either way (`tests/test_chunked.py`). The scratch files are
+unlinked as soon as they are mapped: a run leaves nothing behind from then on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from tfrecorder.errors import Option, SchemaError
+from tfrecorder.manifest import SPLITS
+from tfrecorder.schema import (
+    IMAGE_URI,
+    INPUT_KINDS,
+    INTEGER_LABEL,
+    SPLIT_KEY,
+    STRING_LABEL,
+    Column,
+    column_types,
+    is_missing,
+)
+from tfrecorder.table import UNASSIGNED, Table, arrow_backed, validate
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_ROWS = 250_000
+# Sources larger than this share of the memory available are read in chunks by default:
+# a CSV file's cells take 5 to 10 times its size as pandas objects.
+_AUTO_SHARE = 0.1
+_SPLIT_CATEGORIES = [*SPLITS, UNASSIGNED]
+_TYPE_NAMES = {kind: name for name, kind in INPUT_KINDS.items()}
+
+
+def chunk_rows_for(source_bytes: int, chunk_rows: int | None) -> int | None:
+    """The rows a chunk for a source of `source_bytes`: `chunk_rows` if given, else
+    DEFAULT_CHUNK_ROWS for a source larger than a tenth of the available memory, else
+    None (the whole source at once)."""
+    if chunk_rows is not None:
+        return chunk_rows
+    if source_bytes > _AUTO_SHARE * _available_memory():
+        logger.info("Reading the source (%.1f GB) in chunks of %d rows: it is larger than "
+                    "a tenth of the memory available.", source_bytes / 1e9,
+                    DEFAULT_CHUNK_ROWS)
+        return DEFAULT_CHUNK_ROWS
+    return None
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def validate_in_chunks(frames: Iterable[pd.DataFrame], base_dir: str,
+                       schema: Mapping | None, fill_missing, text_numbers: bool) -> Table:
+    """`table.validate` of the frames put together, a frame at a time; the table's
+    columns are memory-mapped from a scratch folder (in TMPDIR), so the driver's memory
+    holds a few bytes a row.
+
+    Raises:
+        SchemaError: as `validate` does; for a later chunk, with what the first chunk's
+            types were and how to declare others (`schema=`).
+    """
+    scratch = tempfile.mkdtemp(prefix="tfrecorder-chunks-")
+    try:
+        with _Spill(scratch) as spill:
+            pinned = None
+            for frame in frames:
+                if pinned is None:
+                    part = validate(frame, base_dir, schema, fill_missing, text_numbers)
+                    pinned = _pinned_schema(frame, part, schema)
+                else:
+                    part = _validate_later(frame, base_dir, pinned, fill_missing)
+                spill.add(part)
+                del part
+                _release_memory()
+            table = spill.table()
+            _release_memory()
+            return table
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # mapped files live on, unlinked
+
+
+def _release_memory() -> None:
+    """Gives a chunk's freed memory back to the system (Arrow's allocator and glibc's
+    keep it otherwise), so that the driver's footprint is one chunk's, not its peak."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _pinned_schema(frame: pd.DataFrame, part: Table, schema: Mapping | None) -> dict:
+    """The type of every column as the first chunk was read: the schema later chunks
+    are validated with, so that a column of numbers stays numbers in every chunk."""
+    types = column_types(frame, schema)
+    pinned = {name: types.get(name) for name in frame.columns}  # None: dropped
+    for column in part.inputs:
+        pinned[column.name] = _TYPE_NAMES[column.kind]
+    if part.has_labels:
+        labels = part.rows["label"].tolist()
+        first = next((label for row in labels for label in row), None) \
+            if part.multi_label else labels[0]
+        label_type = INTEGER_LABEL if isinstance(first, (int, np.integer)) else STRING_LABEL
+        for name, type_name in types.items():
+            if type_name not in (*INPUT_KINDS, SPLIT_KEY, IMAGE_URI):
+                pinned[name] = label_type
+    return pinned
+
+
+def _validate_later(frame: pd.DataFrame, base_dir: str, pinned: dict, fill_missing) -> Table:
+    try:
+        return validate(frame, base_dir, pinned, fill_missing)
+    except SchemaError as error:
+        typed = {name: kind for name, kind in pinned.items() if name == error.column}
+        raise SchemaError(
+            f"{error} (The source is read in chunks of rows, and every column keeps the "
+            f"type its first chunk gave it{': ' + str(typed) if typed else ''}. Declare "
+            "another with ", Option("schema"), ", or read it whole with a larger ",
+            Option("chunk_rows"), ".)", column=error.column, rows=error.rows,
+            option=error.option) from None
+
+
+class _Spill:
+    """The validated chunks' columns, appended to files: numbers as raw arrays, other
+    columns as Arrow IPC files of one column; `table` maps them back as one Table."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.files = contextlib.ExitStack()  # every writer, closed before mapping
+        self.writers: dict[str, object] = {}  # column -> open raw file or Arrow writer
+        self.kinds: dict[str, str] = {}  # column -> "numbers", "split" or "arrow"
+        self.dtypes: dict[str, object] = {}  # column -> NumPy dtype or Arrow type
+        self.index: list = []
+        self.first: Table | None = None
+        self.inputs: list[Column] = []
+        self.num_rows = 0
+
+    def __enter__(self) -> _Spill:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.files.close()
+
+    def add(self, part: Table) -> None:
+        if self.first is None:
+            self.first, self.inputs = part, list(part.inputs)
+        else:
+            self._check_like_first(part)
+        rows = part.rows
+        for name in rows.columns:
+            self._append(name, rows[name])
+        self._append_numbers("\0hashes", part.value_hashes)
+        for name in part.source.columns:  # for the rejected-rows report
+            self._append(f"\0source:{name}", part.source[name])
+        index = rows.index
+        self.index.append(index.to_numpy(dtype=np.int64) if index.dtype.kind in "iu"
+                          else index.tolist())
+        self.num_rows += len(rows)
+
+    def _check_like_first(self, part: Table) -> None:
+        first = self.first
+        if list(part.rows.columns) != list(first.rows.columns) or \
+                part.multi_label != first.multi_label:
+            raise SchemaError(
+                "a later chunk of the source reads differently from the first (its "
+                f"columns: {list(part.rows.columns)}, against {list(first.rows.columns)}"
+                f"; multi-label: {part.multi_label}, against {first.multi_label}). Declare "
+                "the columns' types with ", Option("schema"), ".", option="schema")
+        for i, (column, earlier) in enumerate(zip(part.inputs, self.inputs)):
+            if (column.kind, column.shape) != (earlier.kind, earlier.shape):
+                raise SchemaError(
+                    f"column {column.name!r} holds {_describe(column)} in a later chunk of "
+                    f"the source, but {_describe(earlier)} in its first chunk. Make its "
+                    "cells alike (e.g. every cell a list of the same shape), or declare "
+                    "its type with ", Option("schema"), ".", column=column.name)
+            if column.categories is not None:
+                merged = dict.fromkeys((*(earlier.categories or ()), *column.categories))
+                self.inputs[i] = replace(earlier, categories=tuple(merged))
+
+    def _append(self, name: str, column: pd.Series) -> None:
+        import pyarrow as pa
+
+        if name == "split":
+            codes = pd.Categorical(column, categories=_SPLIT_CATEGORIES).codes
+            self._append_numbers(name, codes.astype(np.int8), kind="split")
+        elif column.dtype.kind in "iuf" and not isinstance(column.dtype, pd.CategoricalDtype):
+            self._append_numbers(name, column.to_numpy())
+        else:
+            values = pa.chunked_array(pa.array(column.array)) if arrow_backed(column) \
+                else _arrow_objects(name, column)
+            if values.null_count == 0 and (pa.types.is_int64(values.type)
+                                           or pa.types.is_float64(values.type)):
+                # Numbers held as Python objects (a CSV file's): a NumPy column, mapped.
+                return self._append_numbers(name, values.to_numpy())
+            writer = self.writers.get(name)
+            if writer is None:
+                writer = self.writers[name] = self.files.enter_context(pa.ipc.new_file(
+                    os.path.join(self.folder, f"{len(self.writers)}.arrow"),
+                    pa.schema([("values", _wide(values.type))])))
+                self.kinds[name], self.dtypes[name] = "arrow", _wide(values.type)
+            try:
+                for chunk in values.chunks:
+                    writer.write_batch(pa.record_batch(
+                        [chunk.cast(self.dtypes[name])], names=["values"]))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                raise SchemaError(
+                    f"column {name!r} holds {values.type} values in a later chunk of the "
+                    f"source, but {self.dtypes[name]} in its first. Make its "
+                    "values of one kind, or declare its type with ", Option("schema"),
+                    ".", column=name) from None
+
+    def _append_numbers(self, name: str, values: np.ndarray, kind: str = "numbers") -> None:
+        values = np.ascontiguousarray(values)
+        if name not in self.writers:
+            self.writers[name] = self.files.enter_context(
+                open(os.path.join(self.folder, f"{len(self.writers)}.bin"), "wb"))  # noqa: SIM115 (the ExitStack closes it)
+            self.kinds[name], self.dtypes[name] = kind, values.dtype
+        elif values.dtype != self.dtypes[name]:
+            raise SchemaError(
+                f"column {name!r} holds {values.dtype} numbers in a later chunk of the "
+                f"source, but {self.dtypes[name]} in its first. Declare its type with ",
+                Option("schema"), ".", column=name)
+        self.writers[name].write(values.data)
+
+    def table(self) -> Table:
+        """The chunks put together as one Table, its columns mapped from the files."""
+        self.files.close()
+        mapped = {name: self._mapped(name, i) for i, name in enumerate(self.writers)}
+        index = _index(self.index, self.first.rows.index.name)
+        columns = {name: _series(values, index)
+                   for name, values in mapped.items() if not name.startswith("\0")}
+        for name in self._categorical_columns():
+            codes = columns[name].astype("category").cat
+            # Categories of Python strings: `tolist()` then gives each row a reference to
+            # one, where Arrow-backed categories would make a string a row.
+            columns[name] = pd.Series(pd.Categorical.from_codes(
+                codes.codes, pd.Index(codes.categories.tolist(), dtype=object)),
+                index=index, copy=False)
+        source = pd.DataFrame({name.split(":", 1)[1]: _series(values, index)
+                               for name, values in mapped.items()
+                               if name.startswith("\0source:")}, index=index, copy=False)
+        table = Table(rows=pd.DataFrame(columns, index=index, copy=False), source=source,
+                      inputs=tuple(self.inputs), multi_label=self.first.multi_label,
+                      base_dir=self.first.base_dir)
+        table.__dict__["value_hashes"] = mapped["\0hashes"]  # as validated, chunk by chunk
+        return table
+
+    def _mapped(self, name: str, number: int):
+        import pyarrow as pa
+
+        kind = self.kinds[name]
+        if kind == "arrow":
+            path = os.path.join(self.folder, f"{number}.arrow")
+            values = pa.ipc.open_file(pa.memory_map(path)).read_all().column(0)
+        else:
+            path = os.path.join(self.folder, f"{number}.bin")
+            values = np.memmap(path, dtype=self.dtypes[name], mode="r") if self.num_rows \
+                else np.empty(0, self.dtypes[name])
+            if kind == "split":
+                values = pd.Categorical.from_codes(values, categories=_SPLIT_CATEGORIES)
+        os.unlink(path)  # the mapping keeps the data; nothing is left behind
+        return values
+
+    def _categorical_columns(self) -> list[str]:
+        """Text labels and single-value categorical inputs: held as pandas categoricals
+        (a code a row), which the plan reads as one Python string a category."""
+        found = [c.name for c in self.inputs if c.kind == "categorical" and not c.shape]
+        if self.first.has_labels and not self.first.multi_label and \
+                self.kinds["label"] == "arrow":
+            found.append("label")
+        return found
+
+
+def _describe(column: Column) -> str:
+    return f"{column.kind} {'lists' if column.shape else 'values'}"
+
+
+def _arrow_objects(name: str, column: pd.Series):
+    """A column of Python objects (text, bytes, or lists of numbers or text) as Arrow; a
+    source column of mixed kinds, for the report, as text."""
+    import pyarrow as pa
+
+    values = column.to_numpy(dtype=object).tolist()
+    try:
+        return pa.chunked_array([pa.array(values, from_pandas=True)])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+        if name.startswith("\0source:"):
+            return pa.chunked_array([pa.array(
+                [None if is_missing(v) else str(v) for v in values])])
+        raise SchemaError(
+            f"column {name!r} cannot be set aside in chunks ({error}): reading a source in "
+            "chunks needs the cells of a column to be of one kind (text or bytes, not "
+            "both). Make them alike.", column=name) from None
+
+
+def _wide(arrow_type):
+    """Arrow's 64-bit-offset type for text, bytes and lists, so no column outgrows it."""
+    import pyarrow as pa
+
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pa.large_string()
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return pa.large_binary()
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return pa.large_list(_wide(arrow_type.value_type))
+    return arrow_type
+
+
+def _index(parts: list, name) -> pd.Index:
+    """The chunks' row labels as one index; row positions if they repeat (as `validate`
+    does for a whole table)."""
+    if all(isinstance(p, np.ndarray) for p in parts):
+        values = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        if len(values) and (values == np.arange(values[0], values[0] + len(values))).all():
+            return pd.RangeIndex(values[0], values[0] + len(values), name=name)
+        index = pd.Index(values, name=name)
+    else:
+        index = pd.Index([v for p in parts for v in list(p)], name=name)
+    return pd.RangeIndex(len(index)) if index.has_duplicates else index
+
+
+def _series(values, index: pd.Index) -> pd.Series:
+    """A pandas column over mapped values, without a copy."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        if pa.types.is_large_string(values.type):  # pandas' own text dtype, `str`
+            array = pd.arrays.ArrowStringArray(
+                values, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+        else:
+            array = pd.arrays.ArrowExtensionArray(values)
+        return pd.Series(array, index=index, copy=False)
+    return pd.Series(values, index=index, copy=False)
