@@ -7,15 +7,19 @@ Each case compares every file of the two datasets (shards, manifest, rejected-ro
 report); the whole-file conversions are themselves checked against TensorFlow elsewhere,
 and here too by reading records back."""
 
+import contextlib
 import logging
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import LABELS
-from helpers import read_split, run_cli, write_image
+from helpers import _wait, read_split, run_cli, write_image
 from test_parquet import relative_images, write_parts
 from test_remote import upload_folder
 from test_schema import records
@@ -289,3 +293,37 @@ def test_an_error_in_a_later_chunk_names_the_row_the_whole_file_names(tmp_path, 
     assert chunks.value.rows == whole.value.rows and chunks.value.column == "price"
     assert f"row {whole.value.rows[0]}" in str(chunks.value)
     assert os.listdir(scratch) == []
+
+
+def _scratch_fds(pid: int, scratch: Path) -> list[str]:
+    """Where the open files of process `pid` in `scratch` point."""
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith(str(scratch)):
+                found.append(target)
+    return found
+
+
+def test_a_run_killed_while_it_sets_chunks_aside_leaves_nothing_in_tmpdir(tmp_path, scratch):
+    """SIGKILL in the middle of the first pass, with the scratch files open: they have
+    no name, so TMPDIR is as it was, and no dataset appears."""
+    csv = tmp_path / "table.csv"
+    structured_table(rows=400_000).to_csv(csv, index=False)
+    out = tmp_path / "out"
+    code = ("import sys, tfrecorder; tfrecorder.convert(sys.argv[1], sys.argv[2], "
+            "chunk_rows=10_000, progress=False)")
+    process = subprocess.Popen([sys.executable, "-c", code, str(csv), str(out)],
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(scratch)})
+    try:
+        _wait(process, lambda: _scratch_fds(process.pid, scratch), 120)
+        assert all(target.endswith("(deleted)") for target in _scratch_fds(process.pid,
+                                                                           scratch))
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert os.listdir(scratch) == []
+    assert not (out / "dataset.json").exists()

@@ -6,8 +6,8 @@ split (an UNASSIGNED row's is drawn from a hash of its values or URI), every lab
 category for the vocabularies, and one shuffle of all rows, so that any shard takes rows
 from anywhere in the table. So the file is read once, a chunk at a time. Each chunk is
 validated by `table.validate`, with the column types the first chunk got (so that every
-chunk is read alike), and its validated columns are appended to files in a scratch
-folder. The table is then those files, memory-mapped: numbers as NumPy arrays, text and
+chunk is read alike), and its validated columns are appended to scratch files in
+TMPDIR. The table is then those files, memory-mapped: numbers as NumPy arrays, text and
 lists as Arrow arrays, text labels and categories as pandas categoricals (a code a row).
 Mapped pages belong to the page cache, which the kernel drops and reads back as it
 needs, so the driver's own memory holds a few bytes a row (the splits, hashes, label ids
@@ -15,8 +15,8 @@ and the shuffle), not the table; worker processes forked later share the mapping
 
 Validation looks at cells one by one, and every row's hash is its own, so the chunks'
 columns put together are what reading the whole file at once gives, and a conversion
-writes the same bytes either way (`tests/test_chunked.py`). The scratch files are
-unlinked as soon as they are mapped: a run leaves nothing behind from then on.
+writes the same bytes either way (`tests/test_chunked.py`). The scratch files have no
+name in TMPDIR (O_TMPFILE): a run leaves nothing behind, even when it is killed.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -84,31 +84,27 @@ def _available_memory() -> int:
 def validate_in_chunks(frames: Iterable[pd.DataFrame], base_dir: str,
                        schema: Mapping | None, fill_missing, text_numbers: bool) -> Table:
     """`table.validate` of the frames put together, a frame at a time; the table's
-    columns are memory-mapped from a scratch folder (in TMPDIR), so the driver's memory
-    holds a few bytes a row.
+    columns are memory-mapped from files in TMPDIR that have no name (`_scratch_file`),
+    so the driver's memory holds a few bytes a row, and no run leaves them behind.
 
     Raises:
         SchemaError: as `validate` does; for a later chunk, with what the first chunk's
             types were and how to declare others (`schema=`).
     """
-    scratch = tempfile.mkdtemp(prefix="tfrecorder-chunks-")
-    try:
-        with _Spill(scratch) as spill:
-            pinned = None
-            for frame in frames:
-                if pinned is None:
-                    part = validate(frame, base_dir, schema, fill_missing, text_numbers)
-                    pinned = _pinned_schema(frame, part, schema)
-                else:
-                    part = _validate_later(frame, base_dir, pinned, fill_missing)
-                spill.add(part)
-                del part
-                _release_memory()
-            table = spill.table()
+    with _Spill() as spill:
+        pinned = None
+        for frame in frames:
+            if pinned is None:
+                part = validate(frame, base_dir, schema, fill_missing, text_numbers)
+                pinned = _pinned_schema(frame, part, schema)
+            else:
+                part = _validate_later(frame, base_dir, pinned, fill_missing)
+            spill.add(part)
+            del part
             _release_memory()
-            return table
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)  # mapped files live on, unlinked
+        table = spill.table()
+        _release_memory()
+        return table
 
 
 def _release_memory() -> None:
@@ -154,14 +150,33 @@ def _validate_later(frame: pd.DataFrame, base_dir: str, pinned: dict, fill_missi
             option=error.option) from None
 
 
-class _Spill:
-    """The validated chunks' columns, appended to files: numbers as raw arrays, other
-    columns as Arrow IPC files of one column; `table` maps them back as one Table."""
+def _scratch_file() -> BinaryIO:
+    """A file in TMPDIR that is deleted already: on Linux it never has a name (O_TMPFILE),
+    elsewhere it loses it at once, so not even a killed run leaves it behind."""
+    return tempfile.TemporaryFile(prefix="tfrecorder-chunk-")
 
-    def __init__(self, folder: str):
-        self.folder = folder
-        self.files = contextlib.ExitStack()  # every writer, closed before mapping
-        self.writers: dict[str, object] = {}  # column -> open raw file or Arrow writer
+
+def _map_arrow(file: BinaryIO):
+    """The Arrow IPC file written to `file`, memory-mapped through its descriptor (Linux's
+    /proc/self/fd); read into memory where there is no such path."""
+    import pyarrow as pa
+
+    file.flush()
+    path = f"/proc/self/fd/{file.fileno()}"
+    source = pa.memory_map(path) if os.path.exists(path) else pa.py_buffer(
+        (file.seek(0), file.read())[1])
+    return pa.ipc.open_file(source).read_all().column(0)
+
+
+class _Spill:
+    """The validated chunks' columns, appended to scratch files: numbers as raw arrays,
+    other columns as Arrow IPC files of one column; `table` maps them back as one Table.
+    """
+
+    def __init__(self):
+        self.files = contextlib.ExitStack()  # every scratch file, closed once mapped
+        self.scratch: dict[str, BinaryIO] = {}  # column -> its scratch file
+        self.writers: dict[str, object] = {}  # column -> the file, or an Arrow writer
         self.kinds: dict[str, str] = {}  # column -> "numbers", "split" or "arrow"
         self.dtypes: dict[str, object] = {}  # column -> NumPy dtype or Arrow type
         self.index: list = []
@@ -228,9 +243,9 @@ class _Spill:
                 return self._append_numbers(name, values.to_numpy())
             writer = self.writers.get(name)
             if writer is None:
-                writer = self.writers[name] = self.files.enter_context(pa.ipc.new_file(
-                    os.path.join(self.folder, f"{len(self.writers)}.arrow"),
-                    pa.schema([("values", _wide(values.type))])))
+                file = self.scratch[name] = self.files.enter_context(_scratch_file())
+                writer = self.writers[name] = pa.ipc.new_file(
+                    file, pa.schema([("values", _wide(values.type))]))
                 self.kinds[name], self.dtypes[name] = "arrow", _wide(values.type)
             try:
                 for chunk in values.chunks:
@@ -246,8 +261,8 @@ class _Spill:
     def _append_numbers(self, name: str, values: np.ndarray, kind: str = "numbers") -> None:
         values = np.ascontiguousarray(values)
         if name not in self.writers:
-            self.writers[name] = self.files.enter_context(
-                open(os.path.join(self.folder, f"{len(self.writers)}.bin"), "wb"))  # noqa: SIM115 (the ExitStack closes it)
+            file = self.scratch[name] = self.files.enter_context(_scratch_file())
+            self.writers[name] = file
             self.kinds[name], self.dtypes[name] = kind, values.dtype
         elif values.dtype != self.dtypes[name]:
             raise SchemaError(
@@ -258,8 +273,11 @@ class _Spill:
 
     def table(self) -> Table:
         """The chunks put together as one Table, its columns mapped from the files."""
-        self.files.close()
-        mapped = {name: self._mapped(name, i) for i, name in enumerate(self.writers)}
+        for name, writer in self.writers.items():
+            if self.kinds[name] == "arrow":
+                writer.close()  # its footer
+        mapped = {name: self._mapped(name) for name in self.writers}
+        self.files.close()  # the mappings keep the data
         index = _index(self.index, self.first.rows.index.name)
         columns = {name: _series(values, index)
                    for name, values in mapped.items() if not name.startswith("\0")}
@@ -279,20 +297,16 @@ class _Spill:
         table.__dict__["value_hashes"] = mapped["\0hashes"]  # as validated, chunk by chunk
         return table
 
-    def _mapped(self, name: str, number: int):
-        import pyarrow as pa
-
-        kind = self.kinds[name]
-        if kind == "arrow":
-            path = os.path.join(self.folder, f"{number}.arrow")
-            values = pa.ipc.open_file(pa.memory_map(path)).read_all().column(0)
-        else:
-            path = os.path.join(self.folder, f"{number}.bin")
-            values = np.memmap(path, dtype=self.dtypes[name], mode="r") if self.num_rows \
-                else np.empty(0, self.dtypes[name])
-            if kind == "split":
-                values = pd.Categorical.from_codes(values, categories=_SPLIT_CATEGORIES)
-        os.unlink(path)  # the mapping keeps the data; nothing is left behind
+    def _mapped(self, name: str):
+        file = self.scratch[name]
+        if self.kinds[name] == "arrow":
+            return _map_arrow(file)
+        file.flush()
+        dtype = self.dtypes[name]
+        values = np.memmap(file, dtype=dtype, mode="r") if self.num_rows \
+            else np.empty(0, dtype)
+        if self.kinds[name] == "split":
+            values = pd.Categorical.from_codes(values, categories=_SPLIT_CATEGORIES)
         return values
 
     def _categorical_columns(self) -> list[str]:
