@@ -2,12 +2,16 @@
 
     .venv/bin/python benchmarks/bench_ab.py --base 8eb43bd [--images 3000] [--rounds 7]
         [--sides 400,800] [--validate both|true|false]
+    .venv/bin/python benchmarks/bench_ab.py --base 8eb43bd --csv-rows 1000000 [--rounds 5]
 
 Both versions convert the same real-looking JPEGs (bench_write's crops of the sample
 photos, about 55 KB) with default options, `validate=True` and `validate=False`; each run
 is a fresh process, the two versions alternate within a round, and the median of the
 per-round ratios (this tree / base) is reported, because this shared host's speed drifts
 within minutes. The base is exported with `git archive`, so the work tree is untouched.
+
+With --csv-rows, both versions convert a CSV file (its path) of bench_structured's table
+without the list column (text key, float, int, label): rows/s, "CSV to TFRecord".
 """
 
 from __future__ import annotations
@@ -35,10 +39,20 @@ print(len(table) / (time.perf_counter() - started))
 """
 
 
-def rate(tree: str, table: str, out: str, validate: bool) -> float:
+RUN_CSV = """
+import sys, time, tfrecorder
+assert tfrecorder.__file__.startswith(sys.path[1]), (tfrecorder.__file__, sys.path[:2])
+started = time.perf_counter()
+result = tfrecorder.convert(sys.argv[1], sys.argv[2], progress=False)
+print(result.num_records / (time.perf_counter() - started))
+"""
+
+
+def rate(tree: str, table: str, out: str, validate: bool | None) -> float:
     shutil.rmtree(out, ignore_errors=True)
+    code, flag = (RUN_CSV, "") if validate is None else (RUN, str(int(validate)))
     # cwd: `python -c` puts the working folder first on sys.path, before PYTHONPATH.
-    done = subprocess.run([sys.executable, "-c", RUN, table, out, str(int(validate))],
+    done = subprocess.run([sys.executable, "-c", code, table, out, flag],
                           env={**os.environ, "PYTHONPATH": tree}, cwd=os.path.dirname(out),
                           capture_output=True, text=True, check=True)
     return float(done.stdout)
@@ -52,9 +66,13 @@ def main() -> None:
     parser.add_argument("--sides", default="400,800",
                         help="the crops' longer side, least and most (small: many rows fast)")
     parser.add_argument("--validate", choices=("both", "true", "false"), default="both")
+    parser.add_argument("--csv-rows", type=int, help="convert a CSV file of this many rows "
+                        "without images instead")
     args = parser.parse_args()
     sides = tuple(int(side) for side in args.sides.split(","))
     modes = {"both": (False, True), "true": (True,), "false": (False,)}[args.validate]
+    if args.csv_rows:
+        modes = (None,)
     work = tempfile.mkdtemp(prefix="bench-ab-")
     try:
         base = os.path.join(work, "base")
@@ -63,17 +81,25 @@ def main() -> None:
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
         table = os.path.join(work, "table.csv")
-        images = "tfr-bench-images" + ("" if sides == (400, 800) else "-{}-{}".format(*sides))
-        make_crops(os.path.join(tempfile.gettempdir(), images), args.images,
-                   sides=sides).to_csv(table, index=False)
+        if args.csv_rows:
+            sys.path.insert(0, HERE)
+            from bench_structured import build_table
+
+            build_table(args.csv_rows).drop(columns=["embedding"]).to_csv(table, index=False)
+        else:
+            images = "tfr-bench-images" + ("" if sides == (400, 800)
+                                           else "-{}-{}".format(*sides))
+            make_crops(os.path.join(tempfile.gettempdir(), images), args.images,
+                       sides=sides).to_csv(table, index=False)
         out = os.path.join(work, "out")
         ratios: dict[bool, list[float]] = {validate: [] for validate in modes}
         for round_ in range(args.rounds):
             for validate in modes:
                 old, new = rate(base, table, out, validate), rate(ROOT, table, out, validate)
                 ratios[validate].append(new / old)
+                unit = "rows/s" if validate is None else "images/s"
                 print(f"round {round_}, validate={validate}: base {old:.0f}, this tree "
-                      f"{new:.0f} images/s ({new / old:.2f}x)", flush=True)
+                      f"{new:.0f} {unit} ({new / old:.2f}x)", flush=True)
         for validate, found in ratios.items():
             print(f"validate={validate}: this tree / {args.base} = "
                   f"{statistics.median(found):.2f} (median of {len(found)} rounds)")

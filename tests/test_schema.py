@@ -145,6 +145,38 @@ def test_csv_columns_under_a_header_are_typed_from_their_text(images, tmp_path):
     assert table.rows["zip"].tolist()[1] == "01000"
 
 
+@pytest.mark.parametrize("kind,spellings", [
+    ("FloatInput", ["1e3", " 2.5 ", "+7", "-0", "-0.0", "1_000.5", "inf", "-Infinity",
+                    "\u0663.5", "3.4028234e38", "0.1", "1e-50"]),
+    ("IntegerInput", ["12", " -3 ", "+7", "-0", "\u0663", "9223372036854775807",
+                      "-9223372036854775808", "007"]),
+])
+def test_numbers_written_as_text_are_read_as_each_value_alone_reads(kind, spellings):
+    """A column of number text (a CSV file's) is read a column at a time; the values are
+    exactly those of `_to_float` / `_to_int` one by one."""
+    from tfrecorder import schema
+
+    column = pd.Series(spellings, name="n", dtype=object)
+    read = {"FloatInput": schema._to_float, "IntegerInput": schema._to_int}[kind]
+    found, values = schema.input_column(column, kind, None)
+    assert isinstance(values, np.ndarray)
+    assert [repr(v) for v in values.tolist()] == [repr(read(v)) for v in spellings]
+
+
+@pytest.mark.parametrize("kind,bad", [
+    ("FloatInput", ["1.5", "nan"]), ("FloatInput", ["1.5", "3.5e38"]),
+    ("FloatInput", ["1.5", "x"]), ("FloatInput", ["1.5", " "]),
+    ("IntegerInput", ["1", "1_000"]), ("IntegerInput", ["1", "9223372036854775808"]),
+    ("IntegerInput", ["1", "2.0"]),
+])
+def test_number_text_that_does_not_read_is_named_by_its_row(kind, bad):
+    from tfrecorder import schema
+
+    with pytest.raises(SchemaError, match=r"at row 1\b") as caught:
+        schema.input_column(pd.Series(bad, name="n", dtype=object), kind, None)
+    assert caught.value.rows == [1]
+
+
 @pytest.mark.parametrize("frame,schema,message", [
     ({"image_uri": ["/a.jpg"], "x": [1]}, {"x": "FancyInput"},
      r"column 'x' the unknown type 'FancyInput'. Use one of SplitKey, ImageUri"),
