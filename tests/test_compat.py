@@ -86,6 +86,23 @@ def test_header_and_names_are_read_as_2_0_read_them(data_csv, tmp_path, monkeypa
     assert read_manifest(tmp_path / "infer")["splits"]["train"]["num_records"] == 3
 
 
+@pytest.mark.parametrize("name", ["table.parquet", "table.data", "folder"])
+def test_names_is_refused_for_a_source_that_names_its_own_columns(data_csv, tmp_path, name):
+    """2.0 read any path with pandas' read_csv; a Parquet file (by its name or its first
+    bytes) or a folder is not a CSV, and names= would misread it."""
+    from tfrecorder.errors import OptionError
+
+    source = tmp_path / name
+    if name == "folder":
+        source.mkdir()
+    else:
+        pd.read_csv(data_csv).to_parquet(source)
+    with pytest.raises(OptionError, match="names its own columns") as caught:
+        tfrecorder.convert(str(source), str(tmp_path / "out"), progress=False,
+                           names=["split", "image_uri", "label"])
+    assert caught.value.option == "names" and not (tmp_path / "out").exists()
+
+
 def test_types_and_input_schema_modules(data_csv, tmp_path):
     for name in ("tfrecorder.types", "tfrecorder.input_schema"):
         sys.modules.pop(name, None)

@@ -138,6 +138,28 @@ def test_parquet_cells_arrive_as_their_dtypes(tmp_path):
     assert table.base_dir == str(tmp_path)
 
 
+@pytest.mark.parametrize("chunk_rows", [None, 5])
+def test_a_folder_of_hive_partitions_is_one_table(image_table, tmp_path, monkeypatch,
+                                                  chunk_rows):
+    """`split=TRAIN/part.parquet` folders (df.to_parquet(partition_cols=), Spark): the
+    partition column is read back as a column, whole or in chunks, as pandas reads it."""
+    table = relative_images(image_table, tmp_path / "src", prefix="../")
+    folder = tmp_path / "src" / "by_split"
+    table.to_parquet(folder, partition_cols=["split"])
+    assert not [p for p in folder.iterdir() if p.is_file()]  # only split=... folders
+    out = tmp_path / "out"
+
+    result = tfrecorder.convert(str(folder), str(out), num_shards=2, progress=False,
+                                chunk_rows=chunk_rows)
+
+    assert result.num_records == 24 and result.num_rejected == 0
+    assert_pixels_and_labels(out, folder, 24)
+    monkeypatch.chdir(folder)
+    tfrecorder.convert(pd.read_parquet(folder), str(tmp_path / "frame"), num_shards=2,
+                       progress=False)
+    assert shard_bytes(out) == shard_bytes(tmp_path / "frame")
+
+
 @pytest.mark.parametrize("name", ["parts", "table.parquet"])  # Spark names its folders so
 def test_a_folder_of_part_files_is_one_table(image_table, tmp_path, monkeypatch, name):
     """Parts in path order, hidden and `_` files skipped, image paths relative to the
@@ -155,18 +177,21 @@ def test_a_folder_of_part_files_is_one_table(image_table, tmp_path, monkeypatch,
     assert shard_bytes(out) == shard_bytes(tmp_path / "frame")
 
 
-@pytest.mark.parametrize("kind", ["file", "folder"])
+@pytest.mark.parametrize("kind", ["file", "folder", "hive"])
 def test_a_parquet_source_in_a_bucket(gcs_store, image_table, tmp_path, kind):
-    """A Parquet file (or part files) on the GCS emulator, its images beside it named
-    relative to it: the same records as converting the local copy."""
+    """A Parquet file (or part files, or hive partitions) on the GCS emulator, its images
+    beside it named relative to it: the same records as converting the local copy."""
     src = tmp_path / "src"
     table = relative_images(image_table, src, prefix="" if kind == "file" else "../")
     source = src / "table.parquet"
     if kind == "file":
         table.to_parquet(source, index=False)
-    else:
+    elif kind == "folder":
         write_parts(table, src / "parts")
         source = src / "parts"
+    else:
+        source = src / "by_split"
+        table.to_parquet(source, partition_cols=["split"])
     prefix = f"{gcs_store.root}/parquet-{kind}"
     upload_folder(gcs_store, src, f"{prefix}/src")
     local = tmp_path / "local"
@@ -178,7 +203,7 @@ def test_a_parquet_source_in_a_bucket(gcs_store, image_table, tmp_path, kind):
 
     assert result.num_records == 24 and result.num_rejected == 0
     assert shard_bytes(out) == shard_bytes(local)
-    assert_pixels_and_labels(out, source if kind == "folder" else src, 24)
+    assert_pixels_and_labels(out, src if kind == "file" else source, 24)
 
 
 def test_an_unreadable_parquet_file_in_a_bucket_is_a_schema_error(gcs_store, tmp_path):

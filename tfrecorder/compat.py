@@ -90,14 +90,32 @@ def _named_columns(source, names, header):
     if isinstance(source, pd.DataFrame):
         deprecated("names=", f"a DataFrame of the columns {names}")
         return source[names]
+    path = os.fspath(source)
+    if not path.lower().endswith(".csv") and (fs.is_folder(path) or _parquet(path)):
+        raise OptionError(
+            f"names= names the columns of a CSV file (as TFRecorder 2.0 read it), but "
+            f"{path!r} is a folder or a Parquet file, which names its own columns. Leave "
+            "names= out (and select or drop columns with schema=, e.g. "
+            "schema={'notes': None}).", option="names")
     deprecated("names=", "a CSV whose first line names its columns (its image paths are "
                "then read relative to the CSV; with names=, as TFRecorder 2.0 did, "
                "relative to the working folder)")
     if header not in (None, 0):
         raise OptionError(f"header must be None or 0 with names=, not {header!r}",
                           option="header")
-    with fs.open_read(os.fspath(source)) as file:
+    with fs.open_read(path) as file:
         return pd.read_csv(file, header=header, names=names)
+
+
+def _parquet(path: str) -> bool:
+    """A Parquet file, by its name or its first bytes (a Parquet file begins `PAR1`)."""
+    if path.lower().endswith((".parquet", ".pq")):
+        return True
+    try:
+        with fs.open_read(path) as file:
+            return file.read(4) == b"PAR1"
+    except Exception:  # unreadable: pandas says why, below
+        return False
 
 
 def split_name(name: str | None) -> str | None:

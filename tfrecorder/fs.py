@@ -421,11 +421,13 @@ def makedirs(uri: str) -> None:
         os.makedirs(local_path(uri), exist_ok=True)
 
 
-def list_dir(uri: str) -> list[str]:
-    """Names of the files directly inside `uri` (empty if it does not exist)."""
+def list_dir(uri: str, folders: bool = False) -> list[str]:
+    """Names of the files (or with `folders`, of the folders) directly inside `uri`
+    (empty if it does not exist)."""
     if not is_remote(uri):
         path = local_path(uri)
-        return sorted(n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))) \
+        kind = os.path.isdir if folders else os.path.isfile
+        return sorted(n for n in os.listdir(path) if kind(os.path.join(path, n))) \
             if os.path.isdir(path) else []
     prefix = uri.rstrip("/") + "/"
     with storage_errors(uri):
@@ -433,8 +435,9 @@ def list_dir(uri: str) -> list[str]:
             entries = filesystem(uri).ls(prefix, detail=True, refresh=True)
         except FileNotFoundError:
             return []
+    kind = "directory" if folders else "file"
     names = (posixpath.basename(e["name"].rstrip("/")) for e in entries
-             if e.get("type") == "file")
+             if e.get("type") == kind)
     return sorted(n for n in names if n)
 
 

@@ -186,7 +186,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
 
     Args:
         source: the DataFrame; the path of a CSV file; a Parquet file (`.parquet` or `.pq`)
-            or a folder of them (`part-*.parquet`, as pandas and Spark write); or an image
+            or a folder of them (`part-*.parquet`, as pandas and Spark write, or in hive
+            partitions such as `split=TRAIN/`); or an image
             folder laid out as `label/file` or `split/label/file`.
         header: for CSV files, whether the first line names the columns; None detects it
             (a first line that names a column, e.g. `image_uri`, `Split`, `labels`, `path`
@@ -875,6 +876,7 @@ def _automl_columns(records: list[list[str]], width: int, base_dir: str = "") ->
 # pandas reads Parquet with pyarrow, imported here only: `import tfrecorder` stays fast.
 
 _PARQUET_EXTENSIONS = (".parquet", ".pq")
+_HIVE_PART = re.compile(r"^[^=/]+=[^/]*/?$")  # a partition folder: `column=value`
 
 
 def _has_parquet_name(path: str) -> bool:
@@ -899,6 +901,12 @@ def _is_parquet_folder(root: str) -> bool:
         return True
     found = [name for name in fs.list_dir(root)
              if not _hidden([name]) and _has_parquet_name(name)]
+    if not found:
+        # Hive partitions (`split=TRAIN/part-0.parquet`, as df.to_parquet(partition_cols=)
+        # and Spark write them): a dataset if Parquet files are all there is below.
+        folders = [name for name in fs.list_dir(root, folders=True) if not _hidden([name])]
+        if folders and all(_HIVE_PART.match(name) for name in folders):
+            found = [uri for uri in fs.list_files(root) if _has_parquet_name(uri)][:1]
     if not found:
         return False
     remote = fs.is_remote(root)
