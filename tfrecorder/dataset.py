@@ -150,7 +150,10 @@ def _num_classes(plan: Plan) -> int:
     """The label vocabulary's size, or for integer labels, the largest id + 1."""
     if plan.label_vocabulary is not None:
         return len(plan.label_vocabulary)
-    ids = [i for label in plan.label_ids for i in (label if isinstance(label, list) else [label])]
+    values = getattr(plan.label_ids, "values", None)  # a RowColumn: one id a row
+    if values is not None:
+        return int(values.max(initial=-1)) + 1
+    ids = [i for label in plan.label_ids for i in label]  # multi-label: lists of ids
     return max(ids, default=-1) + 1
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +61,41 @@ class Shard:
     __hash__ = None
 
 
+class RowColumn(Sequence):
+    """One value a table row, held as a NumPy array (a byte or 8 bytes a row, where a
+    tuple took 8 more for the reference) and read as a tuple of Python values: ints, or
+    with `names`, the names the codes index."""
+
+    def __init__(self, values: np.ndarray, names: Sequence | None = None):
+        self.values, self.names = values, names
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        value = int(self.values[index])
+        return value if self.names is None else self.names[value]
+
+    def __iter__(self):
+        values = self.values.tolist()
+        return iter(values) if self.names is None else map(self.names.__getitem__, values)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return self.values if dtype is None else self.values.astype(dtype, copy=False)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, RowColumn):
+            return self.names == other.names and np.array_equal(self.values, other.values)
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"RowColumn({tuple(self)[:5]}{'...' if len(self) > 5 else ''})"
+
+
 @dataclass(frozen=True)
 class Plan:
     """What to write, decided before any image is read."""
@@ -69,8 +104,9 @@ class Plan:
     image_options: ImageOptions
     compression: str | None
     label_vocabulary: tuple[str, ...] | None  # None: labels were integers already
-    label_ids: tuple | None  # by table position (lists for multi-label); None: no labels
-    splits: tuple[Split, ...]  # by table position, after assigning unassigned rows
+    # By table position: ids (a tuple of lists for multi-label rows); None: no labels.
+    label_ids: RowColumn | tuple | None
+    splits: RowColumn  # by table position (Splits), after assigning unassigned rows
     shards: tuple[Shard, ...]  # in writing order: train, validation, test
     # Categorical inputs' vocabularies (a value's id is its index), by column.
     vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -103,8 +139,10 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
                               "has no label column. Leave it out, or say which column is "
                               "the label (", Option("schema"), ").", option="label_vocabulary")
         return None, None
+    if not table.multi_label:
+        return _single_labels(table, options)
     labels = table.rows[LABEL].tolist()
-    every_label = [v for row in labels for v in row] if table.multi_label else labels
+    every_label = [v for row in labels for v in row]
     vocabulary = label_vocabulary(every_label)
     if given is not None:
         if every_label and vocabulary is None:
@@ -113,13 +151,37 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
                 "table's labels are integer class ids already. Leave it out, or declare the "
                 "label column StringLabel (", Option("schema"), ") to read them as names.",
                 option="label_vocabulary")
-        vocabulary = _with_given(table, labels, every_label, options)
+        vocabulary = _with_given(table, lambda: labels, every_label, options)
     if vocabulary is None:
         return None, tuple(labels)
     return vocabulary, _ids(labels, vocabulary, table.multi_label)
 
 
-def _with_given(table: Table, labels: list, every_label: list,
+def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | None,
+                                                                    RowColumn]:
+    """`plan_labels` for one label a row, each distinct label looked at once: the ids
+    are the codes pandas' C factorizer gives, renumbered by the vocabulary."""
+    column = table.rows[LABEL]
+    codes, distinct = pd.factorize(column, use_na_sentinel=False)
+    distinct = list(distinct)
+    vocabulary = label_vocabulary(distinct)
+    if options.label_vocabulary is not None:
+        if distinct and vocabulary is None:
+            raise OptionError(
+                Option("label_vocabulary"), " is for text labels (class names), but the "
+                "table's labels are integer class ids already. Leave it out, or declare the "
+                "label column StringLabel (", Option("schema"), ") to read them as names.",
+                option="label_vocabulary")
+        vocabulary = _with_given(table, column.tolist, distinct, options)
+    if vocabulary is None:
+        ids = np.asarray(distinct, dtype=np.int64)
+    else:
+        index = {value: i for i, value in enumerate(vocabulary)}
+        ids = np.array([index[value] for value in distinct], dtype=np.int64)
+    return vocabulary, RowColumn(ids[codes] if len(ids) else np.empty(0, np.int64))
+
+
+def _with_given(table: Table, labels: Callable[[], list], every_label: list,
                 options: SplitOptions) -> tuple[str, ...]:
     """The given vocabulary, with the table's labels it lacks appended in sorted order
     (`new_labels="append"`); by default those labels are an error naming their rows."""
@@ -134,7 +196,7 @@ def _with_given(table: Table, labels: list, every_label: list,
         return given + tuple(unknown)
     at: dict[str, list] = {label: [] for label in unknown}
     rows = []  # every row with an unknown label, once, in the table's order
-    for row, value in zip(table.rows.index.tolist(), labels):
+    for row, value in zip(table.rows.index.tolist(), labels()):
         lacking = [v for v in dict.fromkeys(value if table.multi_label else [value])
                    if v in at]
         for label in lacking:
@@ -223,7 +285,7 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
             shards.append(Shard(split, index, count, positions[start:end],
                                 options.shards.compression))
             start = end
-    splits = tuple(np.array(SPLITS, dtype=object)[codes].tolist())
+    splits = RowColumn(codes.astype(np.int8), SPLITS)
     return Plan(seed, options.image, options.shards.compression, vocabulary, label_ids,
                 splits, tuple(shards), vocabularies)
 
