@@ -127,7 +127,7 @@ def label_vocabulary(labels: Sequence) -> tuple[str, ...] | None:
 
 
 def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | None,
-                                                                tuple | None]:
+                                                                RowColumn | tuple | None]:
     """The label vocabulary (None for integer labels) and every row's label ids (lists
     for multi-label rows; None without labels). Text labels are numbered in sorted order,
     or in `options.label_vocabulary`'s, which reads a file or dataset if it names one:
@@ -143,15 +143,7 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
         return _single_labels(table, options)
     labels = table.rows[LABEL].tolist()
     every_label = [v for row in labels for v in row]
-    vocabulary = label_vocabulary(every_label)
-    if given is not None:
-        if every_label and vocabulary is None:
-            raise OptionError(
-                Option("label_vocabulary"), " is for text labels (class names), but the "
-                "table's labels are integer class ids already. Leave it out, or declare the "
-                "label column StringLabel (", Option("schema"), ") to read them as names.",
-                option="label_vocabulary")
-        vocabulary = _with_given(table, lambda: labels, every_label, options)
+    vocabulary = _with_given(table, lambda: labels, every_label, options)
     if vocabulary is None:
         return None, tuple(labels)
     return vocabulary, _ids(labels, vocabulary, table.multi_label)
@@ -164,15 +156,7 @@ def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...]
     column = table.rows[LABEL]
     codes, distinct = pd.factorize(column, use_na_sentinel=False)
     distinct = list(distinct)
-    vocabulary = label_vocabulary(distinct)
-    if options.label_vocabulary is not None:
-        if distinct and vocabulary is None:
-            raise OptionError(
-                Option("label_vocabulary"), " is for text labels (class names), but the "
-                "table's labels are integer class ids already. Leave it out, or declare the "
-                "label column StringLabel (", Option("schema"), ") to read them as names.",
-                option="label_vocabulary")
-        vocabulary = _with_given(table, column.tolist, distinct, options)
+    vocabulary = _with_given(table, column.tolist, distinct, options)
     if vocabulary is None:
         ids = np.asarray(distinct, dtype=np.int64)
     else:
@@ -182,9 +166,21 @@ def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...]
 
 
 def _with_given(table: Table, labels: Callable[[], list], every_label: list,
-                options: SplitOptions) -> tuple[str, ...]:
-    """The given vocabulary, with the table's labels it lacks appended in sorted order
-    (`new_labels="append"`); by default those labels are an error naming their rows."""
+                options: SplitOptions) -> tuple[str, ...] | None:
+    """The vocabulary of `every_label` (the table's labels: all, or each once), or
+    without one, None for integer labels. With `options.label_vocabulary`: the given
+    vocabulary, with the table's labels it lacks appended in sorted order
+    (`new_labels="append"`); by default those labels are an error naming their rows
+    (`labels()` gives every row's label, for that)."""
+    vocabulary = label_vocabulary(every_label)
+    if options.label_vocabulary is None:
+        return vocabulary
+    if every_label and vocabulary is None:
+        raise OptionError(
+            Option("label_vocabulary"), " is for text labels (class names), but the "
+            "table's labels are integer class ids already. Leave it out, or declare the "
+            "label column StringLabel (", Option("schema"), ") to read them as names.",
+            option="label_vocabulary")
     given = given_vocabulary.load(options.label_vocabulary)
     unknown = sorted(set(every_label) - set(given))
     if not unknown:
