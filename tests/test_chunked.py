@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import LABELS
-from helpers import _wait, read_split, run_cli, write_image
+from helpers import _wait, assert_one_error_line, read_split, run_cli, write_image
 from test_parquet import relative_images, write_parts
 from test_remote import upload_folder
 from test_schema import records
@@ -203,6 +203,11 @@ def test_a_column_whose_type_changes_after_the_first_chunk_is_named(tmp_path, sc
     # The way out it names: declare the column.
     assert_same_datasets(csv, tmp_path / "declared", chunk_rows=40,
                          schema={"code": "StringInput"})
+    # On the command line, the same advice as flags.
+    line = assert_one_error_line(run_cli("convert", str(csv), str(tmp_path / "cli"),
+                                         "--chunk-rows", "40"), "'A7'", "chunks")
+    assert "--schema code=StringInput" in line and "--chunk-rows" in line
+    assert "schema=" not in line.replace("--schema code=StringInput", "")
 
 
 def test_a_large_source_is_read_in_chunks_by_default(tmp_path, scratch, monkeypatch,

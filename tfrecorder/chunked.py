@@ -141,13 +141,13 @@ def _validate_later(frame: pd.DataFrame, base_dir: str, pinned: dict, fill_missi
     try:
         return validate(frame, base_dir, pinned, fill_missing)
     except SchemaError as error:
-        typed = {name: kind for name, kind in pinned.items() if name == error.column}
+        kind = pinned.get(error.column)
+        typed = f": {error.column!r} is {kind} there" if kind else ""
         raise SchemaError(
-            f"{error} (The source is read in chunks of rows, and every column keeps the "
-            f"type its first chunk gave it{': ' + str(typed) if typed else ''}. Declare "
-            "another with ", Option("schema"), ", or read it whole with a larger ",
-            Option("chunk_rows"), ".)", column=error.column, rows=error.rows,
-            option=error.option) from None
+            *error.parts, " (The source is read in chunks of rows, and every column keeps "
+            f"the type its first chunk gave it{typed}. Declare another with ",
+            Option("schema"), ", or read it whole with a larger ", Option("chunk_rows"),
+            ".)", column=error.column, rows=error.rows, option=error.option) from None
 
 
 def _scratch_file() -> BinaryIO:
