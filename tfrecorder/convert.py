@@ -144,7 +144,8 @@ def convert(source: pd.DataFrame | str | os.PathLike,
             if run.written is not None:
                 manifest = dataset.finish(
                     folder, header, run.written, journal, limit, table.source,
-                    table.rows["image_uri"].tolist() if table.has_images else None)
+                    # By position, as stored (not a Python string a row).
+                    table.rows["image_uri"].array if table.has_images else None)
             elif not folder.handed_over:  # a dry run: nothing ran, nothing stays
                 folder.clean_up(keep_committed=False)
         except BaseException as error:

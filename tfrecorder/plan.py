@@ -333,9 +333,9 @@ class PlannedTable:
 
     def __init__(self, plan: Plan, table: Table):
         rows = table.rows
-        self.uris = rows["uri"].to_numpy(dtype=object) if table.has_images else None
-        self.image_uris = rows["image_uri"].to_numpy(dtype=object) if table.has_images \
-            else None
+        # Arrow-backed text stays Arrow: a Python string a row would cost 60-100 bytes.
+        self.uris = _texts(rows["uri"]) if table.has_images else None
+        self.image_uris = _texts(rows["image_uri"]) if table.has_images else None
         self.labels = None
         if plan.label_ids is not None:
             self.labels = (_objects(plan.label_ids) if table.multi_label
@@ -372,8 +372,9 @@ class PlannedTable:
         inputs = {name: _plain_list(_take(values, positions))
                   for name, values in self.inputs.items()}
         no_images = [None] * len(positions)
-        uris = self.uris[positions].tolist() if self.has_images else no_images
-        image_uris = self.image_uris[positions].tolist() if self.has_images else no_images
+        uris = _plain_list(_take(self.uris, positions)) if self.has_images else no_images
+        image_uris = _plain_list(_take(self.image_uris, positions)) if self.has_images \
+            else no_images
         return [Row(position, uri, image_uri, label, split,
                     {name: values[i] for name, values in inputs.items()})
                 for i, (position, uri, image_uri, label) in enumerate(
@@ -390,6 +391,11 @@ def _objects(values: Sequence) -> np.ndarray:
     found = np.empty(len(values), dtype=object)
     found[:] = values if not isinstance(values, np.ndarray) else values.tolist()
     return found
+
+
+def _texts(column: pd.Series):
+    """A text column as workers read it: its Arrow arrays, or an array of objects."""
+    return ArrowColumn.of(column) if arrow_backed(column) else column.to_numpy(dtype=object)
 
 
 def _take(values, positions: np.ndarray):
