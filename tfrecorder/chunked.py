@@ -56,12 +56,10 @@ _SPLIT_CATEGORIES = [*SPLITS, UNASSIGNED]
 _TYPE_NAMES = {kind: name for name, kind in INPUT_KINDS.items()}
 
 
-def chunk_rows_for(source_bytes: int, chunk_rows: int | None) -> int | None:
-    """The rows a chunk for a source of `source_bytes`: `chunk_rows` if given, else
+def default_chunk_rows(source_bytes: int) -> int | None:
+    """The rows a chunk for a source of `source_bytes` when none were asked for:
     DEFAULT_CHUNK_ROWS for a source larger than a tenth of the available memory, else
     None (the whole source at once)."""
-    if chunk_rows is not None:
-        return chunk_rows
     if source_bytes > _AUTO_SHARE * _available_memory():
         logger.info("Reading the source (%.1f GB) in chunks of %d rows: it is larger than "
                     "a tenth of the memory available.", source_bytes / 1e9,

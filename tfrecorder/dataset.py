@@ -35,7 +35,7 @@ from tfrecorder.manifest import (
     record_feature_types,
 )
 from tfrecorder.options import DEFAULT_MAX_REJECTED
-from tfrecorder.plan import Plan
+from tfrecorder.plan import Plan, RowColumn
 from tfrecorder.rows import Rejection, rejection_reasons
 from tfrecorder.statistics import (
     Located,
@@ -150,9 +150,8 @@ def _num_classes(plan: Plan) -> int:
     """The label vocabulary's size, or for integer labels, the largest id + 1."""
     if plan.label_vocabulary is not None:
         return len(plan.label_vocabulary)
-    values = getattr(plan.label_ids, "values", None)  # a RowColumn: one id a row
-    if values is not None:
-        return int(values.max(initial=-1)) + 1
+    if isinstance(plan.label_ids, RowColumn):  # one id a row
+        return int(plan.label_ids.values.max(initial=-1)) + 1
     ids = [i for label in plan.label_ids for i in label]  # multi-label: lists of ids
     return max(ids, default=-1) + 1
 

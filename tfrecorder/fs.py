@@ -374,6 +374,18 @@ def size(uri: str) -> int:
         return filesystem(uri).size(uri)
 
 
+def total_size(uri: str) -> int:
+    """The bytes of a file, or of every file below a folder (one listing for a bucket)."""
+    if not is_remote(uri):
+        path = local_path(uri)
+        if not os.path.isdir(path):
+            return os.path.getsize(path)
+        return sum(os.path.getsize(os.path.join(folder, name))
+                   for folder, _, names in os.walk(path) for name in names)
+    with storage_errors(uri):
+        return filesystem(uri).du(uri, total=True)
+
+
 def exists(uri: str) -> bool:
     """Whether a file (not a folder) is at `uri`."""
     if not is_remote(uri):

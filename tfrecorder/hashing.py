@@ -57,11 +57,11 @@ def cell_words(column: pd.Series | Sequence) -> np.ndarray:
     dtype = getattr(column, "dtype", None)
     if dtype is not None and dtype.kind == "f":
         return (np.asarray(column, dtype=np.float64) + 0.0).view(np.uint64)
-    if dtype is not None and dtype.kind in "iub" and not isinstance(dtype, pd.CategoricalDtype):
-        return np.asarray(column, dtype=np.int64).view(np.uint64)
     if isinstance(dtype, pd.CategoricalDtype):  # each category once
         categories = cell_words(pd.Series(column.cat.categories.tolist(), dtype=object))
         return categories[column.cat.codes.to_numpy()]
+    if dtype is not None and dtype.kind in "iub":
+        return np.asarray(column, dtype=np.int64).view(np.uint64)
     if not isinstance(column, (pd.Series, np.ndarray)):
         column = pd.Series(list(column), dtype=object)
     if len(column) > _CHUNK:

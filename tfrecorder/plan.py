@@ -404,11 +404,11 @@ def _take(values, positions: np.ndarray):
     if isinstance(values, np.ndarray):
         return values[positions]
     taken = values.take(positions)
-    grid = _number_grid(taken)
+    grid = _arrow_number_grid(taken)
     return grid if grid is not None else taken.to_pylist()
 
 
-def _number_grid(values) -> np.ndarray | None:
+def _arrow_number_grid(values) -> np.ndarray | None:
     """An Arrow array of lists of k > 0 numbers each as a rows x k array, else None."""
     import pyarrow as pa
     import pyarrow.compute as pc

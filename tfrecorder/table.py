@@ -218,13 +218,13 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
                               chunk_rows, parquet=True)
         return validate(_folder_table(root), base_dir=root, schema=schema)
     if not fs.exists(path):
-        if _has_parquet_name(path):
+        if has_parquet_name(path):
             raise SourceNotFoundError(f"no such Parquet file or folder: {path!r}")
         raise SourceNotFoundError(f"no such CSV file or image folder: {path!r}")
     # Relative image paths in a CSV or Parquet file are relative to its folder, local or
     # remote.
     return _read_file(path, fs.dirname(path), header, schema, fill_missing, chunk_rows,
-                      parquet=_has_parquet_name(path))
+                      parquet=has_parquet_name(path))
 
 
 def _read_file(path: str, base_dir: str, header: bool | None, schema: Mapping | None,
@@ -234,7 +234,8 @@ def _read_file(path: str, base_dir: str, header: bool | None, schema: Mapping | 
     from tfrecorder import chunked  # it builds on this module
 
     names = set(schema or ())
-    chunk_rows = chunked.chunk_rows_for(_source_bytes(path), chunk_rows)
+    if chunk_rows is None:  # the size is only looked up to decide
+        chunk_rows = chunked.default_chunk_rows(fs.total_size(path))
     if chunk_rows is None:
         frame = _read_parquet(path, header) if parquet else \
             _read_csv(path, header, names, base_dir)
@@ -244,13 +245,6 @@ def _read_file(path: str, base_dir: str, header: bool | None, schema: Mapping | 
         csv_chunks(path, header, names, base_dir, chunk_rows)
     return chunked.validate_in_chunks(frames, base_dir, schema, fill_missing,
                                       text_numbers=not parquet)
-
-
-def _source_bytes(path: str) -> int:
-    """The size of a file, or of every file in a folder."""
-    if not fs.is_folder(path):
-        return fs.size(path)
-    return sum(map(fs.size, fs.list_files(path)))
 
 
 def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
@@ -879,7 +873,7 @@ _PARQUET_EXTENSIONS = (".parquet", ".pq")
 _HIVE_PART = re.compile(r"^[^=/]+=[^/]*/?$")  # a partition folder: `column=value`
 
 
-def _has_parquet_name(path: str) -> bool:
+def has_parquet_name(path: str) -> bool:
     """`.parquet` or `.pq` in any case: a file, or a folder as Spark names its output."""
     return path.rstrip("/").lower().endswith(_PARQUET_EXTENSIONS)
 
@@ -897,23 +891,23 @@ def _is_parquet_folder(root: str) -> bool:
         SchemaError: for Parquet files beside other files: neither a dataset nor an
             image folder.
     """
-    if _has_parquet_name(root):
+    if has_parquet_name(root):
         return True
     found = [name for name in fs.list_dir(root)
-             if not _hidden([name]) and _has_parquet_name(name)]
+             if not _hidden([name]) and has_parquet_name(name)]
     if not found:
         # Hive partitions (`split=TRAIN/part-0.parquet`, as df.to_parquet(partition_cols=)
         # and Spark write them): a dataset if Parquet files are all there is below.
         folders = [name for name in fs.list_dir(root, folders=True) if not _hidden([name])]
         if folders and all(_HIVE_PART.match(name) for name in folders):
-            found = [uri for uri in fs.list_files(root) if _has_parquet_name(uri)][:1]
+            found = [uri for uri in fs.list_files(root) if has_parquet_name(uri)][:1]
     if not found:
         return False
     remote = fs.is_remote(root)
     prefix = root.rstrip("/") if remote else root
     for uri in fs.list_files(root):
         parts = uri[len(prefix):].strip("/").split("/" if remote else os.sep)
-        if not _hidden(parts) and not _has_parquet_name(uri):
+        if not _hidden(parts) and not has_parquet_name(uri):
             raise SchemaError(
                 f"the folder {root!r} holds Parquet files (e.g. {found[0]!r}) beside other "
                 f"files (e.g. {uri!r}), so it is neither a Parquet dataset nor an image "
