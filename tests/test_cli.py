@@ -144,7 +144,7 @@ ADVICE = [
     Option("max_rejected", 1.0), Option("num_workers", 4), Option("on_error", "reject"),
     Option("runner", "DirectRunner"), Option("image_size", (224, 200)),
     Option("unassigned_split", (0.7, 0.2, 0.1)), Option("num_shards", {"train": 8}),
-    Option("max_image_pixels", None),
+    Option("max_image_pixels", None), Option("class_names", ["cat", "dog"]),
 ]
 
 

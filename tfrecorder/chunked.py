@@ -79,8 +79,13 @@ def _available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+class ImagesInCells(SchemaError):
+    """The source holds its images in its cells, which this module does not spill."""
+
+
 def validate_in_chunks(frames: Iterable[pd.DataFrame], base_dir: str,
-                       schema: Mapping | None, fill_missing, text_numbers: bool) -> Table:
+                       schema: Mapping | None, fill_missing, text_numbers: bool,
+                       split: str | None = None) -> Table:
     """`table.validate` of the frames put together, a frame at a time; the table's
     columns are memory-mapped from files in TMPDIR that have no name (`_scratch_file`),
     so the driver's memory holds a few bytes a row, and no run leaves them behind.
@@ -93,10 +98,16 @@ def validate_in_chunks(frames: Iterable[pd.DataFrame], base_dir: str,
         pinned = None
         for frame in frames:
             if pinned is None:
-                part = validate(frame, base_dir, schema, fill_missing, text_numbers)
+                part = validate(frame, base_dir, schema, fill_missing, text_numbers, split)
+                if part.images_in_memory:
+                    raise ImagesInCells(
+                        "this source holds its images in its cells, and a source is read "
+                        "in chunks only when its images are paths: pass ",
+                        Option("chunk_rows", None), " to read it whole.",
+                        option="chunk_rows")
                 pinned = _pinned_schema(frame, part, schema)
             else:
-                part = _validate_later(frame, base_dir, pinned, fill_missing)
+                part = _validate_later(frame, base_dir, pinned, fill_missing, split)
             spill.add(part)
             del part
             _release_memory()
@@ -135,9 +146,10 @@ def _pinned_schema(frame: pd.DataFrame, part: Table, schema: Mapping | None) -> 
     return pinned
 
 
-def _validate_later(frame: pd.DataFrame, base_dir: str, pinned: dict, fill_missing) -> Table:
+def _validate_later(frame: pd.DataFrame, base_dir: str, pinned: dict, fill_missing,
+                    split: str | None) -> Table:
     try:
-        return validate(frame, base_dir, pinned, fill_missing)
+        return validate(frame, base_dir, pinned, fill_missing, split=split)
     except SchemaError as error:
         kind = pinned.get(error.column)
         typed = f": {error.column!r} is {kind} there" if kind else ""

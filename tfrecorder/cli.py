@@ -210,8 +210,14 @@ def _flag_kind(field: dataclasses.Field) -> dict:
              "shards": {"type": _num_shards}, "pixels": {"type": _pixels},
              "schema": {"type": _schema_entry, "action": _MergeDict},
              "fill": {"type": _fill_entry, "action": _FillMissing},
-             "pairs": {"type": _key_value, "action": _MergeDict}}
+             "pairs": {"type": _key_value, "action": _MergeDict},
+             "names": {"type": _names}}
     return {"metavar": metavar, **reads[kind]}
+
+
+def _names(value: str) -> list[str]:
+    """NAME,NAME,...: names without the spaces around them."""
+    return [name.strip() for name in value.split(",")]
 
 
 def _key_value(value: str) -> dict:
@@ -741,7 +747,7 @@ def _flag_value(kind: str, value) -> str:
         return "drop" if kind == "schema" else "none"
     if kind == "size":
         return "x".join(map(str, value))
-    if kind == "fractions":
+    if kind in ("fractions", "names"):
         return ",".join(map(str, value))
     if kind == "shards" and isinstance(value, Mapping):
         return ",".join(f"{split}={count}" for split, count in value.items())

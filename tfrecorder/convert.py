@@ -145,7 +145,8 @@ def convert(source: pd.DataFrame | str | os.PathLike,
                 manifest = dataset.finish(
                     folder, header, run.written, journal, limit, table.source,
                     # By position, as stored (not a Python string a row).
-                    table.rows["image_uri"].array if table.has_images else None)
+                    table.image_references if table.has_images else None,
+                    table.image_column)
             elif not folder.handed_over:  # a dry run: nothing ran, nothing stays
                 folder.clean_up(keep_committed=False)
         except BaseException as error:

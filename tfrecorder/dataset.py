@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from tfrecorder import image_cells
 from tfrecorder._version import __version__
 from tfrecorder.errors import DuplicateImagesError, ImageError, Option, TooManyRejectedError
 from tfrecorder.example import decode_example
@@ -157,14 +158,16 @@ def _num_classes(plan: Plan) -> int:
 
 
 def finish(folder, header: Manifest, written: Written, journal, limit: RejectionLimit,
-           source: pd.DataFrame, image_uris: Sequence[str] | None) -> Manifest:
+           source: pd.DataFrame, image_uris: Sequence[str] | None,
+           image_column: str | None = None) -> Manifest:
     """The last step of every run, whichever engine wrote the shards (a Beam job that the
     driver did not wait for runs it itself): refuses a run that rejected too many rows;
     finds images stored more than once and warns, drops or refuses them as the header's
     `duplicates` option says; writes rejected.csv, then the manifest with the records'
     statistics, into the run's `output.OutputFolder` (each under a temporary name first,
     so it is either absent or complete), and deletes the run's journal. Returns the
-    manifest. `image_uris` are the table's, by position (None: no images)."""
+    manifest. `image_uris` name the table's images, by position (None: no images);
+    `image_column` is the source's column of images held in memory, if any."""
     if limit.exceeded(len(written.rejections)):
         raise limit.error(written.rejections)
     found = _duplicates(folder, header, written, source.index, image_uris)
@@ -174,7 +177,7 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     duplicates = tuple(duplicate for duplicate, _ in found)
     if found and policy == "drop":
         written, duplicates = _drop_copies(folder, header.compression, written, found)
-    _write_rejected(folder, source, written.rejections)
+    _write_rejected(folder, source, written.rejections, image_column)
     splits, statistics = {}, {}
     num_classes = header.labels.num_classes or 0 if header.labels else 0
     for split in SPLITS:
@@ -289,10 +292,13 @@ def _drop_copies(folder, compression: str | None, written: Written, found
     return Written(shards, rejections), duplicates
 
 
-def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection]) -> None:
+def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection],
+                    image_column: str | None) -> None:
     """The rejected rows as given, plus a `reason` column."""
     rejections = sorted(rejections)
     rows = rows_at(source, [r.position for r in rejections])
+    if image_column is not None:  # images held in cells: described, never their bytes
+        rows[image_column] = image_cells.described(rows[image_column])
     reason = "reason" if "reason" not in rows.columns else "rejection_reason"
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"

@@ -321,6 +321,7 @@ class _BackgroundUpload:
         self._file = file
         self._chunks: queue.Queue = queue.Queue(maxsize=16)  # bounds memory in transit
         self._error: BaseException | None = None
+        self._written, self._closed = 0, False
         self._thread = threading.Thread(target=self._upload, daemon=True)
         self._thread.start()
 
@@ -336,12 +337,27 @@ class _BackgroundUpload:
         if self._error is not None:
             raise self._error
         self._chunks.put(bytes(data))
+        self._written += len(data)
         return len(data)
 
     def flush(self) -> None:
         pass
 
+    # What writers that take file objects (pyarrow's Parquet writer) ask of one.
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._written
+
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._chunks.put(self._STOP)
         self._thread.join()
         if self._error is not None:

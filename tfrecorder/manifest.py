@@ -135,11 +135,13 @@ SIGNATURES = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
 
 
 def image_features(image: bytes | str, image_format: str, height: int, width: int,
-                   channels: int, image_uri: str) -> dict:
-    """The values of `IMAGE_FEATURES` for one stored image."""
+                   channels: int, image_uri: str, image_name: str | None = None) -> dict:
+    """The values of `IMAGE_FEATURES` for one stored image (its name: the base name of
+    its URI, unless given)."""
     return {"image": image, "image_format": image_format, "image_height": height,
             "image_width": width, "image_channels": channels,
-            "image_name": fs.basename(image_uri), "image_uri": image_uri}
+            "image_name": fs.basename(image_uri) if image_name is None else image_name,
+            "image_uri": image_uri}
 
 
 def record_feature_types(labels: bool, multi_label: bool) -> dict[str, Feature]:

@@ -30,6 +30,8 @@ from tfrecorder.manifest import SPLITS
 from tfrecorder.tfrecord import COMPRESSIONS
 from tfrecorder.vocabulary import class_names
 
+SPLIT_NAMES = ("TRAIN", "VALIDATION", "TEST", "UNASSIGNED")  # `split=`, in any case
+
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
 DUPLICATES = ("warn", "drop", "error")
@@ -129,6 +131,11 @@ class TableOptions(_Checked):
              "COLUMN=VALUE per column (repeatable); read as a Python literal where it is "
              "one (default: a missing value is an error)")
 
+    split: str | None = option(
+        None, "the split of every row, for a source without a split column (NumPy arrays, "
+        "a Hugging Face Dataset): TRAIN, VALIDATION, TEST or UNASSIGNED. A dict of "
+        "sources by split, or a DatasetDict, names each part's split by its key.", "text",
+        metavar="SPLIT", help="the split of every row of a source without a split column")
     chunk_rows: int | None = option(
         None, "read a CSV or Parquet source this many rows at a time into a memory-mapped "
         "table (in TMPDIR), for sources larger than memory; the output is the same. None: "
@@ -140,6 +147,9 @@ class TableOptions(_Checked):
     def __post_init__(self):
         self._bool("header", optional=True)
         self._int("chunk_rows", "a positive int (rows) or None", minimum=1)
+        self._require("split", self.split is None or (
+            isinstance(self.split, str) and self.split.strip().upper() in SPLIT_NAMES),
+            f"one of {', '.join(SPLIT_NAMES)} (any case) or None")
         self._require("schema", self.schema is None or isinstance(self.schema, Mapping),
                       "a dict of column names to types")
 
@@ -167,6 +177,11 @@ class SplitOptions(_Checked):
         help="number text labels in this order: a file of class names (one per line), "
              "TFRecorder 2.0's output (its transform_fn vocabulary), or a tfrecorder "
              "dataset whose ids to reuse (default: sorted order)")
+    class_names: Sequence[str] | None = option(
+        None, "the names of integer labels: label i is class_names[i] (ids stay as they "
+        "are; the names are the dataset's vocabulary). A Hugging Face ClassLabel column "
+        "gives its names by itself.", "names", metavar="NAME,NAME,...",
+        help="the names of integer labels, in id order (label i is the i-th name)")
     new_labels: str = option(
         "error", "what becomes of labels that label_vocabulary lacks: \"error\" refuses "
         "them before any image is written, naming them and their rows; \"append\" gives "
@@ -193,6 +208,17 @@ class SplitOptions(_Checked):
                 "TFRecorder 2.0's output or of a tfrecorder dataset")
             names = names.tolist() if hasattr(names, "tolist") else list(names)
             object.__setattr__(self, "label_vocabulary", class_names(names))
+        if self.class_names is not None:
+            given = self.class_names
+            self._require("class_names", not isinstance(given, (str, bytes)) and (
+                isinstance(given, (Sequence, np.ndarray)) or hasattr(given, "tolist")),
+                "a list of class names, label 0's first")
+            object.__setattr__(self, "class_names", class_names(
+                given.tolist() if hasattr(given, "tolist") else list(given)))
+            if self.label_vocabulary is not None:
+                raise OptionError(Option("class_names"), " names integer labels and ",
+                                  Option("label_vocabulary"), " numbers text labels: pass "
+                                  "one of them.", option="class_names")
         self._require("new_labels", self.new_labels in NEW_LABELS,
                       f"one of {', '.join(map(repr, NEW_LABELS))}")
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tfrecorder import image_cells
 from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.manifest import LABEL, SPLITS, Split, shard_filename
@@ -133,12 +134,19 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
     or in `options.label_vocabulary`'s, which reads a file or dataset if it names one:
     no image is needed, so this can run first."""
     given = options.label_vocabulary
+    names = options.class_names or table.class_names
     if not table.has_labels:
+        if names is not None and options.class_names is not None:
+            raise OptionError(Option("class_names"), " names integer labels, but the table "
+                              "has no label column. Leave it out, or say which column is "
+                              "the label (", Option("schema"), ").", option="class_names")
         if given is not None:
             raise OptionError(Option("label_vocabulary"), " numbers labels, but the table "
                               "has no label column. Leave it out, or say which column is "
                               "the label (", Option("schema"), ").", option="label_vocabulary")
         return None, None
+    if names is not None and given is None:
+        return _named_classes(table, names, options.class_names is not None)
     if not table.multi_label:
         return _single_labels(table, options)
     labels = table.rows[LABEL].tolist()
@@ -147,6 +155,37 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
     if vocabulary is None:
         return None, tuple(labels)
     return vocabulary, _ids(labels, vocabulary, table.multi_label)
+
+
+def _named_classes(table: Table, names: tuple[str, ...], given: bool
+                   ) -> tuple[tuple[str, ...], RowColumn | tuple]:
+    """`plan_labels` for integer labels that `class_names` (or the source's ClassLabel)
+    names: the ids are the labels themselves, the vocabulary the names."""
+    column = table.rows[LABEL]
+    labels = column.tolist() if table.multi_label else None
+    flat = pd.Series([v for row in labels for v in row]) if labels is not None else column
+    where = "class_names" if given else "the source's class names"
+    if len(flat) and not pd.api.types.is_integer_dtype(flat.infer_objects()):
+        raise OptionError(Option("class_names"), f" names integer labels, but column "
+                          f"{LABEL!r} holds text labels (e.g. {flat.iloc[0]!r}); pass ",
+                          Option("label_vocabulary"), " to number text labels in a given "
+                          "order.", option="class_names")
+    outside = [i for i, value in zip(column.index, column.tolist())
+               if any(not 0 <= v < len(names) for v in (value if labels else [value]))]
+    if outside:
+        values = sorted({int(v) for i in outside
+                         for v in (column[i] if labels else [column[i]])
+                         if not 0 <= v < len(names)})
+        shown = ", ".join(map(str, values[:_LABELS_NAMED])) + (
+            f" and {len(values) - _LABELS_NAMED} more" if len(values) > _LABELS_NAMED else "")
+        raise SchemaError(
+            f"column {LABEL!r} has labels that {where} ({len(names)} names, ids 0 to "
+            f"{len(names) - 1}) do not name: {shown}, at {name_rows(outside)}. Fix those "
+            "rows, or name every class.", column=LABEL, rows=outside,
+            option="class_names" if given else None)
+    if labels is not None:
+        return names, tuple([int(v) for v in row] for row in labels)
+    return names, RowColumn(column.to_numpy(dtype=np.int64))
 
 
 def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | None,
@@ -223,8 +262,11 @@ def _ids(values: list, vocabulary: Sequence[str], lists: bool) -> tuple:
 
 def split_points(table: Table, wanted: np.ndarray) -> np.ndarray:
     """Each `wanted` row's point in [0, 1), from which an UNASSIGNED row's split is drawn
-    (`split_codes`): a hash of its image URI, or for a table without images, of its values
-    (`Table.value_hashes`), so a row keeps its split from run to run, whatever its order."""
+    (`split_codes`): a hash of its image URI, of its image held in memory, or for a table
+    without images, of its values (`Table.value_hashes`), so a row keeps its split from
+    run to run, whatever its order."""
+    if table.images_in_memory:  # the image's content: exact copies share a split
+        return image_cells.image_words(table.rows["image"][wanted].tolist()) / 2**64
     if table.has_images:
         return _uri_points(table.rows["image_uri"][wanted].tolist())
     return table.value_hashes[wanted] / 2**64
@@ -313,7 +355,8 @@ def sample_rows(table: Table, seed: int) -> Iterator[Row]:
     inputs = [c.name for c in table.inputs]
     for position, row in zip(sample, rows_at(table.rows, sample).to_dict("records")):
         yield Row(int(position), row.get("uri"), row.get("image_uri"), row.get("label"),
-                  Split.TRAIN, {name: _plain(row[name]) for name in inputs})
+                  Split.TRAIN, {name: _plain(row[name]) for name in inputs},
+                  row.get("image"), row.get("image_name"))
 
 
 def _plain(value):
@@ -334,8 +377,16 @@ class PlannedTable:
     def __init__(self, plan: Plan, table: Table):
         rows = table.rows
         # Arrow-backed text stays Arrow: a Python string a row would cost 60-100 bytes.
-        self.uris = _texts(rows["uri"]) if table.has_images else None
+        self.has_images = table.has_images
+        self.uris = _texts(rows["uri"]) if table.image_files else None
         self.image_uris = _texts(rows["image_uri"]) if table.has_images else None
+        # Images held in memory: the cells themselves (shared, never copied) and names.
+        self.images = self.image_names = None
+        if table.images_in_memory:
+            column = rows["image"]
+            self.images = ArrowColumn.of(column) if arrow_backed(column) else \
+                column.to_numpy(dtype=object)
+            self.image_names = _texts(rows["image_name"])
         self.labels = None
         if plan.label_ids is not None:
             self.labels = (_objects(plan.label_ids) if table.multi_label
@@ -357,10 +408,6 @@ class PlannedTable:
             else:
                 self.inputs[c.name] = column.to_numpy(dtype=object)
 
-    @property
-    def has_images(self) -> bool:
-        return self.uris is not None
-
     def labels_at(self, positions: np.ndarray) -> list:
         return [None] * len(positions) if self.labels is None else \
             self.labels[positions].tolist()
@@ -371,14 +418,15 @@ class PlannedTable:
         labels = self.labels_at(positions)
         inputs = {name: _plain_list(_take(values, positions))
                   for name, values in self.inputs.items()}
-        no_images = [None] * len(positions)
-        uris = _plain_list(_take(self.uris, positions)) if self.has_images else no_images
-        image_uris = _plain_list(_take(self.image_uris, positions)) if self.has_images \
-            else no_images
+        uris, image_uris, names = (
+            [None] * len(positions) if values is None else _plain_list(_take(values, positions))
+            for values in (self.uris, self.image_uris, self.image_names))
+        images = [None] * len(positions) if self.images is None else list(
+            _take(self.images, positions))  # as they are: arrays stay arrays
         return [Row(position, uri, image_uri, label, split,
-                    {name: values[i] for name, values in inputs.items()})
-                for i, (position, uri, image_uri, label) in enumerate(
-                    zip(positions.tolist(), uris, image_uris, labels))]
+                    {name: values[i] for name, values in inputs.items()}, image, name)
+                for i, (position, uri, image_uri, label, image, name) in enumerate(
+                    zip(positions.tolist(), uris, image_uris, labels, images, names))]
 
     def inputs_at(self, positions: np.ndarray) -> dict[str, Sequence]:
         """The input columns' values at `positions`, as stored: NumPy columns (or lists

@@ -45,6 +45,7 @@ from PIL import Image
 
 from tfrecorder import fs
 from tfrecorder.example import encode_example, encode_examples
+from tfrecorder.image_cells import image_data
 from tfrecorder.manifest import SIGNATURES, image_features, record_columns, record_features
 from tfrecorder.options import ImageOptions
 from tfrecorder.rows import Record, Rejection, Row, StoredImage
@@ -79,16 +80,23 @@ def encode_row(row: Row, options: ImageOptions,
     file is read now. The engines pass readers that fetched ahead (`prefetch`).
     """
     features = record_features(row.split, row.label, row.inputs)
-    if row.uri is None:
+    if row.image is not None:  # held in memory: bytes as a file's, or pixels
+        data = image_data(row.image)
+        if isinstance(data, bytes) and not data:
+            return Rejection(row.position, "empty image (0 bytes)")
+    elif row.uri is None:
         return Record(encode_example(features))
+    else:
+        try:
+            data = read() if read is not None else fs.read_bytes(row.uri)
+        except Exception as e:  # any I/O failure is this row's problem, not the run's
+            return Rejection(row.position, f"cannot read file: {fs.answer(e)}")
+        if not data:
+            return Rejection(row.position, "empty file (0 bytes)")
     try:
-        data = read() if read is not None else fs.read_bytes(row.uri)
-    except Exception as e:  # any I/O failure is this row's problem, not the run's
-        return Rejection(row.position, f"cannot read file: {fs.answer(e)}")
-    if not data:
-        return Rejection(row.position, "empty file (0 bytes)")
-    try:
-        image, stored_format, height, width, channels = _encode_image(data, options)
+        image, stored_format, height, width, channels = (
+            _encode_image(data, options) if isinstance(data, bytes)
+            else _encode_pixels(data, options))
     except _Rejected as e:
         return Rejection(row.position, e.reason)
     except Image.UnidentifiedImageError:
@@ -96,7 +104,7 @@ def encode_row(row: Row, options: ImageOptions,
     except Exception as e:  # Pillow raises many types for corrupt data
         return Rejection(row.position, f"{_CORRUPT}: {_describe(e)}")
     features.update(image_features(image, stored_format, height, width, channels,
-                                   row.image_uri))
+                                   row.image_uri, row.image_name))
     stored = StoredImage(stored_format, height, width, channels, len(image),
                          xxhash.xxh3_128_digest(image))
     return Record(encode_example(features), stored)
@@ -202,6 +210,58 @@ def _converted(data: bytes, options: ImageOptions, can_draft: bool
     if target is not None and can_draft and image.format == "JPEG":
         image.draft(image.mode if image.mode in ("L", "RGB") else "RGB", target)
     image.load()
+    return _stored(image, target, options)
+
+
+def _encode_pixels(pixels, options: ImageOptions) -> tuple[bytes, str, int, int, int]:
+    """An image held in memory as pixels (a NumPy array `image_cells` checked, or a PIL
+    image), stored as `options` say: losslessly as PNG by default."""
+    if not isinstance(pixels, np.ndarray):  # a PIL image
+        _check_pixels(*pixels.size, options.max_image_pixels)
+        return _stored(pixels, _target_size(pixels.size, options), options)
+    height, width = pixels.shape[:2]
+    _check_pixels(width, height, options.max_image_pixels)
+    target = _target_size((width, height), options)
+    if pixels.ndim == 3 and pixels.shape[2] == 1:
+        pixels = pixels[:, :, 0]
+    if pixels.dtype == np.uint16 and pixels.ndim == 3:  # 16-bit colour: no Pillow mode
+        colour = "RGBA" if pixels.shape[2] == 4 else "RGB"
+        if _output_format(colour, target is not None, options) == "png":
+            wide = np.stack([_resized_plane(pixels[:, :, c], target)
+                             for c in range(pixels.shape[2])], axis=2)
+            return _png16(wide), "png", wide.shape[0], wide.shape[1], wide.shape[2]
+        pixels = (pixels >> 8).astype(np.uint8)  # as TensorFlow reads 16 bits as 8
+    # Pillow's mode from the dtype and shape: L, LA, RGB, RGBA, or I;16 for 16-bit grey.
+    return _stored(Image.fromarray(np.ascontiguousarray(pixels)), target, options)
+
+
+def _resized_plane(plane: np.ndarray, target: tuple[int, int] | None) -> np.ndarray:
+    """One channel of 16-bit pixels, resized as Pillow resizes 16-bit grey images."""
+    if target is None:
+        return plane
+    image = Image.frombytes("I;16", plane.shape[::-1], plane.astype("<u2").tobytes())
+    return np.asarray(image.resize(target, Image.Resampling.BICUBIC), dtype=np.uint16)
+
+
+def _png16(pixels: np.ndarray) -> bytes:
+    """A 16-bit RGB or RGBA PNG (Pillow has no mode for them): the rows, each behind
+    filter type 0, deflated at level 6 as Pillow's are."""
+    height, width, channels = pixels.shape
+    rows = np.zeros((height, 1 + width * channels * 2), dtype=np.uint8)
+    rows[:, 1:] = pixels.astype(">u2").reshape(height, -1).view(np.uint8)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+
+    header = struct.pack(">IIBBBBB", width, height, 16, 6 if channels == 4 else 2, 0, 0, 0)
+    return (SIGNATURES["png"] + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b""))
+
+
+def _stored(image: Image.Image, target: tuple[int, int] | None, options: ImageOptions
+            ) -> tuple[bytes, str, int, int, int]:
+    """A decoded image, resized to `target` (None: kept) and encoded as `options` say."""
     image = _normalized(image)
     if target is not None and image.size != target:
         image = image.resize(target, Image.Resampling.BICUBIC)
@@ -210,7 +270,7 @@ def _converted(data: bytes, options: ImageOptions, can_draft: bool
         image = _eight_bits(image)
         pixels = base64.b64encode(image.tobytes(), altchars=_BASE64_ALTCHARS)
         return pixels, "raw", height, width, _CHANNELS[image.mode]
-    stored_format = _output_format(image, resized=target is not None, options=options)
+    stored_format = _output_format(image.mode, resized=target is not None, options=options)
     buffer = io.BytesIO()
     if stored_format == "jpeg":
         image = _eight_bits(image)
@@ -543,11 +603,13 @@ def _eight_bits(image: Image.Image) -> Image.Image:
     return Image.frombytes("L", image.size, pixels.astype(np.uint8).tobytes())
 
 
-def _output_format(image: Image.Image, resized: bool, options: ImageOptions) -> str:
-    if options.image_format in ("jpeg", "png"):
+def _output_format(mode: str, resized: bool, options: ImageOptions) -> str:
+    """The format an image of Pillow's `mode` is stored in (as 8 bits: raw or JPEG; or as
+    PNG)."""
+    if options.image_format in ("jpeg", "png", "raw"):
         return options.image_format
     # auto: resized images become JPEG unless they carry transparency; conversions of
-    # formats TensorFlow cannot read stay lossless.
-    if resized and image.mode in ("L", "RGB", "I;16"):
+    # formats TensorFlow cannot read, and pixels held in memory, stay lossless.
+    if resized and mode in ("L", "RGB", "I;16"):
         return "jpeg"
     return "png"

@@ -20,6 +20,8 @@ class Row(NamedTuple):
     label: int | list[int] | None  # a list for multi-label rows
     split: str  # TRAIN, VALIDATION or TEST
     inputs: Mapping = {}  # the input columns' values, as stored (never mutated)
+    image: object = None  # an image held in memory (`image_cells`), instead of at `uri`
+    image_name: str | None = None  # its `image_name`; None: the base name of `image_uri`
 
 
 class Rejection(NamedTuple):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tfrecorder import image_cells
 from tfrecorder.errors import VALUE, Option, SchemaError
 from tfrecorder.example import number_grid
 
@@ -32,11 +33,12 @@ logger = logging.getLogger(__name__)
 
 # TFRecorder's type names. Label, split and image columns become the features `label`,
 # `split` and `image` (+ `image_uri`); inputs keep their column's name.
-SPLIT_KEY, IMAGE_URI = "SplitKey", "ImageUri"
+SPLIT_KEY, IMAGE_URI, IMAGE = "SplitKey", "ImageUri", "Image"  # Image: held in memory
 STRING_LABEL, INTEGER_LABEL = "StringLabel", "IntegerLabel"
 INPUT_KINDS = {"IntegerInput": "int64", "FloatInput": "float32", "StringInput": "string",
                "CategoricalInput": "categorical"}
-TYPES = (SPLIT_KEY, IMAGE_URI, STRING_LABEL, INTEGER_LABEL, *INPUT_KINDS)
+IMAGE_TYPES = (IMAGE_URI, IMAGE)
+TYPES = (SPLIT_KEY, IMAGE_URI, IMAGE, STRING_LABEL, INTEGER_LABEL, *INPUT_KINDS)
 LABEL_TYPES = (STRING_LABEL, INTEGER_LABEL)
 _LABEL = "Label"  # a `label` column not named in the schema: text or integer, as found
 _DEFAULT_TYPES = {"split": SPLIT_KEY, "image_uri": IMAGE_URI, "label": _LABEL}
@@ -162,7 +164,7 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
             f"schema names columns the table does not have: {missing} (its columns: "
             f"{list(frame.columns)}). Fix the names, or add the columns.",
             column=sole(missing), option="schema")
-    types, by_role = {}, {}
+    types, by_role, detected = {}, {}, []
     for name in frame.columns:
         if not isinstance(name, str):
             raise SchemaError(f"column names must be text, not {name!r}: it names a feature. "
@@ -176,6 +178,11 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
         elif role := role_by_name(name):
             by_role.setdefault(role, []).append(name)
             types[name] = _DEFAULT_TYPES[role]
+            if role == "image_uri" and image_cells.holds_images(frame[name]):
+                types[name] = IMAGE
+        elif image_cells.holds_images(frame[name]):
+            types[name] = IMAGE
+            detected.append(name)
         else:
             types[name] = _input_type(frame[name])
     for role, names in by_role.items():
@@ -188,12 +195,20 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
                 ".")
         if names[0] != role:
             logger.info("Reading column %r as the %r column.", names[0], role)
-    for role in (SPLIT_KEY, IMAGE_URI):
-        columns = [name for name, kind in types.items() if kind == role]
+    images = [name for name, kind in types.items() if kind in IMAGE_TYPES]
+    if len(images) > len(detected):  # an image column by name or schema: the others
+        for name in detected:       # stay what they were before images in memory existed
+            types[name] = _input_type(frame[name])
+    elif detected:
+        logger.info("Reading column %r as images held in memory.", detected[0])
+    for roles in ((SPLIT_KEY,), IMAGE_TYPES):
+        columns = [name for name, kind in types.items() if kind in roles]
         if len(columns) > 1:
             raise SchemaError(
-                f"the table has {len(columns)} {role} columns: {columns}. Keep one: drop "
-                "the others with ", dropping(*columns[1:]), ", or give them another type.")
+                f"the table has {len(columns)} "
+                f"{' and '.join(sorted({types[c] for c in columns}))} columns: {columns}. Keep "
+                "one: drop the others with ", dropping(*columns[1:]),
+                ", or give them another type.")
     return types
 
 

@@ -22,6 +22,7 @@ the same parsing, for sources larger than memory (`tfrecorder.chunked`).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import logging
@@ -30,16 +31,18 @@ import posixpath
 import re
 import stat
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs, hashing
+from tfrecorder import fs, hashing, image_cells, sources
 from tfrecorder.errors import Option, OptionError, SchemaError, SourceNotFoundError
 from tfrecorder.manifest import RESERVED, SPLITS, Split
 from tfrecorder.schema import (
+    IMAGE,
+    IMAGE_TYPES,
     IMAGE_URI,
     INPUT_KINDS,
     INTEGER_LABEL,
@@ -76,15 +79,18 @@ class Table:
 
     Attributes:
         rows: one row per source row: `image_uri` (as given) and `uri` (resolved for
-            reading) when the table has images; `split` (TRAIN, VALIDATION, TEST or
-            UNASSIGNED); `label` when it has labels (all str or all int; lists of them
-            when rows are multi-label); and one column per input, by its name, holding
-            the values as stored. Its index is the source's.
+            reading) when the table has image files; `image` (the cells as given),
+            `image_name` and `image_uri` when it holds its images (`image_cells`);
+            `split` (TRAIN, VALIDATION, TEST or UNASSIGNED); `label` when it has labels
+            (all str or all int; lists of them when rows are multi-label); and one
+            column per input, by its name, holding the values as stored. Its index is the source's.
         source: the rows as the user gave them, for the rejected-rows report.
         inputs: the input columns (features besides image, label and split).
         multi_label: whether each row's label is a list.
         base_dir: the folder relative image paths were resolved against (the CSV's
             folder, the image folder, or the working directory for a DataFrame).
+        class_names: the names of integer labels, where the source gives them (a Hugging
+            Face ClassLabel): label i is class_names[i].
     """
 
     rows: pd.DataFrame
@@ -92,6 +98,8 @@ class Table:
     inputs: tuple[Column, ...] = ()
     multi_label: bool = False
     base_dir: str = ""
+    class_names: tuple[str, ...] | None = None  # integer labels' names, from the source
+    image_column: str | None = None  # the source's column of images held in memory
 
     @property
     def has_labels(self) -> bool:
@@ -101,10 +109,25 @@ class Table:
     def has_images(self) -> bool:
         return "image_uri" in self.rows.columns
 
+    @property
+    def images_in_memory(self) -> bool:
+        """Whether the images are the table's cells (`image`), not files at `uri`."""
+        return "image" in self.rows.columns
+
+    @property
+    def image_files(self) -> bool:
+        return self.has_images and not self.images_in_memory
+
+    @property
+    def image_references(self) -> Sequence:
+        """How reports name each row's image, by position: its URI as given, or for an
+        image held in memory, its `image_name`."""
+        return self.rows["image_name" if self.images_in_memory else "image_uri"].array
+
     @functools.cached_property
     def remote_images(self) -> list[str]:
         """The first image URI in each bucket the table reads (gs://, s3://, ...)."""
-        if not self.has_images:
+        if not self.image_files:
             return []
         uris = self.rows["uri"]
         remote = uris[uris.str.contains("://", regex=False)
@@ -117,8 +140,9 @@ class Table:
         """Each row's 64-bit hash of its values besides its split (`hashing`): what a
         table without images draws UNASSIGNED rows' splits from, and what a resumed run
         checks. Computed once: 8 bytes a row."""
-        words = [(name, hashing.cell_words(self.rows[name]))
-                 for name in self.rows.columns if name != "split"]
+        words = [(name, image_cells.image_words(self.rows[name].tolist()) if name == "image"
+                  else hashing.cell_words(self.rows[name]))
+                 for name in self.rows.columns if name not in ("split", "image_name")]
         return hashing.row_hashes(words)
 
     @property
@@ -181,7 +205,7 @@ def rows_at(frame: pd.DataFrame, positions) -> pd.DataFrame:
 
 def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = None,
                schema: Mapping | None = None, fill_missing=None,
-               chunk_rows: int | None = None) -> Table:
+               chunk_rows: int | None = None, split: str | None = None) -> Table:
     """Reads and validates `source`: a DataFrame, a CSV or Parquet path, or an image folder.
 
     Args:
@@ -197,13 +221,21 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
         chunk_rows: read a CSV or Parquet source this many rows at a time, into a
             memory-mapped table (`tfrecorder.chunked`); None does so, 250,000 rows at a
             time, for a source larger than a tenth of the memory available.
+        split: the split of every row, for a source without a split column.
     """
+    if sources.is_in_memory(source):  # arrays, dicts of them, Hugging Face datasets
+        frame, implied, class_names = sources.as_frame(source)
+        table = validate(frame, base_dir=os.getcwd(), schema={**implied, **(schema or {})},
+                         fill_missing=fill_missing, split=split)
+        return dataclasses.replace(table, class_names=class_names)
     if isinstance(source, pd.DataFrame):
-        return validate(source, base_dir=os.getcwd(), schema=schema, fill_missing=fill_missing)
+        return validate(source, base_dir=os.getcwd(), schema=schema,
+                        fill_missing=fill_missing, split=split)
     if not isinstance(source, (str, os.PathLike)):
         raise SchemaError(
-            f"source must be a DataFrame, or the path of a CSV file, Parquet file or image "
-            f"folder, not {source!r} ({type(source).__name__}).")
+            f"source must be a DataFrame, the path of a CSV file, Parquet file or image "
+            f"folder, NumPy arrays (images, labels), a dict of columns or of splits, or a "
+            f"Hugging Face Dataset; not {source!r} ({type(source).__name__}).")
     path = os.fspath(source)
     if fs.is_file_uri(path):
         try:
@@ -215,8 +247,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
         if _is_parquet_folder(root):
             # Relative image paths in a Parquet dataset are relative to its folder.
             return _read_file(root, root.rstrip("/"), header, schema, fill_missing,
-                              chunk_rows, parquet=True)
-        return validate(_folder_table(root), base_dir=root, schema=schema)
+                              chunk_rows, split, parquet=True)
+        return validate(_folder_table(root), base_dir=root, schema=schema, split=split)
     if not fs.exists(path):
         if has_parquet_name(path):
             raise SourceNotFoundError(f"no such Parquet file or folder: {path!r}")
@@ -224,31 +256,39 @@ def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = N
     # Relative image paths in a CSV or Parquet file are relative to its folder, local or
     # remote.
     return _read_file(path, fs.dirname(path), header, schema, fill_missing, chunk_rows,
-                      parquet=has_parquet_name(path))
+                      split, parquet=has_parquet_name(path))
 
 
 def _read_file(path: str, base_dir: str, header: bool | None, schema: Mapping | None,
-               fill_missing, chunk_rows: int | None, parquet: bool) -> Table:
+               fill_missing, chunk_rows: int | None, split: str | None,
+               parquet: bool) -> Table:
     """A CSV or Parquet source, validated whole or in chunks (`chunked`). A CSV file's
     cells are text, so columns of numbers are found by their values."""
     from tfrecorder import chunked  # it builds on this module
 
     names = set(schema or ())
-    if chunk_rows is None:  # the size is only looked up to decide
+    chosen = chunk_rows is None
+    if chosen:  # the size is only looked up to decide
         chunk_rows = chunked.default_chunk_rows(fs.total_size(path))
-    if chunk_rows is None:
-        frame = _read_parquet(path, header) if parquet else \
-            _read_csv(path, header, names, base_dir)
-        return validate(frame, base_dir=base_dir, schema=schema, fill_missing=fill_missing,
-                        text_numbers=not parquet)
-    frames = parquet_chunks(path, header, chunk_rows) if parquet else \
-        csv_chunks(path, header, names, base_dir, chunk_rows)
-    return chunked.validate_in_chunks(frames, base_dir, schema, fill_missing,
-                                      text_numbers=not parquet)
+    if chunk_rows is not None:
+        frames = parquet_chunks(path, header, chunk_rows) if parquet else \
+            csv_chunks(path, header, names, base_dir, chunk_rows)
+        try:
+            return chunked.validate_in_chunks(frames, base_dir, schema, fill_missing,
+                                              text_numbers=not parquet, split=split)
+        except chunked.ImagesInCells:
+            if not chosen:
+                raise
+            logger.info("%s holds its images in its cells: it is read whole.", path)
+    frame = _read_parquet(path, header) if parquet else \
+        _read_csv(path, header, names, base_dir)
+    return validate(frame, base_dir=base_dir, schema=schema, fill_missing=fill_missing,
+                    text_numbers=not parquet, split=split)
 
 
 def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
-             fill_missing=None, text_numbers: bool = False) -> Table:
+             fill_missing=None, text_numbers: bool = False, split: str | None = None
+             ) -> Table:
     """Checks every column and returns the canonical table (see `Table`).
 
     Args:
@@ -260,6 +300,7 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
             dict by column; by default a missing value is an error.
         text_numbers: type text columns whose values all read as numbers as numbers (a
             CSV file's columns are all text).
+        split: the split of every row of a table without a split column.
 
     Raises:
         SchemaError: for a table with no rows, or nothing to store but labels and
@@ -282,16 +323,23 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
             "nothing to convert. Pass the table with its rows (did a filter remove them "
             "all?).")
     _check_roles(frame, types, schema, base_dir)
-    image_column = next((n for n, t in types.items() if t == IMAGE_URI), None)
+    image_column = next((n for n, t in types.items() if t in IMAGE_TYPES), None)
     if image_column is None and not inputs:
         _nothing_to_store(frame, types)
     rows = pd.DataFrame(index=frame.index)
-    if image_column is not None:
+    if image_column is not None and types[image_column] == IMAGE:
+        _images_in_memory(frame[image_column], base_dir, rows)
+    elif image_column is not None:
         rows["image_uri"], rows["uri"] = _image_uris(frame[image_column], base_dir)
     split_column = next((n for n, t in types.items() if t == SPLIT_KEY), None)
+    if split is not None and split_column is not None:
+        raise OptionError(Option("split"), " gives every row one split, but the table names "
+                          f"each row's split (column {split_column!r}, or the keys of a dict "
+                          "of splits). Leave it out.", option="split")
     # Categorical: one byte a row, where a column of references took eight.
     rows["split"] = _splits(frame[split_column]) if split_column is not None \
-        else pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8), [UNASSIGNED])
+        else pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8),
+                                       [_SPLIT_ALIASES[(split or "").strip().upper()]])
     multi_label = False
     if label_columns(types):
         rows["label"], multi_label = _labels(frame, label_columns(types), types)
@@ -309,7 +357,7 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
             isinstance(values, np.ndarray) and values.dtype.kind in "if")
         rows[name] = pd.Series(values, index=frame.index, dtype=None if kept else object)
     return Table(rows=rows, source=frame, inputs=tuple(columns), multi_label=multi_label,
-                 base_dir=base_dir)
+                 base_dir=base_dir, image_column=image_column if "image" in rows else None)
 
 
 _ROLE_TYPES = {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"}
@@ -324,7 +372,8 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
     like a split (`set`), look like image paths (by extension or by their first file's
     bytes), or are named like a label (`class`, `category`, `target`). No input may take
     a feature's name either."""
-    roles = {"split": SPLIT_KEY in types.values(), "image_uri": IMAGE_URI in types.values(),
+    roles = {"split": SPLIT_KEY in types.values(),
+             "image_uri": bool(set(IMAGE_TYPES) & set(types.values())),
              "label": bool(label_columns(types))}
     untyped = [n for n, t in types.items() if t in INPUT_KINDS and n not in schema]
     found: dict[str, list[tuple[str, str]]] = {}  # role -> (column, why)
@@ -442,6 +491,20 @@ def _items(column: pd.Series) -> list[tuple]:
     """(index, value) pairs as plain Python objects: iterating pandas' own (Arrow-backed)
     arrays element by element is many times slower."""
     return list(zip(column.index.tolist(), column.tolist()))
+
+
+def _images_in_memory(column: pd.Series, base_dir: str, rows: pd.DataFrame) -> None:
+    """Adds an `Image` column's rows: the cells as given (`image`; never copied), each
+    image's `image_uri` (a Hugging Face dict's path, else empty) and `image_name` (the
+    path's base name, else the row's index label). Dicts that all have a path and no
+    bytes (Hugging Face's images left in their files) are read as image paths."""
+    image_cells.check_cells(column)
+    if image_cells.path_only(column):
+        paths = pd.Series(image_cells.paths(column), index=column.index, name=column.name)
+        rows["image_uri"], rows["uri"] = _image_uris(paths, base_dir)
+        return
+    rows["image"] = column
+    rows["image_name"], rows["image_uri"] = image_cells.names_and_paths(column)
 
 
 def _image_uris(column: pd.Series, base_dir: str) -> tuple[list[str], list[str]]:
@@ -1138,7 +1201,7 @@ def missing_local_images(table: Table) -> list[int]:
     URIs are skipped. Reads no image: one `os.stat` per path (0.28 s for 200,000 paths
     with a warm cache; listing folders instead saved a third of that, not worth its code).
     """
-    if not table.has_images:
+    if not table.image_files:
         return []
     return [position for position, uri in enumerate(table.rows["uri"].tolist())
             if "://" not in uri and not _is_regular_file(uri)]

@@ -1,13 +1,12 @@
-"""The Beam engine: the same plan, executed by any Apache Beam runner.
-
-The driver stages the planned rows as a JSON-lines file (and the source table, for the
-rejected-rows report) next to the job's temporary data, so the table is read by a Beam
-source and never embedded in the job graph. The pipeline groups rows by shard, encodes
-each with `records.encode_row` and writes each shard through the shared `ShardWriter`,
-in plan order, so shards are byte-identical to the local engine's. Its last step hands
-what it wrote to the driver, which finishes the dataset as after the local engine; a job
-that runs on after the driver has gone finishes it itself, with the same
-`dataset.finish`, so it too leaves a complete dataset.
+"""The Beam engine: the same plan, executed by any Apache Beam runner. The driver stages
+the planned rows as a Parquet file, images held in memory included (and the source
+table, for the rejected-rows report), next to the job's temporary data, so the table is
+read by a Beam source and never embedded in the job graph. The pipeline groups rows by
+shard, encodes each with `records.encode_row` and writes each shard through the shared
+`ShardWriter`, in plan order, so shards are byte-identical to the local engine's. Its
+last step hands what it wrote to the driver, which finishes the dataset as after the
+local engine; a job that runs on after the driver has gone finishes it itself, with the
+same `dataset.finish`, so it too leaves a complete dataset.
 
 Workers need neither TensorFlow nor the driver's memory: they get small descriptors of
 the shards, the image options and the manifest's header. (This module imports Beam; it
@@ -29,7 +28,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from tfrecorder import fs, output
+from tfrecorder import fs, image_cells, output
 from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, finish, image_error
 from tfrecorder.engines import EngineRun
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
@@ -91,7 +90,7 @@ def _options(runner: str, beam_options: Mapping) -> PipelineOptions:
 def check_dataflow(output_dir: str, table: Table) -> None:
     """Refuses what Dataflow's workers could not reach: a local output folder or images."""
     _check_remote("output_dir", output_dir)
-    if not table.has_images:
+    if not table.image_files:  # none, or held in memory: staged in temp_location
         return
     local = [i for i, uri in zip(table.rows.index, table.rows["uri"].tolist())
              if not fs.is_remote(uri)]
@@ -188,7 +187,7 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
     try:
         pipeline = beam.Pipeline(options=_options(runner, beam_options))
         rows = (pipeline
-                | "ReadPlannedRows" >> beam.io.ReadFromText(staged[0])
+                | "ReadPlannedRows" >> beam.io.ReadFromParquet(staged[0])
                 | "ParseRows" >> beam.Map(_parse_row))
         keys = pipeline | "ShardIndices" >> beam.Create([(i, None) for i in range(len(shards))])
         written = ({"key": keys, "rows": rows}
@@ -234,28 +233,70 @@ def _cancel(result) -> None:
         result.cancel()
 
 
+# The staged rows' columns: where each goes, the Row's fields, the image held in memory
+# (`image_cells.staged`). Label and inputs are JSON, whose numbers read back exactly.
+_STAGED = (("shard", "int32"), ("order", "int64"), ("position", "int64"), ("uri", "string"),
+           ("image_uri", "string"), ("label", "string"), ("split", "string"),
+           ("inputs", "string"), ("image_bytes", "binary"), ("image_pickle", "binary"),
+           ("image_name", "string"))
+_STAGED_GROUP_BYTES = 64 << 20  # rows a row group holds: about this many bytes
+
+
 def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
            ) -> tuple[str, str, str]:
-    """Writes the planned rows (JSON lines: shard, order in shard, Row) and the source
-    table where the workers can read them; the job writes what it wrote to the third
+    """Writes the planned rows (a Parquet file, in row groups of about 64 MB, so images
+    held in memory are streamed, never all in one buffer) and the source table for the
+    report where the workers can read them; the job writes what it wrote to the third
     path, for the driver."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     fs.makedirs(staging)
-    rows_path, source_path = fs.join(staging, "rows.jsonl"), fs.join(staging, "source.pkl")
+    rows_path, source_path = fs.join(staging, "rows.parquet"), fs.join(staging, "source.pkl")
     written_path = fs.join(staging, "written.pkl")
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in _STAGED])
     rows = planned_rows(plan, table)
-    with fs.atomic_write(rows_path, folder.temp_suffix) as f:
+    with fs.atomic_write(rows_path, folder.temp_suffix) as f, \
+            pq.ParquetWriter(f, schema) as writer:
+        group, size = [], 0
         for index, shard in enumerate(plan.shards):
             for order, row in enumerate(islice(rows, len(shard.positions))):
-                f.write((json.dumps([index, order, *row]) + "\n").encode())
-    image_uris = table.rows["image_uri"].tolist() if table.has_images else None
-    fs.write_bytes(source_path, pickle.dumps((table.source, image_uris)),
+                image_bytes, image_pickle = image_cells.staged(row.image) \
+                    if row.image is not None else (None, None)
+                group.append((index, order, row.position, row.uri, row.image_uri,
+                              json.dumps(row.label), row.split, json.dumps(row.inputs),
+                              image_bytes, image_pickle, row.image_name))
+                size += len(image_bytes or image_pickle or b"") + 100
+                if size >= _STAGED_GROUP_BYTES:
+                    writer.write_table(_staged_table(group, schema))
+                    group, size = [], 0
+        if group or not plan.num_rows:
+            writer.write_table(_staged_table(group, schema))
+    source = table.source
+    if table.image_column is not None:  # the report shows images held in memory by name
+        source = source.assign(**{table.image_column: image_cells.described(
+            source[table.image_column])})
+    references = list(table.image_references) if table.has_images else None
+    fs.write_bytes(source_path, pickle.dumps((source, references, table.image_column)),
                    temp_suffix=folder.temp_suffix)
     return rows_path, source_path, written_path
 
 
-def _parse_row(line: str) -> tuple[int, tuple[int, Row]]:
-    shard, order, *fields = json.loads(line)
-    return shard, (order, Row(*fields))
+def _staged_table(group: list[tuple], schema):
+    import pyarrow as pa
+
+    return pa.Table.from_arrays([pa.array(list(column), type=field.type) for column, field
+                                 in zip(zip(*group) if group else [()] * len(schema), schema)],
+                                schema=schema)
+
+
+def _parse_row(staged: dict) -> tuple[int, tuple[int, Row]]:
+    image = None
+    if staged["image_bytes"] is not None or staged["image_pickle"] is not None:
+        image = image_cells.unstaged(staged["image_bytes"], staged["image_pickle"])
+    return staged["shard"], (staged["order"], Row(
+        staged["position"], staged["uri"], staged["image_uri"], json.loads(staged["label"]),
+        staged["split"], json.loads(staged["inputs"]), image, staged["image_name"]))
 
 
 class _RowRejected(ImageError):
@@ -305,7 +346,8 @@ class _WriteShard(beam.DoFn):
         rejections, facts = [], ShardFacts()
         with ShardWriter(self.folder.uri(filename), self.folder.temp_suffix,
                          self.compression) as writer:
-            if rows and rows[0].uri is None:  # a table without images: a column at a time
+            if rows and rows[0].uri is None and rows[0].image is None:  # a table without
+                # images: a column at a time
                 self._write_without_images(rows, split, filename, writer, facts)
                 rows = []
             for row, result in encode_in_order(rows, self.options, self.prefetcher):

@@ -1,0 +1,281 @@
+"""Images held in a table's cells instead of at a URI: encoded bytes, NumPy arrays, PIL
+images, and Hugging Face's `{"bytes": ..., "path": ...}` dicts.
+
+This module is their one home. `schema` asks it whether a column holds such images
+(`holds_images`); `table` has it check every cell before any work starts
+(`check_cells`: a wrong dtype or shape is an error naming the rows) and name each image
+(`names_and_paths`); `hashing` gets a word per image from it (`image_words`: an image
+keeps its split between runs, and exact copies share one); `records` takes each cell
+as it encodes it (`image_data`: bytes, as a file's, or pixels); the Beam engine stages
+cells with `staged`/`unstaged`; the rejected-rows report shows a cell as `describe` puts
+it. The cells themselves are never copied in the driver: workers read them from the
+table they share by fork, or from the Beam engine's staged Parquet file.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import xxhash
+
+from tfrecorder.errors import SchemaError
+
+# Arrays are images when they are one of these: 8- or 16-bit, grey (H x W or H x W x 1),
+# grey and alpha (x 2), RGB (x 3) or RGBA (x 4): what a PNG holds exactly.
+DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16))
+CHANNELS = (1, 2, 3, 4)
+_SHAPES = "H x W, H x W x 1, H x W x 3 or H x W x 4"
+_BYTES = (bytes, bytearray, memoryview)
+_SAMPLE = 100  # cells looked at to tell whether a column holds images
+
+
+def _is_pil(value) -> bool:
+    # Never imports Pillow: where it is not imported, no value is a PIL image.
+    image = sys.modules.get("PIL.Image")
+    return image is not None and isinstance(value, image.Image)
+
+
+def _is_image_dict(value) -> bool:
+    return isinstance(value, dict) and "bytes" in value and set(value) <= {"bytes", "path"}
+
+
+def _opens_as_image(data) -> bool:
+    """Whether Pillow recognises `data`'s header (nothing is decoded)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(bytes(data[:1 << 16]) if len(data) > 1 << 16
+                                   else bytes(data))):
+            return True
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        # A header cut at 64 KB can fail to parse: the whole bytes decide then.
+        if len(data) > 1 << 16:
+            try:
+                with Image.open(io.BytesIO(bytes(data))):
+                    return True
+            except Exception:
+                return False
+        return False
+    except Exception:
+        return False
+
+
+def holds_images(column: pd.Series) -> bool:
+    """Whether `column` holds images in memory, judged by its first values: arrays of 3
+    dimensions (or 2, of uint8 or uint16), PIL images, Hugging Face image dicts, or bytes
+    that Pillow recognises as an image. Bytes that are not images stay text (`bytes`
+    features), as before this type existed."""
+    if table_arrow_type(column) is not None:
+        return True
+    if column.dtype != object:
+        return False
+    sample = [v for v in column.head(_SAMPLE * 10).tolist() if v is not None][:_SAMPLE]
+    for value in sample:
+        if isinstance(value, np.ndarray):
+            return value.ndim == 3 or (value.ndim == 2 and value.dtype in DTYPES)
+        if _is_pil(value) or _is_image_dict(value):
+            return True
+        if isinstance(value, _BYTES):
+            return any(_opens_as_image(v) for v in sample if isinstance(v, _BYTES) and len(v))
+        if not (isinstance(value, float) and value != value):
+            return False
+    return False
+
+
+def table_arrow_type(column: pd.Series):
+    """The Arrow type of an Arrow-backed column of images (`struct<bytes, path>`, as
+    Hugging Face and its Parquet files store them), else None."""
+    if not isinstance(column.dtype, pd.ArrowDtype):
+        return None
+    import pyarrow as pa
+
+    kind = column.dtype.pyarrow_dtype
+    if pa.types.is_struct(kind) and {kind.field(i).name for i in range(kind.num_fields)} \
+            == {"bytes", "path"}:
+        return kind
+    return None
+
+
+# --- checking -----------------------------------------------------------------------------
+
+def check_cells(column: pd.Series) -> None:
+    """Raises a SchemaError naming the rows whose cells are not images we can store: a
+    missing cell, an array of another dtype or shape, a dict without bytes or a value of
+    another type. (Bytes are checked as a file's are, as they are written: a corrupt one
+    is a rejected row.)"""
+    if table_arrow_type(column) is not None:
+        _check_arrow_cells(column)
+        return
+    problems: dict[str, list] = {}
+    for index, value in zip(column.index.tolist(), column.tolist()):
+        problem = cell_problem(value)
+        if problem is not None:
+            problems.setdefault(problem, []).append(index)
+    if problems:
+        _raise(column.name, problems)
+
+
+def cell_problem(value) -> str | None:
+    """Why `value` cannot be an image cell, or None."""
+    if isinstance(value, _BYTES) or _is_pil(value):
+        return None
+    if isinstance(value, np.ndarray):
+        return array_problem(value)
+    if isinstance(value, dict):
+        if not _is_image_dict(value):
+            return (f"a dict with keys {sorted(map(str, value))}; an image dict has "
+                    "'bytes' (and 'path'), as Hugging Face stores images")
+        if value["bytes"] is None:
+            return None if isinstance(value.get("path"), str) and value["path"] else \
+                "a dict with neither bytes nor a path"
+        return None if isinstance(value["bytes"], _BYTES) else \
+            f"a dict whose 'bytes' is a {type(value['bytes']).__name__}, not bytes"
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return "no image (a missing value)"
+    return f"a {type(value).__name__}, not an image"
+
+
+def array_problem(array: np.ndarray) -> str | None:
+    """Why `array` cannot be stored as an image, or None."""
+    shape = "x".join(map(str, array.shape)) or "()"
+    if array.dtype not in DTYPES:
+        advice = " (scale it to 0..255 and use .astype(np.uint8))" \
+            if array.dtype.kind == "f" else ""
+        return f"a {array.dtype} array of shape {shape}; images are uint8 or uint16{advice}"
+    if not (array.ndim == 2 or (array.ndim == 3 and array.shape[2] in CHANNELS)):
+        return f"a {array.dtype} array of shape {shape}; images are {_SHAPES} arrays"
+    if array.size == 0:
+        return f"an empty {array.dtype} array (shape {shape})"
+    return None
+
+
+def _check_arrow_cells(column: pd.Series) -> None:
+    import pyarrow.compute as pc
+
+    values = _arrow(column)
+    data, paths = pc.struct_field(values, "bytes"), pc.struct_field(values, "path")
+    no_path = pc.equal(pc.fill_null(paths, ""), "")
+    missing = pc.or_(pc.is_null(values), pc.and_(pc.is_null(data), no_path))
+    bad = np.flatnonzero(missing.to_numpy(zero_copy_only=False))
+    if len(bad):
+        _raise(column.name, {"no image (neither bytes nor a path)":
+                             column.index[bad].tolist()})
+
+
+def _arrow(column: pd.Series):
+    import pyarrow as pa
+
+    return pa.array(column.array)
+
+
+def _raise(name, problems: dict[str, list]) -> None:
+    from tfrecorder.schema import name_rows
+
+    rows = [i for found in problems.values() for i in found]
+    named = "; ".join(f"{name_rows(found)}: {problem}" for problem, found in problems.items())
+    raise SchemaError(
+        f"column {name!r} holds images in memory, and some cells are not images tfrecorder "
+        f"can store: {named}. Each cell must be encoded bytes (JPEG, PNG, ...), a uint8 or "
+        f"uint16 NumPy array ({_SHAPES}), a PIL image or a dict {{'bytes': ..., 'path': "
+        f"...}}; fix or drop those rows.", column=name, rows=rows)
+
+
+def path_only(column: pd.Series) -> bool:
+    """Whether every cell is a dict with a path and no bytes (Hugging Face's images that
+    stay in their files): such a column is read as image paths."""
+    if table_arrow_type(column) is not None:
+        import pyarrow.compute as pc
+
+        values = _arrow(column)
+        return bool(pc.all(pc.is_null(pc.struct_field(values, "bytes"))).as_py())
+    return all(isinstance(v, dict) and v.get("bytes") is None for v in column.tolist())
+
+
+def paths(column: pd.Series) -> list:
+    """The paths of a column's image dicts (None where there is none)."""
+    if table_arrow_type(column) is not None:
+        import pyarrow.compute as pc
+
+        values = _arrow(column)
+        return pc.struct_field(values, "path").to_pylist()
+    return [v.get("path") if isinstance(v, dict) else None for v in column.tolist()]
+
+
+def names_and_paths(column: pd.Series) -> tuple[list[str], list[str]]:
+    """Each image's `image_name` and `image_uri` features: a dict's path and its base
+    name; else the row's index label as the name, and no URI (an empty one)."""
+    from tfrecorder import fs
+
+    found = paths(column)
+    uris = [p if isinstance(p, str) else "" for p in found]
+    names = [fs.basename(p) if p else str(index)
+             for p, index in zip(uris, column.index.tolist())]
+    return names, uris
+
+
+# --- what workers and the report take --------------------------------------------------------
+
+def image_data(cell):
+    """A cell as `records` encodes it: bytes (read as a file's bytes), a NumPy array or a
+    PIL image of pixels."""
+    if isinstance(cell, dict):
+        cell = cell["bytes"]
+    if isinstance(cell, (bytearray, memoryview)):
+        return bytes(cell)
+    return cell
+
+
+def image_words(cells: Sequence) -> np.ndarray:
+    """A 64-bit word a cell, from its content (xxh3-64 of the bytes, or of an array's
+    dtype, shape and pixels): equal images give equal words, whatever row they are in."""
+    return np.fromiter((_word(image_data(c)) for c in cells), np.uint64, len(cells))
+
+
+def _word(data) -> int:
+    if isinstance(data, bytes):
+        return xxhash.xxh3_64_intdigest(data)
+    if isinstance(data, np.ndarray):
+        header = f"{data.dtype.str}{data.shape}".encode()
+        return xxhash.xxh3_64_intdigest(header + np.ascontiguousarray(data).tobytes())
+    header = f"{data.mode}{data.size}".encode()  # a PIL image
+    return xxhash.xxh3_64_intdigest(header + data.tobytes())
+
+
+def describe(cell) -> str:
+    """A cell as the rejected-rows report shows it (never its pixels or bytes)."""
+    if isinstance(cell, str):  # described already (the Beam engine stages it so)
+        return cell
+    if isinstance(cell, dict):
+        path = cell.get("path")
+        return path if path else describe(cell.get("bytes"))
+    if isinstance(cell, _BYTES):
+        return f"<{len(cell):,} bytes>"
+    if isinstance(cell, np.ndarray):
+        return f"<{cell.dtype} array of shape {'x'.join(map(str, cell.shape))}>"
+    if _is_pil(cell):
+        return f"<PIL image, {cell.mode}, {cell.size[0]}x{cell.size[1]}>"
+    return repr(cell)
+
+
+def described(column: pd.Series) -> pd.Series:
+    return pd.Series([describe(c) for c in column.tolist()], index=column.index,
+                     dtype=object, name=column.name)
+
+
+def staged(cell) -> tuple[bytes | None, bytes | None]:
+    """A cell as the Beam engine stages it in Parquet: (encoded bytes, None), or for
+    pixels (None, their pickle), which keeps a PIL image's mode and palette exactly."""
+    data = image_data(cell)
+    if isinstance(data, bytes):
+        return data, None
+    return None, pickle.dumps(data, protocol=5)
+
+
+def unstaged(encoded: bytes | None, pickled: bytes | None):
+    """`staged`'s inverse (the job reads only what its own driver staged)."""
+    return encoded if pickled is None else pickle.loads(pickled)
