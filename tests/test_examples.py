@@ -1,8 +1,11 @@
 """The examples run as the README says, and print what they promise."""
 
 import os
+import re
 import subprocess
 import sys
+
+from helpers import read_manifest
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 
@@ -33,3 +36,22 @@ def test_object_detection_writes_and_loads_boxes_and_classes(tmp_path):
                           "  num_objects: int64 []"]
     assert lines[4].startswith("a batch: image (8, 96, 128, 3), boxes (8, None, 4), "
                                "classes (8, None)")
+
+
+def test_cifar_arrays_converts_numpy_splits_and_learns_the_classes(tmp_path):
+    out = subprocess.run([sys.executable, os.path.join(EXAMPLES, "cifar_arrays.py"),
+                          str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("Converted 5500 images in ")
+    assert lines[0].endswith(": {'train': 4000, 'validation': 500, 'test': 1000}; "
+                             "rejected: 0")
+    manifest = read_manifest(tmp_path / "dataset")
+    assert {name: split["num_records"] for name, split in manifest["splits"].items()} == \
+        {"train": 4000, "validation": 500, "test": 1000}
+    assert manifest["labels"]["vocabulary"] == [
+        "disc", "ring", "square", "diamond", "plus", "cross", "triangle",
+        "horizontal_stripes", "vertical_stripes", "checks"]
+    # 10 classes: chance is 0.1; the example reaches 0.95 to 0.97.
+    accuracy = re.findall(r"^Test accuracy: (\d\.\d{3})$", out.stdout, re.MULTILINE)
+    assert len(accuracy) == 1 and float(accuracy[0]) > 0.5, out.stdout
