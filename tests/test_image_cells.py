@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import image_bytes, make_image, read_manifest, read_split
+from helpers import image_bytes, make_image, read_manifest, read_split, run_cli
 from PIL import Image
 
 import tfrecorder
@@ -263,3 +263,31 @@ def test_parquet_files_with_image_columns_convert(tmp_path):
     records = _records(out, "test")
     assert sorted(records) == [b"0.png", b"1.png", b"2.png", b"3.png"]
     assert all(records[f"{i}.png".encode()]["image"] == b for i, b in enumerate(pngs))
+
+
+def test_the_command_line_converts_a_parquet_file_of_image_bytes(tmp_path):
+    pngs = [image_bytes(make_image((10, 8), seed=s), "PNG") for s in range(4)]
+    source = tmp_path / "images.parquet"
+    pd.DataFrame({"image": pngs, "label": [0, 1, 1, 0]}).to_parquet(source)
+    process = run_cli("convert", str(source), str(tmp_path / "out"), "--split", "train",
+                      "--class-names", "cat, dog", "--no-progress")
+    assert process.returncode == 0, process.stderr
+    manifest = read_manifest(tmp_path / "out")
+    assert manifest["labels"]["vocabulary"] == ["cat", "dog"]
+    assert {r["image"] for r in read_split(tmp_path / "out", "train")} == set(pngs)
+
+
+def test_a_source_of_image_bytes_is_read_whole_not_in_chunks(tmp_path, monkeypatch):
+    from tfrecorder import chunked
+
+    source = tmp_path / "images.parquet"
+    pngs = [image_bytes(make_image((10, 8), seed=s), "PNG") for s in range(6)]
+    pd.DataFrame({"image": pngs, "label": [0, 1] * 3}).to_parquet(source)
+    with pytest.raises(SchemaError, match="holds its images in its cells") as error:
+        _convert(str(source), tmp_path, "chunked", chunk_rows=2)
+    assert error.value.option == "chunk_rows"
+    # Chunks chosen by size, not asked for: the source is read whole instead.
+    monkeypatch.setattr(chunked, "default_chunk_rows", lambda size: 2)
+    result, out = _convert(str(source), tmp_path, "whole", split="train")
+    assert result.counts == {"train": 6}
+    assert {r["image"] for r in read_split(out, "train")} == set(pngs)

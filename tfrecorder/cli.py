@@ -216,8 +216,8 @@ def _flag_kind(field: dataclasses.Field) -> dict:
 
 
 def _names(value: str) -> list[str]:
-    """NAME,NAME,...: names without the spaces around them."""
-    return [name.strip() for name in value.split(",")]
+    """NAME,NAME,...: the names (checked, and stripped, as the option is)."""
+    return value.split(",")
 
 
 def _key_value(value: str) -> dict:

@@ -214,7 +214,8 @@ class SplitOptions(_Checked):
                 isinstance(given, (Sequence, np.ndarray)) or hasattr(given, "tolist")),
                 "a list of class names, label 0's first")
             object.__setattr__(self, "class_names", class_names(
-                given.tolist() if hasattr(given, "tolist") else list(given)))
+                given.tolist() if hasattr(given, "tolist") else list(given),
+                option="class_names"))
             if self.label_vocabulary is not None:
                 raise OptionError(Option("class_names"), " names integer labels and ",
                                   Option("label_vocabulary"), " numbers text labels: pass "

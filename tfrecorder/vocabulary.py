@@ -31,32 +31,32 @@ TRANSFORM_FN = "transform_fn"
 ASSETS = "assets"
 
 
-def class_names(names: Iterable, where: str = "") -> tuple[str, ...]:
+def class_names(names: Iterable, where: str = "", option: str = OPTION) -> tuple[str, ...]:
     """`names` as a vocabulary: text, at least one, each once; whitespace around a name
     is no part of it (as in the table's labels). `where` names the file they were read
-    from, for the errors."""
+    from, and `option` the option that gave them, for the errors."""
     def place(i: int) -> str:
         return f"line {i + 1} of {where}" if where else f"position {i}"
 
     found: dict[str, int] = {}
     for i, name in enumerate(names):
         if not isinstance(name, str):
-            raise OptionError(Option(OPTION), f" holds {name!r} at {place(i)}: class names "
-                              "are text.", option=OPTION)
+            raise OptionError(Option(option), f" holds {name!r} at {place(i)}: class names "
+                              "are text.", option=option)
         name = name.strip()
         if not name:
-            raise OptionError(Option(OPTION), f" holds a blank class name at {place(i)}. "
+            raise OptionError(Option(option), f" holds a blank class name at {place(i)}. "
                               "Remove it: a blank would shift the ids of the names after it.",
-                              option=OPTION)
+                              option=option)
         if name in found:
             places = (f"lines {found[name] + 1} and {i + 1} of {where}" if where
                       else f"positions {found[name]} and {i}")
-            raise OptionError(Option(OPTION), f" names {name!r} twice ({places}). Each class "
-                              "has one id: remove one.", option=OPTION)
+            raise OptionError(Option(option), f" names {name!r} twice ({places}). Each class "
+                              "has one id: remove one.", option=option)
         found[name] = i
     if not found:
-        raise OptionError(Option(OPTION), f" is empty{f' ({where})' if where else ''}: give "
-                          "the class names in the order of their ids.", option=OPTION)
+        raise OptionError(Option(option), f" is empty{f' ({where})' if where else ''}: give "
+                          "the class names in the order of their ids.", option=option)
     return tuple(found)
 
 
