@@ -7,6 +7,7 @@ from __future__ import annotations
 import filecmp
 import io
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -291,3 +292,20 @@ def test_a_source_of_image_bytes_is_read_whole_not_in_chunks(tmp_path, monkeypat
     result, out = _convert(str(source), tmp_path, "whole", split="train")
     assert result.counts == {"train": 6}
     assert {r["image"] for r in read_split(out, "train")} == set(pngs)
+
+
+def test_hugging_face_dicts_without_bytes_are_read_from_their_paths(tmp_path):
+    paths = [str(tmp_path / f"{i}.png") for i in range(3)]
+    for i, path in enumerate(paths):
+        make_image((8, 6), seed=i).save(path)
+    cells = [{"bytes": None, "path": path} for path in paths]
+    table = pd.DataFrame({"image": pd.Series(cells, dtype=object), "label": [0, 1, 0]})
+    result, out = _convert(table, tmp_path, split="train")
+    records = _records(out)
+    assert sorted(records) == [b"0.png", b"1.png", b"2.png"]
+    for i, path in enumerate(paths):
+        assert records[f"{i}.png".encode()]["image_uri"] == path.encode()
+        assert records[f"{i}.png".encode()]["image"] == Path(path).read_bytes()
+    cells[1] = {"bytes": image_bytes(make_image((8, 6)), "PNG"), "path": None}
+    with pytest.raises(SchemaError, match="rows 0, 2: a dict without bytes"):
+        _convert(pd.DataFrame({"image": pd.Series(cells, dtype=object)}), tmp_path, "mixed")

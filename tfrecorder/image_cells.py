@@ -45,23 +45,14 @@ def _is_image_dict(value) -> bool:
 
 
 def _opens_as_image(data) -> bool:
-    """Whether Pillow recognises `data`'s header (nothing is decoded)."""
-    from PIL import Image, UnidentifiedImageError
+    """Whether Pillow recognises `data` as an image (from its header: nothing is
+    decoded)."""
+    from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(bytes(data[:1 << 16]) if len(data) > 1 << 16
-                                   else bytes(data))):
+        with Image.open(io.BytesIO(bytes(data))):
             return True
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
-        # A header cut at 64 KB can fail to parse: the whole bytes decide then.
-        if len(data) > 1 << 16:
-            try:
-                with Image.open(io.BytesIO(bytes(data))):
-                    return True
-            except Exception:
-                return False
-        return False
-    except Exception:
+    except Exception:  # UnidentifiedImageError, and whatever a damaged header raises
         return False
 
 
@@ -70,7 +61,7 @@ def holds_images(column: pd.Series) -> bool:
     dimensions (or 2, of uint8 or uint16), PIL images, Hugging Face image dicts, or bytes
     that Pillow recognises as an image. Bytes that are not images stay text (`bytes`
     features), as before this type existed."""
-    if table_arrow_type(column) is not None:
+    if _arrow_images(column) is not None:
         return True
     if column.dtype != object:
         return False
@@ -87,7 +78,7 @@ def holds_images(column: pd.Series) -> bool:
     return False
 
 
-def table_arrow_type(column: pd.Series):
+def _arrow_images(column: pd.Series):
     """The Arrow type of an Arrow-backed column of images (`struct<bytes, path>`, as
     Hugging Face and its Parquet files store them), else None."""
     if not isinstance(column.dtype, pd.ArrowDtype):
@@ -105,10 +96,10 @@ def table_arrow_type(column: pd.Series):
 
 def check_cells(column: pd.Series) -> None:
     """Raises a SchemaError naming the rows whose cells are not images we can store: a
-    missing cell, an array of another dtype or shape, a dict without bytes or a value of
-    another type. (Bytes are checked as a file's are, as they are written: a corrupt one
-    is a rejected row.)"""
-    if table_arrow_type(column) is not None:
+    missing cell, an array of another dtype or shape, a dict without bytes (a column of
+    such dicts is read as paths: `path_only`) or a value of another type. (Bytes are
+    checked as a file's are, as they are written: a corrupt one is a rejected row.)"""
+    if _arrow_images(column) is not None:
         _check_arrow_cells(column)
         return
     problems: dict[str, list] = {}
@@ -130,9 +121,8 @@ def cell_problem(value) -> str | None:
         if not _is_image_dict(value):
             return (f"a dict with keys {sorted(map(str, value))}; an image dict has "
                     "'bytes' (and 'path'), as Hugging Face stores images")
-        if value["bytes"] is None:
-            return None if isinstance(value.get("path"), str) and value["path"] else \
-                "a dict with neither bytes nor a path"
+        if value["bytes"] is None:  # (a column of such dicts is read as paths)
+            return "a dict without bytes, beside images given by their bytes"
         return None if isinstance(value["bytes"], _BYTES) else \
             f"a dict whose 'bytes' is a {type(value['bytes']).__name__}, not bytes"
     if value is None or value is pd.NA or (isinstance(value, float) and value != value):
@@ -158,13 +148,11 @@ def _check_arrow_cells(column: pd.Series) -> None:
     import pyarrow.compute as pc
 
     values = _arrow(column)
-    data, paths = pc.struct_field(values, "bytes"), pc.struct_field(values, "path")
-    no_path = pc.equal(pc.fill_null(paths, ""), "")
-    missing = pc.or_(pc.is_null(values), pc.and_(pc.is_null(data), no_path))
+    missing = pc.or_(pc.is_null(values), pc.is_null(pc.struct_field(values, "bytes")))
     bad = np.flatnonzero(missing.to_numpy(zero_copy_only=False))
     if len(bad):
-        _raise(column.name, {"no image (neither bytes nor a path)":
-                             column.index[bad].tolist()})
+        _raise(column.name, {"no bytes (a missing image, or one given by its path beside "
+                             "images given by their bytes)": column.index[bad].tolist()})
 
 
 def _arrow(column: pd.Series):
@@ -188,17 +176,18 @@ def _raise(name, problems: dict[str, list]) -> None:
 def path_only(column: pd.Series) -> bool:
     """Whether every cell is a dict with a path and no bytes (Hugging Face's images that
     stay in their files): such a column is read as image paths."""
-    if table_arrow_type(column) is not None:
+    if _arrow_images(column) is not None:
         import pyarrow.compute as pc
 
         values = _arrow(column)
-        return bool(pc.all(pc.is_null(pc.struct_field(values, "bytes"))).as_py())
-    return all(isinstance(v, dict) and v.get("bytes") is None for v in column.tolist())
+        return not values.null_count and bool(
+            pc.all(pc.is_null(pc.struct_field(values, "bytes"))).as_py())
+    return all(_is_image_dict(v) and v["bytes"] is None for v in column.tolist())
 
 
 def paths(column: pd.Series) -> list:
     """The paths of a column's image dicts (None where there is none)."""
-    if table_arrow_type(column) is not None:
+    if _arrow_images(column) is not None:
         import pyarrow.compute as pc
 
         values = _arrow(column)

@@ -498,11 +498,11 @@ def _images_in_memory(column: pd.Series, base_dir: str, rows: pd.DataFrame) -> N
     image's `image_uri` (a Hugging Face dict's path, else empty) and `image_name` (the
     path's base name, else the row's index label). Dicts that all have a path and no
     bytes (Hugging Face's images left in their files) are read as image paths."""
-    image_cells.check_cells(column)
     if image_cells.path_only(column):
         paths = pd.Series(image_cells.paths(column), index=column.index, name=column.name)
         rows["image_uri"], rows["uri"] = _image_uris(paths, base_dir)
         return
+    image_cells.check_cells(column)
     rows["image"] = column
     rows["image_name"], rows["image_uri"] = image_cells.names_and_paths(column)
 
