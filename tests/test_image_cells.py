@@ -309,3 +309,23 @@ def test_hugging_face_dicts_without_bytes_are_read_from_their_paths(tmp_path):
     cells[1] = {"bytes": image_bytes(make_image((8, 6)), "PNG"), "path": None}
     with pytest.raises(SchemaError, match="rows 0, 2: a dict without bytes"):
         _convert(pd.DataFrame({"image": pd.Series(cells, dtype=object)}), tmp_path, "mixed")
+
+
+def test_a_hugging_face_dataset_converts_as_the_same_dicts_in_a_dataframe(tmp_path):
+    """Arrow-backed (read a few rows at a time) or Python dicts: the same dataset, with
+    UNASSIGNED rows split by the same content hashes."""
+    datasets = pytest.importorskip("datasets")
+    pngs = [image_bytes(make_image((6, 5), seed=s), "PNG") for s in range(40)]
+    cells = [{"bytes": png, "path": None} for png in pngs]
+    labels = [i % 3 for i in range(40)]
+    features = datasets.Features({"image": datasets.Image(decode=False),
+                                  "label": datasets.Value("int64")})
+    hf = datasets.Dataset.from_dict({"image": cells, "label": labels}, features=features)
+    _, from_hf = _convert(hf, tmp_path, "hf")
+    frame = pd.DataFrame({"image": pd.Series(cells, dtype=object), "label": labels})
+    _, from_frame = _convert(frame, tmp_path, "frame")
+    manifest = read_manifest(from_hf)
+    assert len(manifest["splits"]) == 3  # UNASSIGNED rows went to every split
+    for name in os.listdir(from_hf):
+        assert filecmp.cmp(os.path.join(from_hf, name), os.path.join(from_frame, name),
+                           shallow=False), name

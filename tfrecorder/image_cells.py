@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import pickle
 import sys
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -219,10 +218,18 @@ def image_data(cell):
     return cell
 
 
-def image_words(cells: Sequence) -> np.ndarray:
+def image_words(column: pd.Series) -> np.ndarray:
     """A 64-bit word a cell, from its content (xxh3-64 of the bytes, or of an array's
-    dtype, shape and pixels): equal images give equal words, whatever row they are in."""
-    return np.fromiter((_word(image_data(c)) for c in cells), np.uint64, len(cells))
+    dtype, shape and pixels): equal images give equal words, whatever row they are in.
+    An Arrow column is read a few rows at a time, never all its bytes at once."""
+    if _arrow_images(column) is None:
+        cells = column.tolist()  # the cells themselves: nothing is copied
+        return np.fromiter((_word(image_data(c)) for c in cells), np.uint64, len(cells))
+    import pyarrow.compute as pc
+
+    data = pc.struct_field(_arrow(column), "bytes")
+    return np.fromiter((xxhash.xxh3_64_intdigest(value.as_buffer()) for value in data),
+                       np.uint64, len(data))
 
 
 def _word(data) -> int:

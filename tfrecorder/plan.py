@@ -266,7 +266,7 @@ def split_points(table: Table, wanted: np.ndarray) -> np.ndarray:
     without images, of its values (`Table.value_hashes`), so a row keeps its split from
     run to run, whatever its order."""
     if table.images_in_memory:  # the image's content: exact copies share a split
-        return image_cells.image_words(table.rows["image"][wanted].tolist()) / 2**64
+        return image_cells.image_words(table.rows["image"])[wanted] / 2**64
     if table.has_images:
         return _uri_points(table.rows["image_uri"][wanted].tolist())
     return table.value_hashes[wanted] / 2**64

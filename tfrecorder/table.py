@@ -140,7 +140,7 @@ class Table:
         """Each row's 64-bit hash of its values besides its split (`hashing`): what a
         table without images draws UNASSIGNED rows' splits from, and what a resumed run
         checks. Computed once: 8 bytes a row."""
-        words = [(name, image_cells.image_words(self.rows[name].tolist()) if name == "image"
+        words = [(name, image_cells.image_words(self.rows[name]) if name == "image"
                   else hashing.cell_words(self.rows[name]))
                  for name in self.rows.columns if name not in ("split", "image_name")]
         return hashing.row_hashes(words)
