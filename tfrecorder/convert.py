@@ -109,7 +109,7 @@ class ConversionResult(Mapping):
 _TFRECORDER_2_NAMES = {"tfrecord_dir": "output_dir", "dataflow_url": "job_url"}
 
 
-def convert(source: pd.DataFrame | str | os.PathLike,
+def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             output_dir: str | os.PathLike | None = None, **options) -> ConversionResult:
     started = time.perf_counter()
     output_dir = compat.output_dir(output_dir)
@@ -200,6 +200,11 @@ def _docstring() -> str:
         source: a DataFrame, a CSV file (AutoML Vision rows `[split,]image_uri[,label...]`,
             or any columns under a header row), a Parquet file (`.parquet`, `.pq`) or a
             folder of them, or an image folder (`label/file` or `split/label/file`).
+            Images already in memory: NumPy arrays `(images, labels)`, a dict of columns
+            (`{{"image": x, "label": y, ...}}`), a dict of such sources by split
+            (`{{"train": (x_train, y_train), "test": ...}}`), a Hugging Face `Dataset` or
+            `DatasetDict`; a DataFrame column may hold encoded bytes, uint8/uint16
+            arrays, PIL images or `{{"bytes", "path"}}` dicts (see docs/usage.md).
         output_dir: a local folder or a `gs://`, `s3://` (or other fsspec) URI.
 {args}
 

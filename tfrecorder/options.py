@@ -114,6 +114,7 @@ class TableOptions(_Checked):
         help="whether the CSV's first line names its columns (default: detect)")
     schema: Mapping[str, str | None] | None = option(
         None, "what columns are, by name: TFRecorder's types \"SplitKey\", \"ImageUri\", "
+        "\"Image\" (images held in the cells: bytes, arrays, PIL images), "
         "\"StringLabel\", \"IntegerLabel\", \"IntegerInput\", \"FloatInput\", "
         "\"CategoricalInput\" (text stored as ids; the vocabulary is saved) or "
         "\"StringInput\", or None to drop a column. Columns it does not name keep their "

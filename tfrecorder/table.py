@@ -203,7 +203,8 @@ def rows_at(frame: pd.DataFrame, positions) -> pd.DataFrame:
     return found
 
 
-def load_table(source: pd.DataFrame | str | os.PathLike, header: bool | None = None,
+def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
+               header: bool | None = None,
                schema: Mapping | None = None, fill_missing=None,
                chunk_rows: int | None = None, split: str | None = None) -> Table:
     """Reads and validates `source`: a DataFrame, a CSV or Parquet path, or an image folder.
