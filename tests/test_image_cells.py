@@ -329,3 +329,14 @@ def test_a_hugging_face_dataset_converts_as_the_same_dicts_in_a_dataframe(tmp_pa
     for name in os.listdir(from_hf):
         assert filecmp.cmp(os.path.join(from_hf, name), os.path.join(from_frame, name),
                            shallow=False), name
+
+
+def test_on_error_raise_names_the_row_of_an_image_in_memory(tmp_path):
+    from tfrecorder.errors import ImageError
+
+    cells = [image_bytes(make_image((8, 8)), "PNG"), b"\x89PNG\r\n\x1a\n broken"]
+    table = pd.DataFrame({"pixels": pd.Series(cells, dtype=object, index=["first", "second"]),
+                          "label": [0, 1]})
+    with pytest.raises(ImageError, match=r"row second \('second'\): corrupt") as error:
+        _convert(table, tmp_path, on_error="raise")
+    assert error.value.column == "pixels" and error.value.rows == ["second"]

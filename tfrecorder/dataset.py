@@ -112,11 +112,11 @@ def image_error(table: Table, rejection: Rejection) -> ImageError:
     """What stops a run with `on_error="raise"`: the row, by its label in the table (a
     CSV's line), its image and why it cannot be written."""
     row = table.rows.index[rejection.position]
+    image = table.image_references[rejection.position]
     return ImageError(
-        f"row {row} ({table.rows['image_uri'].iat[rejection.position]!r}): "
-        f"{rejection.reason}. Fix or drop the row, or use ", Option("on_error", "reject"),
-        " to list such rows in rejected.csv.", column="image_uri", rows=[row],
-        option="on_error")
+        f"row {row} ({image!r}): {rejection.reason}. Fix or drop the row, or use ",
+        Option("on_error", "reject"), " to list such rows in rejected.csv.",
+        column=table.image_column or "image_uri", rows=[row], option="on_error")
 
 
 def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
