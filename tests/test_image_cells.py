@@ -39,7 +39,8 @@ def _convert(source, tmp_path, name="out", **options):
 ARRAYS = {  # shape, dtype -> the channels TensorFlow decodes
     ((9, 7), np.uint8): 1, ((9, 7, 1), np.uint8): 1, ((9, 7, 2), np.uint8): 2,
     ((9, 7, 3), np.uint8): 3, ((9, 7, 4), np.uint8): 4, ((9, 7), np.uint16): 1,
-    ((9, 7, 1), np.uint16): 1, ((9, 7, 3), np.uint16): 3, ((9, 7, 4), np.uint16): 4,
+    ((9, 7, 1), np.uint16): 1, ((9, 7, 2), np.uint16): 2, ((9, 7, 3), np.uint16): 3,
+    ((9, 7, 4), np.uint16): 4,
 }
 
 
@@ -61,6 +62,7 @@ def test_arrays_of_every_shape_and_dtype_round_trip_exactly_as_png(shape, dtype,
         assert decoded.dtype == expected.dtype
         np.testing.assert_array_equal(decoded, expected)
         assert record["label"] == i % 2
+    tfrecorder.verify(out)  # every stored image passes the writer's own checks
 
 
 def test_bytes_pil_images_and_hugging_face_dicts_round_trip(tmp_path):

@@ -225,7 +225,7 @@ def _encode_pixels(pixels, options: ImageOptions) -> tuple[bytes, str, int, int,
     if pixels.ndim == 3 and pixels.shape[2] == 1:
         pixels = pixels[:, :, 0]
     if pixels.dtype == np.uint16 and pixels.ndim == 3:  # 16-bit colour: no Pillow mode
-        colour = "RGBA" if pixels.shape[2] == 4 else "RGB"
+        colour = {2: "LA", 3: "RGB", 4: "RGBA"}[pixels.shape[2]]
         if _output_format(colour, target is not None, options) == "png":
             wide = np.stack([_resized_plane(pixels[:, :, c], target)
                              for c in range(pixels.shape[2])], axis=2)
@@ -244,8 +244,8 @@ def _resized_plane(plane: np.ndarray, target: tuple[int, int] | None) -> np.ndar
 
 
 def _png16(pixels: np.ndarray) -> bytes:
-    """A 16-bit RGB or RGBA PNG (Pillow has no mode for them): the rows, each behind
-    filter type 0, deflated at level 6 as Pillow's are."""
+    """A 16-bit grey-and-alpha, RGB or RGBA PNG (Pillow has no mode for them): the rows,
+    each behind filter type 0, deflated at level 6 as Pillow's are."""
     height, width, channels = pixels.shape
     rows = np.zeros((height, 1 + width * channels * 2), dtype=np.uint8)
     rows[:, 1:] = pixels.astype(">u2").reshape(height, -1).view(np.uint8)
@@ -254,7 +254,8 @@ def _png16(pixels: np.ndarray) -> bytes:
         return (struct.pack(">I", len(body)) + kind + body
                 + struct.pack(">I", zlib.crc32(kind + body)))
 
-    header = struct.pack(">IIBBBBB", width, height, 16, 6 if channels == 4 else 2, 0, 0, 0)
+    colour_type = {2: 4, 3: 2, 4: 6}[channels]  # PNG's: grey+alpha, RGB, RGBA
+    header = struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0)
     return (SIGNATURES["png"] + chunk(b"IHDR", header)
             + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b""))
 
