@@ -342,3 +342,15 @@ def test_on_error_raise_names_the_row_of_an_image_in_memory(tmp_path):
     with pytest.raises(ImageError, match=r"row second \('second'\): corrupt") as error:
         _convert(table, tmp_path, on_error="raise")
     assert error.value.column == "pixels" and error.value.rows == ["second"]
+
+
+def test_keras_labels_of_shape_n_by_1_are_one_a_row_and_one_hot_ones_are_refused(tmp_path):
+    x = np.zeros((4, 5, 5, 3), np.uint8) + np.arange(4, dtype=np.uint8)[:, None, None, None]
+    y = np.array([[3], [1], [0], [3]])  # keras.datasets.cifar10.load_data()'s shape
+    result, out = _convert((x, y), tmp_path, split="train")
+    manifest = read_manifest(out)
+    assert manifest["labels"]["multi_label"] is False
+    assert {r["pixels"][0, 0, 0]: r["label"] for r in read_split(out, "train")} == \
+        {0: 3, 1: 1, 2: 0, 3: 3}
+    with pytest.raises(SchemaError, match=r"shape \(4, 4\).*label.argmax\(axis=1\)"):
+        _convert((x, np.eye(4, dtype=int)), tmp_path, "one_hot")

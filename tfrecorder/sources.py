@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import SchemaError
+from tfrecorder.schema import role_by_name
 
 # Keys a dict of splits may use for each split (compared in lower case).
 _SPLIT_KEYS = {"train": "TRAIN", "training": "TRAIN", "validation": "VALIDATION",
@@ -118,6 +119,8 @@ def _columns_frame(columns: Mapping) -> pd.DataFrame:
         if isinstance(values, np.ndarray) and values.ndim == 0:
             raise SchemaError(f"column {name!r} is a single value ({values!r}), not one a row.",
                               column=name)
+        if isinstance(values, np.ndarray) and values.ndim > 1 and role_by_name(name) == "label":
+            values = _label_array(name, values)
         if isinstance(values, np.ndarray) and values.ndim > 1:
             cells = np.empty(len(values), dtype=object)
             cells[:] = list(values)  # views of `values`: its rows, never copied
@@ -131,6 +134,17 @@ def _columns_frame(columns: Mapping) -> pd.DataFrame:
         raise SchemaError(f"the columns have different lengths: {lengths}. Every column needs "
                           "one value a row.")
     return pd.DataFrame(found)
+
+
+def _label_array(name: str, labels: np.ndarray) -> np.ndarray:
+    """Labels as an array of one a row: Keras' `(N, 1)` as `(N,)`. A wider array is
+    refused: one-hot rows would otherwise be read as lists of labels 0 and 1."""
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        return labels[:, 0]
+    raise SchemaError(
+        f"column {name!r} is an array of shape {labels.shape}, and labels are one a row "
+        f"(shape (N,) or (N, 1)). For one-hot labels pass {name}.argmax(axis=1); for "
+        "several labels a row, pass a list of each row's label ids.", column=name)
 
 
 # --- Hugging Face datasets -----------------------------------------------------------------
