@@ -132,12 +132,15 @@ def cell_problem(value) -> str | None:
 def array_problem(array: np.ndarray) -> str | None:
     """Why `array` cannot be stored as an image, or None."""
     shape = "x".join(map(str, array.shape)) or "()"
+    kind = f"{'an' if array.dtype.name[0] in 'aio' else 'a'} {array.dtype} array"  # a uint8
     if array.dtype not in DTYPES:
-        advice = " (scale it to 0..255 and use .astype(np.uint8))" \
-            if array.dtype.kind == "f" else ""
-        return f"a {array.dtype} array of shape {shape}; images are uint8 or uint16{advice}"
+        advice = {"f": " (scale it to 0..255 and use .astype(np.uint8))",
+                  "i": " (if its values are 0..255, use .astype(np.uint8))",
+                  "u": " (if its values are 0..255, use .astype(np.uint8))",
+                  "b": " (as 0 and 255: .astype(np.uint8) * 255)"}.get(array.dtype.kind, "")
+        return f"{kind} of shape {shape}; images are uint8 or uint16{advice}"
     if not (array.ndim == 2 or (array.ndim == 3 and array.shape[2] in CHANNELS)):
-        return f"a {array.dtype} array of shape {shape}; images are {_SHAPES} arrays"
+        return f"{kind} of shape {shape}; images are {_SHAPES} arrays"
     if array.size == 0:
         return f"an empty {array.dtype} array (shape {shape})"
     return None
