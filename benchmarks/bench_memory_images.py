@@ -1,20 +1,25 @@
-"""Time and peak memory converting images already in memory: arrays and bytes cells.
+"""Time and peak memory converting images already in memory: arrays, bytes cells and a
+Hugging Face dataset.
 
 Issue 17: NumPy arrays passed as `(x, y)`, and encoded images held as bytes in a
 DataFrame column, which the local engine's workers read from the table they share with
 the driver by fork.
 
     .venv/bin/python benchmarks/bench_memory_images.py [--images 50000]
-        [--large-images 5000] [--rounds 2] [--workloads arrays,encoded]
+        [--large-images 5000] [--rounds 2] [--workloads arrays,encoded,hf]
 
-Two workloads, each converted in a fresh process with tfrecorder's defaults (2 workers
+Three workloads, each converted in a fresh process with tfrecorder's defaults (2 workers
 here), `overwrite=True, progress=False`:
 
 - arrays: `--images` random-ish 32x32x3 uint8 arrays (CIFAR's size: a random colour and
   gradient per image, plus noise) and int labels, passed as `(x, y)`;
 - encoded: `--large-images` distinct JPEGs of 1000x700 noisy gradients at quality 95
   (about 1 MiB each), read into a DataFrame column `image` of bytes, with a `label` and
-  a `split` column.
+  a `split` column;
+- hf: the same JPEGs as a Hugging Face `DatasetDict` (80/10/10 splits, an `Image` column
+  and a `ClassLabel`), saved once with `save_to_disk` and opened with `load_from_disk`:
+  its Arrow files are memory-mapped, so the images are page cache, not the driver's
+  anonymous memory, and tfrecorder must not copy them there.
 
 Both inputs are made once from seeds and cached under --out (an .npz file; a folder of
 JPEG files), so rounds and later runs reuse them; the conversion's output is deleted
@@ -50,7 +55,7 @@ sys.path.insert(0, HERE)
 import harness  # noqa: E402
 from bench_structured import _private_kb, _status_kb  # noqa: E402
 
-WORKLOADS = ("arrays", "encoded")
+WORKLOADS = ("arrays", "encoded", "hf")
 ARRAY_SHAPE = (32, 32, 3)
 JPEG_SIZE = (700, 1000)  # height, width: about 1 MiB at quality 95 with this noise
 JPEG_QUALITY = 95
@@ -101,6 +106,34 @@ def encoded_input(images: int, folder: str) -> str:
     return path
 
 
+def hf_input(images: int, folder: str) -> str:
+    """The encoded workload's JPEGs as a Hugging Face DatasetDict saved to disk (once)."""
+    import datasets
+
+    jpegs = encoded_input(images, folder)
+    path = os.path.join(folder, f"hf-{images}")
+    if os.path.exists(path):
+        return path
+    files = sorted(n for n in os.listdir(jpegs) if n.endswith(".jpg"))
+
+    def rows(part: int):
+        for index, name in enumerate(files):
+            if index // 10 % 10 in ((0, 1, 2, 3, 4, 5, 6, 7), (8,), (9,))[part]:
+                with open(os.path.join(jpegs, name), "rb") as f:
+                    yield {"image": {"bytes": f.read(), "path": None},
+                           "label": index % CLASSES}
+
+    features = datasets.Features({"image": datasets.Image(decode=False),
+                                  "label": datasets.ClassLabel(num_classes=CLASSES)})
+    splits = datasets.DatasetDict({
+        split: datasets.Dataset.from_generator(rows, features=features,
+                                               gen_kwargs={"part": part})
+        for part, split in enumerate(("train", "validation", "test"))})
+    splits.save_to_disk(path + ".tmp")
+    os.replace(path + ".tmp", path)
+    return path
+
+
 def load_input(name: str, path: str):
     """The source to convert, in memory, its number of images and the bytes it
     occupies."""
@@ -108,6 +141,14 @@ def load_input(name: str, path: str):
         with np.load(path) as data:
             x, y = data["x"], data["y"]
         return (x, y), len(x), x.nbytes + y.nbytes
+    if name == "hf":
+        import datasets
+
+        splits = datasets.load_from_disk(path)
+        mapped = sum(os.path.getsize(os.path.join(root, file))
+                     for root, _, files in os.walk(path) for file in files
+                     if file.endswith(".arrow"))
+        return splits, sum(len(part) for part in splits.values()), mapped
     import pandas as pd
 
     cells = []
@@ -220,11 +261,13 @@ def main() -> None:
     inputs = {}
     for name in names:
         started = time.perf_counter()
-        inputs[name] = (arrays_input(args.images, args.out) if name == "arrays"
-                        else encoded_input(args.large_images, args.out))
+        make = {"arrays": lambda: arrays_input(args.images, args.out),
+                "encoded": lambda: encoded_input(args.large_images, args.out),
+                "hf": lambda: hf_input(args.large_images, args.out)}[name]
+        inputs[name] = make()
         print(f"{name}: input ready in {time.perf_counter() - started:.1f} s "
               f"({inputs[name]})", file=sys.stderr, flush=True)
-    counts = {"arrays": args.images, "encoded": args.large_images}
+    counts = {"arrays": args.images, "encoded": args.large_images, "hf": args.large_images}
     script = os.path.abspath(__file__)
     runs = {name: [] for name in names}
     for number in range(args.rounds):
@@ -247,8 +290,9 @@ def main() -> None:
         seconds = statistics.median(r["seconds"] for r in done)
         images = counts[name]
         top = max(done, key=lambda r: r["anon_peak_mb"])
-        label = ("32x32x3 uint8 arrays as (x, y)" if name == "arrays"
-                 else "~1 MiB JPEGs as bytes in a DataFrame")
+        label = {"arrays": "32x32x3 uint8 arrays as (x, y)",
+                 "encoded": "~1 MiB JPEGs as bytes in a DataFrame",
+                 "hf": "the same JPEGs, a memory-mapped Hugging Face DatasetDict"}[name]
         driver_cpu = statistics.median(r["driver_cpu_seconds"] for r in done)
         workers_cpu = statistics.median(r["workers_cpu_seconds"] for r in done)
         print(f"| {label} | {images:,} | {seconds:.1f} | {images / seconds:,.0f} "
