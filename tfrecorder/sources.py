@@ -42,10 +42,10 @@ def as_frame(source) -> tuple[pd.DataFrame, dict, tuple[str, ...] | None]:
         raise SchemaError("source must be a DataFrame, a path, arrays or a dict of columns "
                           "or of splits, not an empty dict: it holds no rows.",
                           option="source")
-    if isinstance(source, Mapping) and source and all(
+    if isinstance(source, Mapping) and all(
             isinstance(key, str) and key.strip().lower() in _SPLIT_KEYS for key in source):
         return _splits_frame(source)
-    if isinstance(source, Mapping) and any(
+    if isinstance(source, Mapping) and all(  # sources, under keys that are no splits
             isinstance(v, tuple) or _is_hf_dataset(v) for v in source.values()):
         strangers = [k for k in source if not (isinstance(k, str)
                                                and k.strip().lower() in _SPLIT_KEYS)]
