@@ -83,7 +83,8 @@ class Table:
             `image_name` and `image_uri` when it holds its images (`image_cells`);
             `split` (TRAIN, VALIDATION, TEST or UNASSIGNED); `label` when it has labels
             (all str or all int; lists of them when rows are multi-label); and one
-            column per input, by its name, holding the values as stored. Its index is the source's.
+            column per input, by its name, holding the values as stored. Its index is
+            the source's.
         source: the rows as the user gave them, for the rejected-rows report.
         inputs: the input columns (features besides image, label and split).
         multi_label: whether each row's label is a list.
@@ -91,6 +92,8 @@ class Table:
             folder, the image folder, or the working directory for a DataFrame).
         class_names: the names of integer labels, where the source gives them (a Hugging
             Face ClassLabel): label i is class_names[i].
+        image_column: the source's column of images held in memory, if any (the report
+            describes its cells rather than printing them).
     """
 
     rows: pd.DataFrame
@@ -116,6 +119,7 @@ class Table:
 
     @property
     def image_files(self) -> bool:
+        """Whether the images are files to read, at `uri`."""
         return self.has_images and not self.images_in_memory
 
     @property
@@ -207,7 +211,9 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
                header: bool | None = None,
                schema: Mapping | None = None, fill_missing=None,
                chunk_rows: int | None = None, split: str | None = None) -> Table:
-    """Reads and validates `source`: a DataFrame, a CSV or Parquet path, or an image folder.
+    """Reads and validates `source`: a DataFrame, a CSV or Parquet path, an image folder,
+    or images in memory (arrays, dicts of columns or of splits, Hugging Face datasets:
+    `tfrecorder.sources`).
 
     Args:
         source: the DataFrame; the path of a CSV file; a Parquet file (`.parquet` or `.pq`)
