@@ -77,6 +77,12 @@ def holds_images(column: pd.Series) -> bool:
     return False
 
 
+def holds_bytes(column: pd.Series) -> bool:
+    """Whether a column `holds_images` holds them as encoded bytes (not pixels)."""
+    first = next((v for v in column.head(_SAMPLE).tolist() if v is not None), None)
+    return isinstance(first, _BYTES)
+
+
 def _arrow_images(column: pd.Series):
     """The Arrow type of an Arrow-backed column of images (`struct<bytes, path>`, as
     Hugging Face and its Parquet files store them), else None."""

@@ -200,7 +200,10 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
         for name in detected:       # stay what they were before images in memory existed
             types[name] = _input_type(frame[name])
     elif detected:
-        logger.info("Reading column %r as images held in memory.", detected[0])
+        # Before images in memory (issue 17), a column of image bytes was a bytes feature.
+        log = logger.warning if image_cells.holds_bytes(frame[detected[0]]) else logger.info
+        log("Reading column %r as images held in memory; to store it as bytes instead, "
+            "declare schema={%r: 'StringInput'}.", detected[0], detected[0])
     for roles in ((SPLIT_KEY,), IMAGE_TYPES):
         columns = [name for name, kind in types.items() if kind in roles]
         if len(columns) > 1:
