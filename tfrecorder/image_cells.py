@@ -251,6 +251,27 @@ def _word(data) -> int:
     return xxhash.xxh3_64_intdigest(header + data.tobytes())
 
 
+def typical_bytes(column: pd.Series, sample: int = 32) -> int:
+    """The mean size of the first `sample` images (encoded bytes, or pixels), at least 1:
+    what the local engine sizes its segments by."""
+    head = column.head(sample)
+    if _arrow_images(column) is not None:
+        import pyarrow.compute as pc
+
+        sizes = pc.binary_length(pc.struct_field(_arrow(head), "bytes")).to_pylist()
+    else:
+        sizes = [_size(image_data(cell)) for cell in head.tolist()]
+    return max(1, sum(s or 0 for s in sizes) // max(1, len(sizes)))
+
+
+def _size(data) -> int:
+    if isinstance(data, bytes):
+        return len(data)
+    if isinstance(data, np.ndarray):
+        return data.nbytes
+    return data.size[0] * data.size[1] * len(data.getbands())  # a PIL image
+
+
 def describe(cell) -> str:
     """A cell as the rejected-rows report shows it (never its pixels or bytes)."""
     if isinstance(cell, str):  # described already (the Beam engine stages it so)
