@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_ab.py --base 8eb43bd [--images 3000] [--rounds 7]
         [--sides 400,800] [--validate both|true|false]
     .venv/bin/python benchmarks/bench_ab.py --base 8eb43bd --csv-rows 1000000 [--rounds 5]
+    .venv/bin/python benchmarks/bench_ab.py --base 8eb43bd --arrays 50000 [--rounds 5]
 
 Both versions convert the same real-looking JPEGs (bench_write's crops of the sample
 photos, about 55 KB) with default options, `validate=True` and `validate=False`; each run
@@ -12,6 +13,9 @@ within minutes. The base is exported with `git archive`, so the work tree is unt
 
 With --csv-rows, both versions convert a CSV file (its path) of bench_structured's table
 without the list column (text key, float, int, label): rows/s, "CSV to TFRecord".
+
+With --arrays, both versions convert bench_memory_images' 32x32x3 uint8 arrays (made
+and cached by it) as `(x, y)`: images held in memory, stored as PNG.
 """
 
 from __future__ import annotations
@@ -48,9 +52,21 @@ print(result.num_records / (time.perf_counter() - started))
 """
 
 
+RUN_ARRAYS = """
+import sys, time, numpy as np, tfrecorder
+assert tfrecorder.__file__.startswith(sys.path[1]), (tfrecorder.__file__, sys.path[:2])
+with np.load(sys.argv[1]) as data:
+    x, y = data["x"], data["y"]
+started = time.perf_counter()
+result = tfrecorder.convert((x, y), sys.argv[2], progress=False)
+print(result.num_records / (time.perf_counter() - started))
+"""
+
+
 def rate(tree: str, table: str, out: str, validate: bool | None) -> float:
     shutil.rmtree(out, ignore_errors=True)
-    code, flag = (RUN_CSV, "") if validate is None else (RUN, str(int(validate)))
+    code, flag = ((RUN_ARRAYS if table.endswith(".npz") else RUN_CSV, "")
+                  if validate is None else (RUN, str(int(validate))))
     # cwd: `python -c` puts the working folder first on sys.path, before PYTHONPATH.
     done = subprocess.run([sys.executable, "-c", code, table, out, flag],
                           env={**os.environ, "PYTHONPATH": tree}, cwd=os.path.dirname(out),
@@ -68,10 +84,12 @@ def main() -> None:
     parser.add_argument("--validate", choices=("both", "true", "false"), default="both")
     parser.add_argument("--csv-rows", type=int, help="convert a CSV file of this many rows "
                         "without images instead")
+    parser.add_argument("--arrays", type=int, help="convert this many 32x32x3 arrays held "
+                        "in memory instead")
     args = parser.parse_args()
     sides = tuple(int(side) for side in args.sides.split(","))
     modes = {"both": (False, True), "true": (True,), "false": (False,)}[args.validate]
-    if args.csv_rows:
+    if args.csv_rows or args.arrays:
         modes = (None,)
     work = tempfile.mkdtemp(prefix="bench-ab-")
     try:
@@ -81,7 +99,14 @@ def main() -> None:
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
         table = os.path.join(work, "table.csv")
-        if args.csv_rows:
+        if args.arrays:
+            sys.path.insert(0, HERE)
+            from bench_memory_images import arrays_input
+
+            folder = "/var/tmp/tfr-bench-memory-images"
+            os.makedirs(folder, exist_ok=True)
+            table = arrays_input(args.arrays, folder)
+        elif args.csv_rows:
             sys.path.insert(0, HERE)
             from bench_structured import build_table
 
@@ -97,7 +122,7 @@ def main() -> None:
             for validate in modes:
                 old, new = rate(base, table, out, validate), rate(ROOT, table, out, validate)
                 ratios[validate].append(new / old)
-                unit = "rows/s" if validate is None else "images/s"
+                unit = "rows/s" if validate is None and not args.arrays else "images/s"
                 print(f"round {round_}, validate={validate}: base {old:.0f}, this tree "
                       f"{new:.0f} {unit} ({new / old:.2f}x)", flush=True)
         for validate, found in ratios.items():
