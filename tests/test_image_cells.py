@@ -107,6 +107,12 @@ def test_every_image_option_applies_to_arrays(tmp_path):
         assert decoded.shape == (24, 32, 3) and decoded.dtype == np.uint16
         plane = Image.fromarray(wide[int(i)][..., 0]).resize((32, 24), Image.Resampling.BICUBIC)
         np.testing.assert_array_equal(decoded[..., 0], np.asarray(plane))
+    rgba = np.stack([np.asarray(make_image((64, 48), "RGBA", seed=s)) for s in range(2)])
+    _, out = _convert((rgba, [0, 1]), tmp_path, "rgba", split="train", max_image_side=32)
+    for i, record in _records(out).items():  # with alpha: PNG, resized as Pillow resizes
+        assert record["image_format"] == b"png"
+        expected = Image.fromarray(rgba[int(i)]).resize((32, 24), Image.Resampling.BICUBIC)
+        np.testing.assert_array_equal(record["pixels"], np.asarray(expected))
     _, out = _convert((wide, [0, 1]), tmp_path, "raw", split="train", image_format="raw")
     for i, record in _records(out).items():  # 8 bits of 16, as TensorFlow reads them
         np.testing.assert_array_equal(record["pixels"], (wide[int(i)] >> 8).astype(np.uint8))
