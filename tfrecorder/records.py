@@ -19,6 +19,8 @@ TensorFlow's bundled libjpeg and libpng read, found by experiment with TF 2.21:
   allows (TensorFlow reads them all, 16-bit ones too) and the file ends with IEND.
   A bad CRC means damaged data: the image is rejected, naming the chunk.
 - Other formats are converted to PNG, losslessly (see `ImageOptions` for bit depths).
+- Images held in memory (`image_cells`): bytes are read as a file's bytes; arrays are
+  written as PNG by `_png` (8 or 16 bits, 1 to 4 channels), PIL images through Pillow.
 
 Unless `validate=False`, every image is also fully decoded once here, strictly: a JPEG
 whose data libjpeg warns is damaged (see `_HARMLESS_JPEG_WARNINGS` for the few warnings
