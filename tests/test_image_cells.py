@@ -372,3 +372,21 @@ def test_a_column_of_image_bytes_read_as_images_says_so(tmp_path, caplog):
     _, out = _convert(pd.DataFrame({"thumb": thumbs, "n": [1, 2]}), tmp_path, "kept",
                       split="train", schema={"thumb": "StringInput"})
     assert read_manifest(out)["features"]["thumb"]["dtype"] == "string"
+
+
+def test_a_pil_image_is_stored_as_the_array_of_its_pixels_is(tmp_path):
+    arrays = [np.asarray(make_image((12, 9), mode, seed=1)) for mode in ("L", "RGB", "RGBA")]
+    grey16 = (np.arange(108, dtype=np.uint16).reshape(9, 12) * 601)
+    images = [Image.fromarray(a) for a in arrays] + [Image.fromarray(grey16)]
+    _, from_arrays = _convert(pd.DataFrame({"image": pd.Series([*arrays, grey16],
+                                                               dtype=object)}),
+                              tmp_path, "arrays", split="train")
+    _, from_pil = _convert(pd.DataFrame({"image": pd.Series(images, dtype=object)}),
+                           tmp_path, "pil", split="train")
+    assert {k: r["image"] for k, r in _records(from_arrays).items()} == \
+        {k: r["image"] for k, r in _records(from_pil).items()}
+    result, out = _convert(pd.DataFrame({"image": pd.Series(
+        [Image.fromarray(np.ones((4, 4), np.float32))], dtype=object)}), tmp_path, "float",
+        split="train", max_rejected=1.0)
+    assert result.num_rejected == 1
+    assert "32-bit floating-point pixels" in (Path(out) / "rejected.csv").read_text()

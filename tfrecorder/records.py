@@ -20,7 +20,7 @@ TensorFlow's bundled libjpeg and libpng read, found by experiment with TF 2.21:
   A bad CRC means damaged data: the image is rejected, naming the chunk.
 - Other formats are converted to PNG, losslessly (see `ImageOptions` for bit depths).
 - Images held in memory (`image_cells`): bytes are read as a file's bytes; arrays are
-  written as PNG by `_png` (8 or 16 bits, 1 to 4 channels), PIL images through Pillow.
+  written as PNG by `_png` (8 or 16 bits, 1 to 4 channels), PIL images as their pixels.
 
 Unless `validate=False`, every image is also fully decoded once here, strictly: a JPEG
 whose data libjpeg warns is damaged (see `_HARMLESS_JPEG_WARNINGS` for the few warnings
@@ -218,9 +218,9 @@ def _converted(data: bytes, options: ImageOptions, can_draft: bool
 def _encode_pixels(pixels, options: ImageOptions) -> tuple[bytes, str, int, int, int]:
     """An image held in memory as pixels (a NumPy array `image_cells` checked, or a PIL
     image), stored as `options` say: losslessly as PNG by default."""
-    if not isinstance(pixels, np.ndarray):  # a PIL image
+    if not isinstance(pixels, np.ndarray):  # a PIL image: its pixels, in a mode PNG holds
         _check_pixels(*pixels.size, options.max_image_pixels)
-        return _stored(pixels, _target_size(pixels.size, options), options)
+        pixels = np.asarray(_normalized(pixels))  # L, LA, RGB, RGBA, or I;16 as uint16
     height, width = pixels.shape[:2]
     _check_pixels(width, height, options.max_image_pixels)
     target = _target_size((width, height), options)
