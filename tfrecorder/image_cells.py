@@ -4,8 +4,8 @@ images, and Hugging Face's `{"bytes": ..., "path": ...}` dicts.
 This module is their one home. `schema` asks it whether a column holds such images
 (`holds_images`); `table` has it check every cell before any work starts
 (`check_cells`: a wrong dtype or shape is an error naming the rows) and name each image
-(`names_and_paths`); `hashing` gets a word per image from it (`image_words`: an image
-keeps its split between runs, and exact copies share one); `records` takes each cell
+(`names_and_paths`), and hash each image once (`image_words`, `Table.image_hashes`: an
+image keeps its split between runs, and exact copies share one); `records` takes each cell
 as it encodes it (`image_data`: bytes, as a file's, or pixels); the Beam engine stages
 cells with `staged`/`unstaged`; the rejected-rows report shows a cell as `describe` puts
 it. The cells themselves are never copied in the driver: workers read them from the
@@ -109,19 +109,19 @@ def check_cells(column: pd.Series) -> None:
         return
     problems: dict[str, list] = {}
     for index, value in zip(column.index.tolist(), column.tolist()):
-        problem = cell_problem(value)
+        problem = _cell_problem(value)
         if problem is not None:
             problems.setdefault(problem, []).append(index)
     if problems:
         _raise(column.name, problems)
 
 
-def cell_problem(value) -> str | None:
+def _cell_problem(value) -> str | None:
     """Why `value` cannot be an image cell, or None."""
     if isinstance(value, _BYTES) or _is_pil(value):
         return None
     if isinstance(value, np.ndarray):
-        return array_problem(value)
+        return _array_problem(value)
     if isinstance(value, dict):
         if not _is_image_dict(value):
             return (f"a dict with keys {sorted(map(str, value))}; an image dict has "
@@ -135,7 +135,7 @@ def cell_problem(value) -> str | None:
     return f"a {type(value).__name__}, not an image"
 
 
-def array_problem(array: np.ndarray) -> str | None:
+def _array_problem(array: np.ndarray) -> str | None:
     """Why `array` cannot be stored as an image, or None."""
     shape = "x".join(map(str, array.shape)) or "()"
     kind = f"{'an' if array.dtype.name[0] in 'aio' else 'a'} {array.dtype} array"  # a uint8

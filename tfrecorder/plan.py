@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tfrecorder import image_cells
 from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.manifest import LABEL, SPLITS, Split, shard_filename
@@ -266,7 +265,7 @@ def split_points(table: Table, wanted: np.ndarray) -> np.ndarray:
     without images, of its values (`Table.value_hashes`), so a row keeps its split from
     run to run, whatever its order."""
     if table.images_in_memory:  # the image's content: exact copies share a split
-        return image_cells.image_words(table.rows["image"])[wanted] / 2**64
+        return table.image_hashes[wanted] / 2**64
     if table.has_images:
         return _uri_points(table.rows["image_uri"][wanted].tolist())
     return table.value_hashes[wanted] / 2**64

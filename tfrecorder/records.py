@@ -219,7 +219,7 @@ def _encode_pixels(pixels, options: ImageOptions) -> tuple[bytes, str, int, int,
     """An image held in memory as pixels (a NumPy array `image_cells` checked, or a PIL
     image), stored as `options` say: losslessly as PNG by default."""
     if not isinstance(pixels, np.ndarray):  # a PIL image: its pixels, in a mode PNG holds
-        _check_pixels(*pixels.size, options.max_image_pixels)
+        _check_pixels(*pixels.size, options.max_image_pixels)  # before any conversion
         pixels = np.asarray(_normalized(pixels))  # L, LA, RGB, RGBA, or I;16 as uint16
     height, width = pixels.shape[:2]
     _check_pixels(width, height, options.max_image_pixels)

@@ -140,11 +140,18 @@ class Table:
         return remote[~buckets.duplicated()].tolist()
 
     @functools.cached_property
+    def image_hashes(self) -> np.ndarray:
+        """Each image's 64-bit content word (`image_cells.image_words`), for a table
+        holding its images: what UNASSIGNED rows' splits are drawn from, and part of
+        `value_hashes`. Computed once: every image is read to compute it."""
+        return image_cells.image_words(self.rows["image"])
+
+    @functools.cached_property
     def value_hashes(self) -> np.ndarray:
         """Each row's 64-bit hash of its values besides its split (`hashing`): what a
         table without images draws UNASSIGNED rows' splits from, and what a resumed run
         checks. Computed once: 8 bytes a row."""
-        words = [(name, image_cells.image_words(self.rows[name]) if name == "image"
+        words = [(name, self.image_hashes if name == "image"
                   else hashing.cell_words(self.rows[name]))
                  for name in self.rows.columns if name not in ("split", "image_name")]
         return hashing.row_hashes(words)
