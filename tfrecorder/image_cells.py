@@ -23,6 +23,7 @@ import pandas as pd
 import xxhash
 
 from tfrecorder.errors import SchemaError
+from tfrecorder.wording import name_rows
 
 # Arrays are images when they are one of these: 8- or 16-bit, grey (H x W or H x W x 1),
 # grey and alpha (x 2), RGB (x 3) or RGBA (x 4): what a PNG holds exactly.
@@ -170,7 +171,6 @@ def _arrow(column: pd.Series):
 
 
 def _raise(name, problems: dict[str, list]) -> None:
-    from tfrecorder.schema import name_rows
 
     rows = [i for found in problems.values() for i in found]
     named = "; ".join(f"{name_rows(found)}: {problem}" for problem, found in problems.items())

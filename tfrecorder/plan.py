@@ -28,8 +28,8 @@ from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.manifest import LABEL, SPLITS, Split, shard_filename
 from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, ImageOptions, SplitOptions
 from tfrecorder.rows import Row
-from tfrecorder.schema import name_rows
 from tfrecorder.table import UNASSIGNED, ArrowColumn, Table, arrow_backed, rows_at
+from tfrecorder.wording import name_rows
 
 logger = logging.getLogger(__name__)
 

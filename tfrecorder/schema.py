@@ -19,7 +19,7 @@ import itertools
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +28,7 @@ import pandas as pd
 from tfrecorder import image_cells
 from tfrecorder.errors import VALUE, Option, SchemaError
 from tfrecorder.example import number_grid
+from tfrecorder.wording import dropping, name_rows, sole
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,6 @@ SYNONYMS = {
 _BY_LOWER_NAME = {re.sub(r"[_\s]", "", name.lower()): name for name in TYPES}
 
 
-_MAX_ROWS_NAMED = 5
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _INT64 = (-(2**63), 2**63 - 1)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -86,25 +86,6 @@ class Column:
     @property
     def dtype(self) -> str:
         return "int64" if self.kind == "categorical" else self.kind
-
-
-def name_rows(index) -> str:
-    """'rows 3, 7 and 12 more' for an error message."""
-    index = list(index)
-    shown = ", ".join(str(i) for i in index[:_MAX_ROWS_NAMED])
-    more = f" and {len(index) - _MAX_ROWS_NAMED} more" if len(index) > _MAX_ROWS_NAMED else ""
-    return f"row{'s' if len(index) > 1 else ''} {shown}{more}"
-
-
-def sole(names: Iterable):
-    """The one column at fault, for an error's `column`; None when several are."""
-    names = list(names)
-    return names[0] if len(names) == 1 else None
-
-
-def dropping(*columns: str) -> Option:
-    """The advice that drops `columns`: `schema={'notes': None}` (`--schema notes=drop`)."""
-    return Option("schema", dict.fromkeys(columns))
 
 
 def name_key(name) -> str:

@@ -51,17 +51,15 @@ from tfrecorder.schema import (
     STRING_LABEL,
     Column,
     column_types,
-    dropping,
     flat,
     input_column,
     is_list,
     is_missing,
     label_columns,
-    name_rows,
     role_by_name,
-    sole,
     synonym_role,
 )
+from tfrecorder.wording import dropping, name_rows, sole
 
 logger = logging.getLogger(__name__)
 

@@ -49,8 +49,9 @@ from tfrecorder.records import encode_rows_without_images
 from tfrecorder.resume import Journal
 from tfrecorder.rows import Rejection, Row
 from tfrecorder.statistics import ShardFacts
-from tfrecorder.table import Table, name_rows
+from tfrecorder.table import Table
 from tfrecorder.tfrecord import ShardWriter, framed
+from tfrecorder.wording import name_rows
 
 logger = logging.getLogger(__name__)
 
