@@ -8,8 +8,12 @@ still loads the writer. Absolute (`tfrecorder.x`, `from tfrecorder import x`) an
 relative (`from . import x`) imports count alike, and `from tfrecorder.sources import
 csv` is an import of the module `sources.csv` when that file exists. A package's
 `__init__.py` is the module named by the package (`engines`, and `tfrecorder` for the
-root). Importing `sources.csv` also runs `sources/__init__.py`; that implicit edge to
-the parent package is not counted, so only the imports written in the code make edges.
+root). Importing `sources.csv` also runs `sources/__init__.py` (and `tfrecorder/__init__`,
+which imports the whole public API); that implicit edge to a parent package is not
+counted, and neither is an import of a package the module is inside (`import tfrecorder`
+in `engines/shipping.py`, `from tfrecorder.engines import Engine` in `engines/local.py`):
+Python ran that `__init__` before the module, so the import loads nothing new. Counted,
+the root's would tie every module to every other.
 
 The rules, and why:
 - No import circles among our modules, at any level (`ALLOWED_CIRCLES` names the
