@@ -141,8 +141,8 @@ def test_convert_and_load(image_table, tmp_path):
 
 
 def test_clear_errors(dataset, image_table, tmp_path):
-    with pytest.raises(ValueError, match=r"no 'dev' split; it has \['test', 'train', 'valid"):
-        tfrecorder.load(dataset, "dev")
+    with pytest.raises(ValueError, match=r"no 'holdout' split; it has \['test', 'train', 'valid"):
+        tfrecorder.load(dataset, "holdout")
     with pytest.raises(FileNotFoundError, match="not a finished tfrecorder dataset"):
         tfrecorder.load(tmp_path)
     unlabelled = str(tmp_path / "unlabelled")

@@ -148,7 +148,7 @@ def test_same_input_same_plan():
     ({"unassigned_split": (0.5, 0.5, 0.5)}, "sum to 1"),
     ({"unassigned_split": (1.0, 0.0)}, "three fractions"),
     ({"num_shards": 0}, "positive int"),
-    ({"num_shards": {"dev": 2}}, "unknown split 'dev'"),
+    ({"num_shards": {"prod": 2}}, "unknown split 'prod'"),
     ({"compression": "zstd"}, "compression"),
 ])
 def test_bad_plan_options_are_refused(options, message):

@@ -36,12 +36,12 @@ def test_a_misnamed_image_column_is_refused_not_stored_as_text():
 
 
 def test_unknown_split_values_are_named_with_their_rows():
-    df = frame(split=["TRAIN", "TRIAN", "dev", "TRIAN"], label=list("abcd"))
+    df = frame(split=["TRAIN", "TRIAN", "prod", "TRIAN"], label=list("abcd"))
     with pytest.raises(SchemaError) as error:
         load_table(df)
     message = str(error.value)
     assert "column 'split'" in message
-    assert "'TRIAN' at rows 1, 3" in message and "'dev' at row 2" in message
+    assert "'TRIAN' at rows 1, 3" in message and "'prod' at row 2" in message
 
 
 @pytest.mark.parametrize("bad", [None, np.nan, "", "   "])
@@ -99,7 +99,7 @@ def schema(**columns) -> Option:
 # A bad table (a DataFrame, or the text of a CSV file), what load_table is given besides,
 # and the data its error carries: (column, rows, option, fix).
 ERRORS_WITH_DATA = [
-    pytest.param(frame(split=["TRAIN", "TRIAN", "dev"]), {},
+    pytest.param(frame(split=["TRAIN", "TRIAN", "prod"]), {},
                  ("split", [1, 2], None, ()), id="unknown split"),
     pytest.param("TRAIN,/a.jpg,cat\n\nTRAIN,/b.jpg,\nBOGUS,/c.jpg,cat\n", {},
                  ("split", [4], None, ()), id="unknown split in a CSV: its line"),

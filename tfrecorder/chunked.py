@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
-from tfrecorder.manifest import SPLITS
 from tfrecorder.schema import (
     IMAGE_URI,
     INPUT_KINDS,
@@ -44,7 +43,8 @@ from tfrecorder.schema import (
     column_types,
     is_missing,
 )
-from tfrecorder.table import UNASSIGNED, Table, arrow_backed, validate
+from tfrecorder.splits import SPLITS, UNASSIGNED
+from tfrecorder.table import Table, arrow_backed, validate
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from tfrecorder import fs
 from tfrecorder.errors import OptionError, warn_user
-from tfrecorder.manifest import Split
+from tfrecorder.splits import Split
 
 # Where 2.0 wrote when no output_dir was given.
 DEFAULT_OUTPUT_DIR = "./tfrecords"
@@ -128,7 +128,7 @@ def split_name(name: str | None) -> str | None:
         split = Split(name)
     except ValueError:  # the manifest names the splits there are
         return name
-    if name != split.value:
+    if name.strip() == split.stored:  # "TRAIN"; other spellings ("val") are ours too
         deprecated(f"split={name!r}", f"split={split.value!r}")
     return split.value
 

@@ -14,7 +14,6 @@ lock, its journal and files under temporary names (see `output`).
 
 from __future__ import annotations
 
-import enum
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any
 
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
+from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names its splits so)
 
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
@@ -34,29 +34,6 @@ TEMP_MARKER = ".tmp-"  # a file being written: `name.tmp-<run id>`
 LOCK = ".tfrecorder.lock"  # held by the run writing into the folder
 
 
-class Split(enum.StrEnum):
-    """A split of the dataset. Its value names it in the manifest, in file names and in
-    `load` ("train"); AutoML tables and the records' `split` feature spell it in capitals
-    (`stored`), as TFRecorder did."""
-
-    TRAIN = "train"
-    VALIDATION = "validation"
-    TEST = "test"
-
-    @property
-    def stored(self) -> str:
-        """The split as records store it: "TRAIN"."""
-        return self.name
-
-    @classmethod
-    def _missing_(cls, value):
-        """"TRAIN" (tables, records, TFRecorder 2.0) and any other case name it too."""
-        if isinstance(value, str):
-            return cls.__members__.get(value.upper())
-        return None
-
-
-SPLITS = tuple(Split)  # in writing order
 _STORED_SPLIT = {split: split.stored for split in Split}  # "train" finds TRAIN too (str)
 
 

@@ -26,11 +26,9 @@ from typing import Any
 import numpy as np
 
 from tfrecorder.errors import Option, OptionError
-from tfrecorder.manifest import SPLITS
+from tfrecorder.splits import SPLITS, Split, spellings_text, split_named
 from tfrecorder.tfrecord import COMPRESSIONS
 from tfrecorder.vocabulary import class_names
-
-SPLIT_NAMES = ("TRAIN", "VALIDATION", "TEST", "UNASSIGNED")  # `split=`, in any case
 
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
@@ -134,7 +132,7 @@ class TableOptions(_Checked):
 
     split: str | None = option(
         None, "the split of every row, for a source without a split column (NumPy arrays, "
-        "a Hugging Face Dataset): TRAIN, VALIDATION, TEST or UNASSIGNED. A dict of "
+        "a Hugging Face Dataset): TRAIN, VALIDATION, TEST or UNASSIGNED, any case. A dict of "
         "sources by split, or a DatasetDict, names each part's split by its key.", "text",
         metavar="SPLIT", help="the split of every row of a source without a split column")
     chunk_rows: int | None = option(
@@ -149,8 +147,8 @@ class TableOptions(_Checked):
         self._bool("header", optional=True)
         self._int("chunk_rows", "a positive int (rows) or None", minimum=1)
         self._require("split", self.split is None or (
-            isinstance(self.split, str) and self.split.strip().upper() in SPLIT_NAMES),
-            f"one of {', '.join(SPLIT_NAMES)} (any case) or None")
+            isinstance(self.split, str) and split_named(self.split) is not None),
+            f"{spellings_text()}, or None")
         self._require("schema", self.schema is None or isinstance(self.schema, Mapping),
                       "a dict of column names to types")
 
@@ -350,12 +348,19 @@ class ShardOptions(_Checked):
         help="compress the shards (default: none)")
 
     def __post_init__(self):
+        if isinstance(self.num_shards, Mapping):  # any spelling of a split: {"val": 2}
+            unknown = [k for k in self.num_shards
+                       if not isinstance(k, str) or not isinstance(split_named(k), Split)]
+            if unknown:
+                raise OptionError(Option("num_shards"), f" names an unknown split "
+                                  f"{unknown[0]!r}; name {', '.join(SPLITS)} (any case, or "
+                                  "another spelling of them: val, dev, testing...)",
+                                  option="num_shards")
+            object.__setattr__(self, "num_shards", {
+                split_named(k).value: count for k, count in self.num_shards.items()})
         counts = (self.num_shards.items() if isinstance(self.num_shards, Mapping)
                   else [("", self.num_shards)])
-        for split, count in counts:
-            if split and split not in SPLITS:
-                raise OptionError(Option("num_shards"), f" names an unknown split {split!r}",
-                                  option="num_shards")
+        for _, count in counts:
             if count is not None and not (is_int(count) and count >= 1):
                 raise _refuse("num_shards", "a positive int", count)
         self._require("shard_size_mb", _is_number(self.shard_size_mb)

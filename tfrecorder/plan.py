@@ -25,10 +25,11 @@ import pandas as pd
 
 from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
-from tfrecorder.manifest import LABEL, SPLITS, Split, shard_filename
+from tfrecorder.manifest import LABEL, shard_filename
 from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, ImageOptions, SplitOptions
 from tfrecorder.rows import Row
-from tfrecorder.table import UNASSIGNED, ArrowColumn, Table, arrow_backed, rows_at
+from tfrecorder.splits import SPLITS, UNASSIGNED, Split
+from tfrecorder.table import ArrowColumn, Table, arrow_backed, rows_at
 from tfrecorder.wording import name_rows
 
 logger = logging.getLogger(__name__)

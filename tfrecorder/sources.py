@@ -17,11 +17,7 @@ import pandas as pd
 
 from tfrecorder.errors import SchemaError
 from tfrecorder.schema import role_by_name
-
-# Keys a dict of splits may use for each split (compared in lower case).
-_SPLIT_KEYS = {"train": "TRAIN", "training": "TRAIN", "validation": "VALIDATION",
-               "valid": "VALIDATION", "val": "VALIDATION", "dev": "VALIDATION",
-               "test": "TEST", "testing": "TEST", "unassigned": "UNASSIGNED"}
+from tfrecorder.splits import spellings_text, split_named
 
 
 def is_in_memory(source) -> bool:
@@ -43,15 +39,15 @@ def as_frame(source) -> tuple[pd.DataFrame, dict, tuple[str, ...] | None]:
                           "or of splits, not an empty dict: it holds no rows.",
                           option="source")
     if isinstance(source, Mapping) and all(
-            isinstance(key, str) and key.strip().lower() in _SPLIT_KEYS for key in source):
+            isinstance(key, str) and split_named(key) is not None for key in source):
         return _splits_frame(source)
     if isinstance(source, Mapping) and all(  # sources, under keys that are no splits
             isinstance(v, tuple) or _is_hf_dataset(v) for v in source.values()):
         strangers = [k for k in source if not (isinstance(k, str)
-                                               and k.strip().lower() in _SPLIT_KEYS)]
+                                               and split_named(k) is not None)]
         raise SchemaError(
             f"a dict of sources by split needs split names as its keys, not {strangers[0]!r}"
-            f" (use one of {sorted(_SPLIT_KEYS)}).", option="source")
+            f" (use {spellings_text()}).", option="source")
     return _part_frame(source, index_prefix=None)
 
 
@@ -64,7 +60,7 @@ def _splits_frame(source: Mapping) -> tuple[pd.DataFrame, dict, tuple[str, ...] 
                 f"the {key!r} part of a dict of splits has its own 'split' column: the key "
                 "names its split. Drop the column, or pass that part alone.",
                 column="split")
-        frame.insert(0, "split", _SPLIT_KEYS[key.strip().lower()])
+        frame.insert(0, "split", split_named(key))
         frames.append(frame)
         schema.update(part_schema)
         if part_names is not None and names is not None and part_names != names:

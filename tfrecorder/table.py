@@ -39,7 +39,7 @@ import pandas as pd
 
 from tfrecorder import fs, hashing, image_cells, sources
 from tfrecorder.errors import Option, OptionError, SchemaError, SourceNotFoundError
-from tfrecorder.manifest import RESERVED, SPLITS, Split
+from tfrecorder.manifest import RESERVED
 from tfrecorder.schema import (
     IMAGE,
     IMAGE_TYPES,
@@ -59,14 +59,11 @@ from tfrecorder.schema import (
     role_by_name,
     synonym_role,
 )
+from tfrecorder.splits import SPLITS, UNASSIGNED, spellings_text, split_named
 from tfrecorder.wording import dropping, name_rows, sole
 
 logger = logging.getLogger(__name__)
 
-UNASSIGNED = "unassigned"  # a row whose split the plan draws (not a `Split`)
-_SPLIT_ALIASES = {"TRAIN": Split.TRAIN, "TRAINING": Split.TRAIN,
-                  "VALIDATION": Split.VALIDATION, "TEST": Split.TEST,
-                  "UNASSIGNED": UNASSIGNED, "": UNASSIGNED}
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -351,7 +348,7 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     # Categorical: one byte a row, where a column of references took eight.
     rows["split"] = _splits(frame[split_column]) if split_column is not None \
         else pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8),
-                                       [_SPLIT_ALIASES[(split or "").strip().upper()]])
+                                       [_split_cell(split)])
     multi_label = False
     if label_columns(types):
         rows["label"], multi_label = _labels(frame, label_columns(types), types)
@@ -440,8 +437,8 @@ def _holds_split_names(column: pd.Series, sample: list) -> bool:
     def split_names(values) -> bool:
         texts = [v for v in values if not is_missing(v)]
         return bool(texts) and all(
-            isinstance(v, str) and v.strip().upper() in _SPLIT_ALIASES for v in texts) \
-            and any(_SPLIT_ALIASES[v.strip().upper()] in SPLITS for v in texts)
+            isinstance(v, str) and _split_cell(v) is not None for v in texts) \
+            and any(_split_cell(v) in SPLITS for v in texts)
 
     if not split_names(sample):
         return False
@@ -452,7 +449,7 @@ def _holds_split_names(column: pd.Series, sample: list) -> bool:
 
 
 def _first_split_name(sample: list) -> str:
-    return next(v for v in sample if _SPLIT_ALIASES[v.strip().upper()] in SPLITS)
+    return next(v for v in sample if _split_cell(v) in SPLITS)
 
 
 def _integer_values(column: pd.Series) -> bool:
@@ -600,14 +597,20 @@ def _is_regular_file(path: str) -> bool:
         return False
 
 
+def _split_cell(value) -> str | None:
+    """The split a table's cell names (`splits.split_named`); a blank is UNASSIGNED."""
+    if is_missing(value) or not str(value).strip():
+        return UNASSIGNED
+    return split_named(str(value))
+
+
 def _splits(column: pd.Series) -> pd.Categorical:
     """Every row's split (a `Split`, or UNASSIGNED), each distinct value read once."""
     try:
         codes, distinct = pd.factorize(column, use_na_sentinel=False)
     except TypeError:  # unhashable values: read one by one, below
         return pd.Categorical(_each_split(column))
-    normalized = [_SPLIT_ALIASES.get("" if is_missing(value) else str(value).strip().upper())
-                  for value in distinct.tolist()]
+    normalized = [_split_cell(value) for value in distinct.tolist()]
     if None in normalized:
         _each_split(column)  # raises, naming the rows
     return pd.Categorical(np.array(normalized, dtype=object)[codes])
@@ -616,16 +619,15 @@ def _splits(column: pd.Series) -> pd.Categorical:
 def _each_split(column: pd.Series) -> list[str]:
     normalized, bad = [], {}
     for i, value in _items(column):
-        key = "" if is_missing(value) else str(value).strip().upper()
-        split = _SPLIT_ALIASES.get(key)
+        split = _split_cell(value)
         if split is None:
             bad.setdefault(str(value), []).append(i)
         normalized.append(split)
     if bad:
         values = "; ".join(f"{v!r} at {name_rows(rows)}" for v, rows in bad.items())
         raise SchemaError(
-            f"column {column.name!r} has unknown values: {values}. Use TRAIN, VALIDATION, TEST or "
-            "UNASSIGNED (any case; TRAINING is read as TRAIN, a blank as UNASSIGNED).",
+            f"column {column.name!r} has unknown values: {values}. Use {spellings_text()}; a "
+            "blank is UNASSIGNED.",
             column=column.name,
             rows=[i for i, split in zip(column.index.tolist(), normalized) if split is None])
     return normalized
@@ -911,7 +913,7 @@ def _check_delimiter(records: list[list[str]], path: str, names: set[str]) -> No
             continue
         first = [part.strip() for r in records for part in r[0].split(separator)[:1]]
         if any(_names_a_column(cell, names) for cell in records[0][0].split(separator)) or \
-                all(cell.upper() in _SPLIT_ALIASES and cell for cell in first):
+                all(cell and _split_cell(cell) is not None for cell in first):
             raise SchemaError(
                 f"the CSV file {path!r} looks {what}-separated: its first line "
                 f"{records[0][0]!r} is a single column when split at commas. tfrecorder "
@@ -931,7 +933,7 @@ def _automl_columns(records: list[list[str]], width: int, base_dir: str = "") ->
     if width == 1:
         return ["image_uri"]
     if width == 2:
-        if all(r[0].strip().upper() in _SPLIT_ALIASES for r in records):
+        if all(_split_cell(r[0]) is not None for r in records):
             return ["split", "image_uri"]
         return ["image_uri", "label"]
     first = [r[0] for r in records]
@@ -1140,19 +1142,13 @@ def _first_local_file_is_image(values: list, base_dir: str) -> bool:
 
 # --- image folders -------------------------------------------------------------------
 
-# Folder names that mean a split, any case: `val/`, `valid/` and `dev/` beside `train/`
-# are the validation split of many published datasets, never a class.
-_FOLDER_SPLITS = {"train": Split.TRAIN, "training": Split.TRAIN,
-                  "validation": Split.VALIDATION, "val": Split.VALIDATION,
-                  "valid": Split.VALIDATION, "dev": Split.VALIDATION, "test": Split.TEST,
-                  "unassigned": UNASSIGNED}
 _STRAY_SNIFFED = 100  # stray files without an image extension whose bytes are looked at
 
 
 def _folder_table(root: str) -> pd.DataFrame:
     """Rows for a folder laid out as `label/file` or `split/label/file`.
 
-    A first level made only of split names (`_FOLDER_SPLITS`, any case) means
+    A first level made only of split names (`splits.SPELLINGS`, any case) means
     `split/label/...`; otherwise the first level is the label. Split folders holding
     label folders beside other folders are an error: which folders are classes is
     unclear. Files may sit deeper below the label folder. Hidden files (a leading '.')
@@ -1169,7 +1165,7 @@ def _folder_table(root: str) -> pd.DataFrame:
     if not entries:
         raise SchemaError(f"the folder {root!r} holds no files.")
     folders = {parts[0] for _, parts in entries if len(parts) > 1}
-    split_folders = sorted(f for f in folders if f.lower() in _FOLDER_SPLITS)
+    split_folders = sorted(f for f in folders if split_named(f) is not None)
     by_split = bool(folders) and len(split_folders) == len(folders)
     if split_folders and not by_split and all(
             len(parts) > 2 for _, parts in entries if parts[0] in split_folders):
@@ -1201,7 +1197,7 @@ def _folder_table(root: str) -> pd.DataFrame:
          "label": [parts[depth - 2] for _, parts in entries]}
     )
     if by_split:
-        frame.insert(0, "split", [_FOLDER_SPLITS[parts[0].lower()] for _, parts in entries])
+        frame.insert(0, "split", [split_named(parts[0]) for _, parts in entries])
     return frame
 
 
