@@ -8,7 +8,7 @@ The table is bench_structured.py's five columns (text key, float, int, categoric
 a list of 4 floats), written once as Parquet (1M-row row groups) and cached. Each
 contender converts that file in a fresh process: the whole file read into pandas at once,
 then in chunks of 250,000 rows (validated a chunk at a time and memory-mapped,
-`tfrecorder.chunked`). Reported: seconds, the driver's peak anonymous memory (RssAnon,
+`tfrecorder.sources.chunked`). Reported: seconds, the driver's peak anonymous memory (RssAnon,
 sampled every 20 ms: what the process holds for itself; mapped file pages are page cache
 the kernel can drop), its peak RSS (VmHWM, which counts mapped pages too), and the
 workers' peak private memory. The two datasets are compared file by file.
@@ -63,7 +63,7 @@ def _watch(peaks: dict, done: threading.Event) -> None:
 
 def contender(name: str, path: str, out: str) -> dict:
     import tfrecorder
-    from tfrecorder import chunked
+    from tfrecorder.sources import chunked
 
     chunk_rows = CONTENDERS[name]
     if chunk_rows is None:

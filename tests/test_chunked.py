@@ -1,4 +1,4 @@
-"""Sources read in chunks (`chunk_rows`, `tfrecorder.chunked`): the same dataset, byte for
+"""Sources read in chunks (`chunk_rows`, `tfrecorder.sources.chunked`): the same dataset, byte for
 byte, as the whole file read at once, from CSV and Parquet files of every column kind;
 the table memory-mapped from files that are already gone; type changes between chunks
 refused with the way out.
@@ -25,8 +25,8 @@ from test_remote import upload_folder
 from test_schema import records
 
 import tfrecorder
-from tfrecorder import SchemaError, chunked
-from tfrecorder.table import load_table
+from tfrecorder import SchemaError
+from tfrecorder.sources import chunked, load_table
 
 
 def dataset_files(folder) -> dict[str, bytes]:
@@ -219,7 +219,7 @@ def test_a_large_source_is_read_in_chunks_by_default(tmp_path, scratch, monkeypa
     assert "in chunks" not in caplog.text
     monkeypatch.setattr(chunked, "_AUTO_SHARE", 1e-12)
     monkeypatch.setattr(chunked, "DEFAULT_CHUNK_ROWS", 64)
-    with caplog.at_level(logging.INFO, logger="tfrecorder.chunked"):
+    with caplog.at_level(logging.INFO, logger="tfrecorder.sources.chunked"):
         tfrecorder.convert(str(csv), str(tmp_path / "auto"), progress=False)
     assert "in chunks of 64 rows" in caplog.text
     assert dataset_files(tmp_path / "auto") == dataset_files(whole)

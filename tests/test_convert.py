@@ -200,8 +200,8 @@ def test_leftovers_of_an_interrupted_run_are_not_taken_for_a_dataset(image_table
 
 def test_input_errors_come_before_any_file_is_touched(image_table, tmp_path):
     out = tmp_path / "out"
-    bad = image_table.assign(split=["TRAIN"] * 23 + ["DEV"])
-    with pytest.raises(tfrecorder.SchemaError, match="'DEV' at row 23"):
+    bad = image_table.assign(split=["TRAIN"] * 23 + ["PROD"])
+    with pytest.raises(tfrecorder.SchemaError, match="'PROD' at row 23"):
         tfrecorder.convert(bad, str(out), progress=False)
     with pytest.raises(ValueError, match="num_shards"):
         tfrecorder.convert(image_table, str(out), num_shards=-1)

@@ -287,7 +287,7 @@ def test_the_command_line_converts_a_parquet_file_of_image_bytes(tmp_path):
 
 
 def test_a_source_of_image_bytes_is_read_whole_not_in_chunks(tmp_path, monkeypatch):
-    from tfrecorder import chunked
+    from tfrecorder.sources import chunked
 
     source = tmp_path / "images.parquet"
     pngs = [image_bytes(make_image((10, 8), seed=s), "PNG") for s in range(6)]

@@ -19,7 +19,7 @@ from test_schema import records
 import tfrecorder
 from tfrecorder import SchemaError
 from tfrecorder.errors import OptionError
-from tfrecorder.table import load_table
+from tfrecorder.sources import load_table
 
 SPLITS = ("train", "validation", "test")
 

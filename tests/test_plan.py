@@ -13,7 +13,7 @@ from tfrecorder.plan import (
     shuffled_order,
     split_by_hash,
 )
-from tfrecorder.table import load_table
+from tfrecorder.sources import load_table
 
 
 def plan_for(n=100, splits=None, labels=None, **options):

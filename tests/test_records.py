@@ -203,7 +203,7 @@ def test_rows_without_images_encode_a_column_at_a_time_to_the_row_encoders_bytes
     from tfrecorder.options import ConvertOptions
     from tfrecorder.plan import PlannedTable, make_plan
     from tfrecorder.records import encode_rows_without_images
-    from tfrecorder.table import load_table
+    from tfrecorder.sources import load_table
 
     rows = 200
     table = load_table(pd.DataFrame({

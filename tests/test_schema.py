@@ -15,7 +15,7 @@ from helpers import shard_bytes, write_image
 import tfrecorder
 from tfrecorder import SchemaError
 from tfrecorder.errors import VALUE, Option
-from tfrecorder.table import load_table
+from tfrecorder.sources import load_table
 
 
 def records(output_dir) -> dict[str, dict]:

@@ -6,7 +6,7 @@ import pytest
 
 from tfrecorder import SchemaError
 from tfrecorder.errors import Option
-from tfrecorder.table import load_table
+from tfrecorder.sources import load_table
 
 
 def frame(**columns):

@@ -14,7 +14,8 @@ from PIL import Image
 
 import tfrecorder
 from tfrecorder import SchemaError
-from tfrecorder.table import describe_missing_images, load_table, missing_local_images
+from tfrecorder.sources import load_table
+from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
 
 
 def image_file(path, fmt="PNG", size=(16, 16)) -> str:

@@ -109,7 +109,7 @@ def _named_columns(source, names, header):
 
 def _parquet(path: str) -> bool:
     """A Parquet file, by its name or its first bytes (a Parquet file begins `PAR1`)."""
-    from tfrecorder.table import has_parquet_name
+    from tfrecorder.sources.parquet import has_parquet_name
 
     if has_parquet_name(path):
         return True

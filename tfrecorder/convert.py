@@ -38,7 +38,9 @@ from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
 from tfrecorder.plan import make_plan, plan_labels, sample_rows
 from tfrecorder.rows import Rejection
-from tfrecorder.table import Table, describe_missing_images, load_table, missing_local_images
+from tfrecorder.sources import load_table
+from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
+from tfrecorder.table import Table
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ A plan needs every row before the first record is written: the row count, every 
 split (an UNASSIGNED row's is drawn from a hash of its values or URI), every label and
 category for the vocabularies, and one shuffle of all rows, so that any shard takes rows
 from anywhere in the table. So the file is read once, a chunk at a time. Each chunk is
-validated by `table.validate`, with the column types the first chunk got (so that every
+validated by `validate`, with the column types the first chunk got (so that every
 chunk is read alike), and its validated columns are appended to scratch files in
 TMPDIR. The table is then those files, memory-mapped: numbers as NumPy arrays, text and
 lists as Arrow arrays, text labels and categories as pandas categoricals (a code a row).
@@ -25,14 +25,16 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
 
+from tfrecorder import fs
 from tfrecorder.errors import Option, SchemaError
+from tfrecorder.options import TableOptions
 from tfrecorder.schema import (
     IMAGE_URI,
     INPUT_KINDS,
@@ -43,8 +45,9 @@ from tfrecorder.schema import (
     column_types,
     is_missing,
 )
+from tfrecorder.sources.validate import validate
 from tfrecorder.splits import SPLITS, UNASSIGNED
-from tfrecorder.table import Table, arrow_backed, validate
+from tfrecorder.table import Table, arrow_backed
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +69,35 @@ def default_chunk_rows(source_bytes: int) -> int | None:
                     DEFAULT_CHUNK_ROWS)
         return DEFAULT_CHUNK_ROWS
     return None
+
+
+def read_whole_or_in_chunks(path: str, base_dir: str, options: TableOptions,
+                            text_numbers: bool, whole: Callable[[], pd.DataFrame],
+                            chunks: Callable[[int], Iterable[pd.DataFrame]]) -> Table:
+    """A file's table, validated whole (`whole()`) or a chunk at a time (`chunks(rows)`):
+    in chunks of `options.chunk_rows`, or by default when the file is larger than a tenth
+    of the memory available. A file that holds its images in its cells is read whole
+    unless chunks were asked for.
+
+    Args:
+        text_numbers: whether the file's cells are text (a CSV's), so that columns of
+            numbers are found by their values.
+    """
+    chunk_rows, chosen = options.chunk_rows, options.chunk_rows is None
+    if chosen:  # the size is only looked up to decide
+        chunk_rows = default_chunk_rows(fs.total_size(path))
+    if chunk_rows is not None:
+        try:
+            return validate_in_chunks(chunks(chunk_rows), base_dir, options.schema,
+                                      options.fill_missing, text_numbers=text_numbers,
+                                      split=options.split)
+        except ImagesInCells:
+            if not chosen:
+                raise
+            logger.info("%s holds its images in its cells: it is read whole.", path)
+    return validate(whole(), base_dir=base_dir, schema=options.schema,
+                    fill_missing=options.fill_missing, text_numbers=text_numbers,
+                    split=options.split)
 
 
 def _available_memory() -> int:

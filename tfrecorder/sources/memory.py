@@ -1,5 +1,5 @@
 """Sources that are not tables yet: NumPy arrays, dicts of columns, dicts of splits and
-Hugging Face datasets, each made into a DataFrame that `table.validate` checks like any
+Hugging Face datasets, each made into a DataFrame that `validate` checks like any
 other.
 
 Images are never copied here: an array of N images becomes a column of N views of it,

@@ -1,0 +1,219 @@
+"""CSV files, as AutoML Vision writes them: `[split,]image_uri[,label...]` without a
+header row, or any columns under one (a header is detected, or can be forced).
+
+The file is read exactly as written: records are parsed by the csv module (a quoted cell
+keeps its line breaks), and errors name the physical line each record starts on. Cells
+are text; `validate` types columns of numbers by their values. A file larger than
+memory is read a chunk of records at a time (`chunks`), with the same parsing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+
+import pandas as pd
+
+from tfrecorder import fs
+from tfrecorder.errors import SchemaError
+from tfrecorder.options import TableOptions
+from tfrecorder.schema import role_by_name, synonym_role
+from tfrecorder.sources import chunked
+from tfrecorder.sources.image_paths import first_local_file_is_image, looks_like_path
+from tfrecorder.sources.validate import SAMPLE, split_cell
+from tfrecorder.table import Table
+from tfrecorder.wording import name_rows
+
+
+def claims(path: str, folder: bool) -> bool:
+    """Every file that no other format claims (the dispatcher asks it last)."""
+    return not folder
+
+
+def read(path: str, options: TableOptions) -> Table:
+    """The file's table; relative image paths in it are relative to its folder, local or
+    remote."""
+    base_dir = fs.dirname(path)
+    names = set(options.schema or ())
+    return chunked.read_whole_or_in_chunks(
+        path, base_dir, options, text_numbers=True,
+        whole=lambda: read_csv(path, options.header, names, base_dir),
+        chunks=lambda rows: chunks(path, options.header, names, base_dir, rows))
+
+
+def read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
+              base_dir: str = "") -> pd.DataFrame:
+    """Reads an AutoML-style CSV as text; the index holds the line each record starts on.
+
+    Records are parsed by the csv module over the whole text, so a quoted cell keeps its
+    line breaks (and U+2028 and its kin, which `str.splitlines` would split on).
+
+    Without `header`, a first record is a header when it names a column (`role_by_name`,
+    `synonym_role`, or a column of the schema: `names`) and holds no image path.
+    """
+    text = _decode(fs.read_bytes(path), path)
+    batches = _records(io.StringIO(text, newline=""), path)
+    return next(_csv_frames(batches, path, header, names, base_dir))
+
+
+def chunks(path: str, header: bool | None, names: set[str], base_dir: str,
+               chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """`read_csv`'s table in frames of `chunk_rows` records, read as a stream: the
+    columns are found in the first chunk (a header, or AutoML's columns) and kept."""
+    binary = fs.open_read(path)
+    if binary.peek(2)[:2] in _UTF16_MARKS:
+        binary.close()
+        _refuse_utf16(path)
+    with io.TextIOWrapper(binary, encoding="utf-8-sig", newline="") as text:
+        yield from _csv_frames(_records(text, path, chunk_rows), path, header, names,
+                               base_dir)
+
+
+def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
+                header: bool | None, names: set[str], base_dir: str
+                ) -> Iterator[pd.DataFrame]:
+    """A DataFrame of text cells for each batch of records (`_records`), under the
+    columns the first batch names or implies."""
+    lines, records = next(batches, ([], []))
+    if not records:
+        raise SchemaError(f"the CSV file {path!r} has no rows.")
+    _check_delimiter(records, path, names)
+    if header is None:
+        header = any(_names_a_column(cell, names) for cell in records[0]) and not any(
+            looks_like_path(cell) for cell in records[0])
+    lead = None  # AutoML multi-label rows: the cells from `lead` on are the labels
+    if header:
+        names = [cell.strip() for cell in records[0]]
+        lines, records = lines[1:], records[1:]
+        if not records:
+            lines, records = next(batches, ([], []))
+        if not records:
+            raise SchemaError(
+                f"the CSV file {path!r} has a header ({', '.join(names)}) but no rows, so "
+                "there is nothing to convert. Add the rows below the header, or check "
+                "that this is the file meant.")
+    else:
+        width = max(len(r) for r in records)
+        names = _automl_columns(records, width, base_dir)
+        if len(names) < width:
+            lead = len(names) - 1
+    width = len(names)
+    while records:
+        if lead is not None:
+            records = [r[:lead] + [""] * (lead - len(r)) + [
+                [cell.strip() for cell in r[lead:] if cell.strip()]] for r in records]
+        long = [n for n, r in zip(lines, records) if len(r) > width]
+        if long:
+            raise SchemaError(
+                f"the CSV file {path!r} has more than {width} fields at {name_rows(long)} "
+                f"(lines). Its columns are {names}.", rows=long)
+        padded = [r if len(r) == width else r + [""] * (width - len(r)) for r in records]
+        yield pd.DataFrame(padded, columns=names, index=pd.Index(lines, name="line"),
+                           dtype=object)
+        lines, records = next(batches, ([], []))
+
+
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _refuse_utf16(path: str):
+    raise SchemaError(f"the CSV file {path!r} is UTF-16 (it starts with a UTF-16 byte "
+                      "order mark). Save it as UTF-8 (Excel: 'CSV UTF-8').")
+
+
+def _decode(data: bytes, path: str) -> str:
+    """The text of a UTF-8 file (a byte order mark dropped)."""
+    if data.startswith(_UTF16_MARKS):
+        _refuse_utf16(path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = len(re.findall(rb"\r\n|\r|\n", data[:error.start])) + 1
+        raise SchemaError(
+            f"the CSV file {path!r} is not UTF-8: byte {data[error.start]:#04x} at line "
+            f"{line} is not valid there. Save it as UTF-8 (Excel: 'CSV UTF-8').",
+            rows=[line]) from None
+
+
+def _records(text: io.TextIOBase, path: str, batch: int | None = None
+             ) -> Iterator[tuple[list[int], list[list[str]]]]:
+    """The non-blank records, and the physical line (1-based) each starts on, in batches
+    of `batch` records (one batch of all when None).
+
+    Line breaks are \n, \r\n and \r, as the csv module sees them (`newline=''`); a
+    malformed record (an unclosed quote, text after a closing quote) is an error naming
+    its line, not a silent merge of the lines that follow.
+    """
+    reader = csv.reader(text, strict=True)
+    lines, records, start = [], [], 1
+    try:
+        for record in reader:
+            if (record and record[0].strip()) or any(cell.strip() for cell in record):
+                lines.append(start)
+                records.append(record)
+                if len(records) == batch:
+                    yield lines, records
+                    lines, records = [], []
+            start = reader.line_num + 1
+    except csv.Error as error:
+        raise SchemaError(
+            f"the CSV file {path!r} has a malformed record at line {start}: {error}. Quote "
+            'a cell that holds a comma, a quote or a line break whole ("a, b"), and double '
+            'the quotes inside it ("say ""hi""").', rows=[start]) from None
+    except UnicodeDecodeError as error:
+        raise SchemaError(
+            f"the CSV file {path!r} is not UTF-8: byte {error.object[error.start]:#04x} "
+            f"near line {start} is not valid there. Save it as UTF-8 (Excel: 'CSV UTF-8').",
+            rows=[start]) from None
+    if records or batch is None:
+        yield lines, records
+
+
+def _names_a_column(cell: str, names: set[str] = frozenset()) -> bool:
+    cell = cell.strip()
+    return cell in names or bool(role_by_name(cell) or synonym_role(cell))
+
+
+def _check_delimiter(records: list[list[str]], path: str, names: set[str]) -> None:
+    """Raises for a file that is evidently `;`- or tab-separated: one column, every line
+    holding the separator as often, and a first line that names columns or rows that
+    start with split names. Read with commas it would be one column of impossible paths;
+    read with a guessed separator, a `;` in a file name would change what the file means,
+    so the file is to be saved with commas."""
+    if any(len(r) > 1 for r in records):
+        return
+    for separator, what in ((";", "semicolon"), ("\t", "tab")):
+        counts = {r[0].count(separator) for r in records}
+        if len(counts) > 1 or counts == {0}:
+            continue
+        first = [part.strip() for r in records for part in r[0].split(separator)[:1]]
+        if any(_names_a_column(cell, names) for cell in records[0][0].split(separator)) or \
+                all(cell and split_cell(cell) is not None for cell in first):
+            raise SchemaError(
+                f"the CSV file {path!r} looks {what}-separated: its first line "
+                f"{records[0][0]!r} is a single column when split at commas. tfrecorder "
+                f"reads comma-separated files (as AutoML does): save it with commas, e.g. "
+                f"pd.read_csv(path, sep={separator!r}, dtype=str, keep_default_na=False)"
+                f".to_csv(path, index=False).")
+
+
+def _automl_columns(records: list[list[str]], width: int, base_dir: str = "") -> list[str]:
+    """The columns of header-less AutoML Vision rows: `[split,]image_uri[,label...]`.
+
+    Two cells are `split,image_uri` when every first cell is a split name; with three or
+    more, the first is the split unless every first cell looks like an image path, or
+    the first that is a local file is an image (then a misspelt split is reported as
+    such, not read as a path).
+    """
+    if width == 1:
+        return ["image_uri"]
+    if width == 2:
+        if all(split_cell(r[0]) is not None for r in records):
+            return ["split", "image_uri"]
+        return ["image_uri", "label"]
+    first = [r[0] for r in records]
+    has_split = not (all(looks_like_path(cell) for cell in first)
+                     or first_local_file_is_image(first[:SAMPLE], base_dir))
+    return ["split", "image_uri", "label"] if has_split else ["image_uri", "label"]
