@@ -118,7 +118,7 @@ class ImagesInCells(SchemaError):
 def validate_in_chunks(frames: Iterable[pd.DataFrame], base_dir: str,
                        schema: Mapping | None, fill_missing, text_numbers: bool,
                        split: str | None = None) -> Table:
-    """`table.validate` of the frames put together, a frame at a time; the table's
+    """`validate` of the frames put together, a frame at a time; the table's
     columns are memory-mapped from files in TMPDIR that have no name (`_scratch_file`),
     so the driver's memory holds a few bytes a row, and no run leaves them behind.
 
