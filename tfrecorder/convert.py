@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from tfrecorder import compat, dataset, fs, output
+from tfrecorder import compat, dataset, fs, output, prefetch
 from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import RejectionLimit, image_error
 from tfrecorder.engines import EngineRun, engine_for
@@ -127,8 +127,8 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     resume = options.output.resume
     with _sigterm_as_interrupt(), output.claim(output_dir, run_id, resume=resume,
                                                overwrite=options.output.overwrite) as folder:
-        record_bytes = options.shards.record_bytes(sample_rows(table, options.split.seed),
-                                                   options.image)
+        record_bytes = prefetch.mean_record_bytes(sample_rows(table, options.split.seed),
+                                                  options)
         plan = make_plan(table, options, record_bytes, labels=labels)
         header = dataset.manifest_header(plan, table, options.recorded())
         journal = resume_journal.open_journal(folder, header.to_json(), plan, table,
