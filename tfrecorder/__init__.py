@@ -30,7 +30,7 @@ from tfrecorder.errors import (
 )
 from tfrecorder.info import DatasetInfo, info
 from tfrecorder.inspection import inspect
-from tfrecorder.legacy import migrate
+from tfrecorder.legacy.migration import migrate
 from tfrecorder.load import convert_and_load, load
 from tfrecorder.report import report
 from tfrecorder.show import ContactSheet, show

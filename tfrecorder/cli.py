@@ -630,7 +630,7 @@ def _add_migrate(commands) -> None:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from tfrecorder.legacy import migrate
+    from tfrecorder.legacy.migration import migrate
 
     manifest = migrate(args.old_dir, args.new_dir, overwrite=args.overwrite)
     print(f"Wrote {args.new_dir}: {count(manifest.num_records, 'record')}, "

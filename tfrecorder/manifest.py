@@ -22,6 +22,7 @@ from typing import Any
 
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
+from tfrecorder.legacy.detect import legacy_hint
 from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names its splits so)
 
 MANIFEST = "dataset.json"
@@ -464,8 +465,6 @@ def read_manifest_bytes(dataset_dir: str) -> bytes:
     except FileNotFoundError:
         pass
     fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
-    from tfrecorder.legacy import legacy_hint  # here: legacy imports this module
-
     raise FileNotFoundError(
         f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
         + legacy_hint(dataset_dir))

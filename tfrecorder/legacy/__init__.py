@@ -1,0 +1,24 @@
+"""Google's TFRecorder 2.0 (2020): what its users' code and datasets need, in one place.
+
+- `detect`: whether a folder is a 2.0 dataset, and the hint readers add to "no
+  dataset.json" (imports only `fs`).
+- `migration`: reading a 2.0 dataset and `migrate`, which writes a tfrecorder dataset of
+  it (a writer).
+
+Named `legacy` (not `v2`) because `tfrecorder.legacy` is where `migrate` and
+`is_legacy_dataset` have been documented, and stay. Importing this package loads only
+`detect`: `migrate` is imported when first asked for, so a reader that imports
+`tfrecorder.legacy.detect` never loads the writer.
+"""
+
+from tfrecorder.legacy.detect import is_legacy_dataset, legacy_hint
+
+__all__ = ["is_legacy_dataset", "legacy_hint", "migrate"]
+
+
+def __getattr__(name: str):
+    if name == "migrate":
+        from tfrecorder.legacy.migration import migrate
+
+        return migrate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
