@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from tfrecorder import compat, dataset, fs, output, prefetch
+from tfrecorder import dataset, fs, output, prefetch
 from tfrecorder import resume as resume_journal
 from tfrecorder.dataset import RejectionLimit, image_error
 from tfrecorder.engines import EngineRun, engine_for
@@ -33,6 +33,7 @@ from tfrecorder.errors import (
     warn_user,
 )
 from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
+from tfrecorder.legacy import convert_spellings
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
@@ -112,8 +113,8 @@ _TFRECORDER_2_NAMES = {"tfrecord_dir": "output_dir", "dataflow_url": "job_url"}
 def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             output_dir: str | os.PathLike | None = None, **options) -> ConversionResult:
     started = time.perf_counter()
-    output_dir = compat.output_dir(output_dir)
-    source, options = compat.convert_keywords(source, options)
+    output_dir = convert_spellings.output_dir(output_dir)
+    source, options = convert_spellings.convert_keywords(source, options)
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
     table = load_table(source, **vars(options.table))

@@ -25,10 +25,11 @@ from dataclasses import dataclass, fields
 
 from PIL import Image, ImageDraw, ImageFont
 
-from tfrecorder import compat, fs
+from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
 from tfrecorder.info import DatasetInfo, png_data_uri
+from tfrecorder.legacy import spellings
 from tfrecorder.manifest import LABEL, Manifest, Split, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
@@ -224,7 +225,7 @@ def _sample(path: str, split: str, per_class: int, size: int,
         raise OptionError(f"the dataset in {path!r} has no images to show: it was written "
                           "from a table without an image column. Read its records with "
                           "tfrecorder.load or tfrecorder.inspect.", option="path")
-    split = compat.split_name(split)
+    split = spellings.split_name(split)
     shards = manifest.split(split, path).shards
     class_names = _class_names(manifest, path)
     rows: dict[str, list[Thumbnail]] = {name: [] for name in _rows(class_names, classes,

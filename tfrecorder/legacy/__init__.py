@@ -1,5 +1,13 @@
 """Google's TFRecorder 2.0 (2020): what its users' code and datasets need, in one place.
 
+- `spellings`: 2.0's spellings the readers accept (splits named "TRAIN",
+  `tfrecord_dir=`), and `deprecated`, the warning every 2.0 spelling gives. A leaf:
+  `load`, `inspect` and `show` import it and nothing else of 2.0's.
+- `convert_spellings`: 2.0's spellings of `convert()`'s arguments (`dataflow_options=`,
+  `num_shards=0`, `names=`, no output folder), which `convert` translates.
+- `functions`: 2.0's top-level functions, made of ours: `create_tfrecords`,
+  `check_tfrecords` (deprecated) and `convert_and_load`. They call the writer and the
+  readers, so only `tfrecorder/__init__.py` and the command line import them.
 - `detect`: whether a folder is a 2.0 dataset, and the hint readers add to "no
   dataset.json" (imports only `fs`).
 - `migration`: reading a 2.0 dataset and `migrate`, which writes a tfrecorder dataset of
