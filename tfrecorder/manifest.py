@@ -202,6 +202,13 @@ class Labels:
     multi_label: bool = False
     num_classes: int | None = None
 
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Label ids' names: the vocabulary, or for integer labels the ids as text."""
+        if self.vocabulary is not None:
+            return self.vocabulary
+        return tuple(str(i) for i in range(self.num_classes or 0))
+
     def to_json(self) -> dict:
         return {"type": self.type,
                 "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
