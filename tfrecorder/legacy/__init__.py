@@ -8,6 +8,9 @@
 - `functions`: 2.0's top-level functions, made of ours: `create_tfrecords`,
   `check_tfrecords` (deprecated) and `convert_and_load`. They call the writer and the
   readers, so only `tfrecorder/__init__.py` and the command line import them.
+- `types`, `input_schema`: 2.0's classes for `schema=` (`types.ImageUri`,
+  `input_schema.Schema`). 2.0's code imports them as `tfrecorder.types` and
+  `tfrecorder.input_schema`, tiny modules that re-export them and warn once.
 - `detect`: whether a folder is a 2.0 dataset, and the hint readers add to "no
   dataset.json" (imports only `fs`).
 - `migration`: reading a 2.0 dataset and `migrate`, which writes a tfrecorder dataset of
