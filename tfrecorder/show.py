@@ -226,7 +226,7 @@ def _sample(path: str, split: str, per_class: int, size: int,
                           "tfrecorder.load or tfrecorder.inspect.", option="path")
     split = spellings.split_name(split)
     shards = manifest.split(split, path).shards
-    class_names = _class_names(manifest, path)
+    class_names = _class_names(manifest)
     rows: dict[str, list[Thumbnail]] = {name: [] for name in _rows(class_names, classes,
                                                                    split)}
     wanted = _wanted(manifest, split, class_names, list(rows), per_class)
@@ -259,7 +259,7 @@ def _check_positive(**numbers: int) -> None:
                               option=name)
 
 
-def _class_names(manifest: Manifest, path: str) -> tuple[str, ...]:
+def _class_names(manifest: Manifest) -> tuple[str, ...]:
     """Label ids' names; () for a dataset without labels."""
     if LABEL not in manifest.features or manifest.labels is None:
         return ()
