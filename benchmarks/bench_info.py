@@ -8,7 +8,7 @@ bucket 50 ms away, and the writer's last step summing up a million records' fact
    call alone and with the import, from a local folder and from gcp-storage-emulator
    (tests/stores.py) with 50 ms added to every request; TensorFlow must stay unimported.
 2. `ShardFacts` for `--records` records (as workers send them), then `split_statistics`
-   and the duplicate search as `dataset.finish` runs them: seconds, and the facts' memory.
+   and the duplicate search as `finish.finish` runs them: seconds, and the facts' memory.
 """
 
 from __future__ import annotations

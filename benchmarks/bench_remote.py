@@ -129,10 +129,10 @@ def contender(name: str, table_pickle: str, out: str) -> dict:
 
         read = fs.read_bytes
     else:
+        from tfrecorder import prefetch
         from tfrecorder.engines import local
-        from tfrecorder.options import ShardOptions
 
-        phases = Phases({"_estimate_record_bytes": (ShardOptions, "record_bytes"),
+        phases = Phases({"_estimate_record_bytes": (prefetch, "mean_record_bytes"),
                          "write_local": (local, "write_local")})
     cpu = cpu_seconds(resource.RUSAGE_SELF), cpu_seconds(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

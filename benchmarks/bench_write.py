@@ -10,7 +10,7 @@ Builds real-looking JPEGs (random crops and rescales of the bundled sample photo
 - the hand-written loop of TensorFlow's TFRecord tutorial (read the file, decode_jpeg for
   the shape, build a tf.train.Example, TFRecordWriter), one process,
 - tfrecorder's local engine with and without validation,
-- validation as it is (a strict decode at 1/8 DCT scale, `records._check_jpeg_data`)
+- validation as it is (a strict decode at 1/8 DCT scale, `image_checks.check_jpeg_data`)
   against a full strict decode (the method before issue 12, patched in its own process),
   and against its ceiling: the scaled strict decode alone, of bytes in memory, on one core
   (times the cores) and in one bare process per core; and both decodes alone, on one core,
@@ -112,7 +112,7 @@ def check_by_full_decode():
     issue 12: patched in this process, which the local engine's workers fork from."""
     import simplejpeg
 
-    from tfrecorder import records
+    from tfrecorder import image_checks, records
 
     def check(data, header):
         colorspace = {1: "GRAY", 4: "CMYK"}.get(header.components, "RGB")
@@ -120,9 +120,10 @@ def check_by_full_decode():
             simplejpeg.decode_jpeg(data, colorspace=colorspace, fastdct=True,
                                    fastupsample=True, strict=True)
         except ValueError as error:
-            raise records._Rejected(records._jpeg_reason(str(error).strip())) from None
+            raise image_checks.ImageRejected(
+                image_checks._jpeg_reason(str(error).strip())) from None
 
-    records._check_jpeg_data = check
+    records.check_jpeg_data = check  # the name the writer calls
 
 
 def tfrecorder_run(table, output: str, **options) -> float:

@@ -22,8 +22,9 @@ import tensorflow as tf
 from helpers import image_bytes, make_image
 from PIL import Image
 
+from tfrecorder.image_checks import stored_image_problem
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
-from tfrecorder.records import encode_row, stored_image_problem
+from tfrecorder.records import encode_row
 from tfrecorder.rows import Rejection, Row
 
 

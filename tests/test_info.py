@@ -241,7 +241,7 @@ def test_the_beam_engine_moves_the_progress_bar_as_the_local_one_does(tmp_path, 
 
 def test_images_whose_hashes_match_are_duplicates_only_if_their_bytes_do(tmp_path):
     """A crafted collision of the fast hash must not cost a row: matches are read back."""
-    from tfrecorder.dataset import _same_bytes
+    from tfrecorder.finish import _same_bytes
     from tfrecorder.output import OutputFolder
     from tfrecorder.statistics import Located
 

@@ -1,6 +1,6 @@
 """The writer's JPEG check, a strict decode at 1/8 scale, against a full strict decode.
 
-`records._check_jpeg_data` validates a JPEG by decoding it strictly with libjpeg-turbo at
+`image_checks.check_jpeg_data` validates a JPEG by decoding it strictly with libjpeg-turbo at
 1/8 DCT scale, in grey: every coefficient is still entropy-decoded, which is where damage
 shows, while most of the inverse DCT, upsampling and colour conversion is skipped. Over a
 corpus of JPEGs of every process the writer reads, damaged in their scans (bytes flipped,
@@ -27,8 +27,9 @@ from helpers import image_bytes, make_image
 from PIL import Image
 from test_hostile_images import lossless_jpeg, photo_jpeg, scan_start, with_sof, zeroed
 
+from tfrecorder.image_checks import jpeg_header, stored_image_problem
 from tfrecorder.options import ImageOptions
-from tfrecorder.records import _jpeg_header, encode_row, stored_image_problem
+from tfrecorder.records import encode_row
 from tfrecorder.rows import Row
 
 DATA = Path(__file__).parent / "data"
@@ -99,7 +100,7 @@ def damaged(name: str, corpus: dict[str, bytes]) -> list[tuple[str, bytes]]:
 CHECK_CORPUS = """
 import json, pickle, sys
 import simplejpeg
-from tfrecorder import records
+from tfrecorder import image_checks
 
 def full_strict_decode(data, components):
     try:
@@ -110,16 +111,16 @@ def full_strict_decode(data, components):
 
 def writer_check(data, header):
     try:
-        records._check_jpeg_data(data, header)
-    except records._Rejected as error:
+        image_checks.check_jpeg_data(data, header)
+    except image_checks.ImageRejected as error:
         return error.reason
 
 results = []
 for data in pickle.load(open(sys.argv[1], "rb")):
-    header = records._jpeg_header(data)
+    header = image_checks.jpeg_header(data)
     results.append({"full": full_strict_decode(data, header.components),
                     "check": writer_check(data, header),
-                    "verify": records.stored_image_problem(data, "jpeg"),
+                    "verify": image_checks.stored_image_problem(data, "jpeg"),
                     "lossless": header.lossless})
 print(json.dumps(results))
 """
@@ -165,7 +166,7 @@ def test_scaled_check_rejects_exactly_what_a_full_strict_decode_rejects(name, ch
 
 def test_the_corpus_has_the_processes_it_names():
     corpus = sources()
-    sofs = {name: _jpeg_header(data).sof for name, data in corpus.items()}
+    sofs = {name: jpeg_header(data).sof for name, data in corpus.items()}
     assert sofs["arithmetic (SOF9)"] == sofs["arithmetic, restart markers"] == 0xC9
     assert sofs["arithmetic progressive (SOF10)"] == 0xCA
     assert sofs["progressive"] == sofs["progressive, restart markers"] == 0xC2
@@ -182,7 +183,7 @@ def test_only_dct_jpegs_are_decoded_at_a_reduced_scale(monkeypatch):
     def spy(data, **options):
         scaled.append(options.get("min_height", 0) > 0 or options.get("min_width", 0) > 0
                       or options.get("min_factor", 1) > 1)
-        if scaled[-1] and _jpeg_header(data).lossless:
+        if scaled[-1] and jpeg_header(data).lossless:
             raise AssertionError("a lossless JPEG decoded at a reduced scale")
         return decode(data, **options)
 
@@ -194,7 +195,7 @@ def test_only_dct_jpegs_are_decoded_at_a_reduced_scale(monkeypatch):
               "DCT data under a lossless frame": with_sof(photo_jpeg(), 0xC3),
               "arithmetic-coded lossless (SOF11)": with_sof(photo_jpeg(), 0xCB)}
     for name, data in inputs.items():
-        is_lossless = _jpeg_header(data).lossless
+        is_lossless = jpeg_header(data).lossless
         scaled.clear()
         encode_row(Row(0, "x", "x", None, "train"), ImageOptions(), read=lambda data=data: data)
         assert scaled[:1] == [not is_lossless], name  # the check: its first decode

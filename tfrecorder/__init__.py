@@ -12,7 +12,6 @@ imported by the functions that read datasets back (load, inspect, verify).
 
 from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
 from tfrecorder._version import __version__
-from tfrecorder.compat import check_tfrecords, create_tfrecords
 from tfrecorder.convert import ConversionResult, convert
 from tfrecorder.errors import (
     ConversionAborted,
@@ -30,8 +29,9 @@ from tfrecorder.errors import (
 )
 from tfrecorder.info import DatasetInfo, info
 from tfrecorder.inspection import inspect
-from tfrecorder.legacy import migrate
-from tfrecorder.load import convert_and_load, load
+from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
+from tfrecorder.legacy.migration import migrate
+from tfrecorder.load import load
 from tfrecorder.report import report
 from tfrecorder.show import ContactSheet, show
 from tfrecorder.verify import VerifyReport, verify

@@ -31,8 +31,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from inspect import Parameter, signature
 
 import tfrecorder
-from tfrecorder import compat, fs, options
+from tfrecorder import fs, options
 from tfrecorder.errors import VALUE, Option, Terminated, TFRecorderError, VerificationError
+from tfrecorder.legacy.functions import check_tfrecords, create_tfrecords
 from tfrecorder.manifest import (
     LABEL,
     SPLITS,
@@ -630,7 +631,7 @@ def _add_migrate(commands) -> None:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from tfrecorder.legacy import migrate
+    from tfrecorder.legacy.migration import migrate
 
     manifest = migrate(args.old_dir, args.new_dir, overwrite=args.overwrite)
     print(f"Wrote {args.new_dir}: {count(manifest.num_records, 'record')}, "
@@ -674,7 +675,7 @@ def _add_tfrecorder_2(commands) -> None:
 def _create_tfrecords(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in _CREATE_FLAGS if hasattr(args, name)}
     with _tfrecorder_2("create-tfrecords", "convert SOURCE OUTPUT_DIR"):
-        result = compat.create_tfrecords(args.source, args.output_dir, **options)
+        result = create_tfrecords(args.source, args.output_dir, **options)
     _print_result(args.source, result)
     return 0
 
@@ -682,8 +683,8 @@ def _create_tfrecords(args: argparse.Namespace) -> int:
 def _check_tfrecords(args: argparse.Namespace) -> int:
     with _tfrecorder_2("check-tfrecords",
                        "inspect PATH --split train --num-records N --output-dir DIR"):
-        print(compat.check_tfrecords(args.tfrecord_dir, args.split, args.num_records,
-                                     args.output_dir))
+        print(check_tfrecords(args.tfrecord_dir, args.split, args.num_records,
+                              args.output_dir))
     return 0
 
 

@@ -1,7 +1,7 @@
 """`convert()`: source -> table -> plan -> engine -> dataset, and the result it returns.
 
 This module only orchestrates; each step lives in its own module (table, plan, records,
-engines, dataset). Every check on the input and options happens before any image is read
+engines, finish). Every check on the input and options happens before any image is read
 or any file is written.
 """
 
@@ -21,9 +21,8 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from tfrecorder import compat, dataset, fs, output
+from tfrecorder import fs, output, prefetch
 from tfrecorder import resume as resume_journal
-from tfrecorder.dataset import RejectionLimit, image_error
 from tfrecorder.engines import EngineRun, engine_for
 from tfrecorder.errors import (
     DatasetWarning,
@@ -32,7 +31,9 @@ from tfrecorder.errors import (
     TooManyRejectedError,
     warn_user,
 )
+from tfrecorder.finish import RejectionLimit, finish, image_error, manifest_header
 from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
+from tfrecorder.legacy import convert_spellings
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
@@ -114,8 +115,8 @@ _TFRECORDER_2_NAMES = {"tfrecord_dir": "output_dir", "dataflow_url": "job_url"}
 def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             output_dir: str | os.PathLike | None = None, **options) -> ConversionResult:
     started = time.perf_counter()
-    output_dir = compat.output_dir(output_dir)
-    source, options = compat.convert_keywords(source, options)
+    output_dir = convert_spellings.output_dir(output_dir)
+    source, options = convert_spellings.convert_keywords(source, options)
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
     table = load_table(source, **vars(options.table))
@@ -129,10 +130,10 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     resume = options.output.resume
     with _sigterm_as_interrupt(), output.claim(output_dir, run_id, resume=resume,
                                                overwrite=options.output.overwrite) as folder:
-        record_bytes = options.shards.record_bytes(sample_rows(table, options.split.seed),
-                                                   options.image)
+        record_bytes = prefetch.mean_record_bytes(sample_rows(table, options.split.seed),
+                                                  options)
         plan = make_plan(table, options, record_bytes, labels=labels)
-        header = dataset.manifest_header(plan, table, options.recorded())
+        header = manifest_header(plan, table, options.recorded())
         journal = resume_journal.open_journal(folder, header.to_json(), plan, table,
                                               resume=resume)
         # A resumed run's shards stay (the journal has checked them); temporary files go.
@@ -144,7 +145,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
                                limit=limit)
             manifest = None
             if run.written is not None:
-                manifest = dataset.finish(
+                manifest = finish(
                     folder, header, run.written, journal, limit, table.source,
                     # By position, as stored (not a Python string a row).
                     table.image_references if table.has_images else None,

@@ -8,9 +8,7 @@ imports TensorFlow. `DatasetInfo` is also what `load(..., with_info=True)` retur
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import logging
 import os
 from collections.abc import Mapping
@@ -63,11 +61,7 @@ class DatasetInfo:
     @property
     def class_names(self) -> tuple[str, ...]:
         labels = self.manifest.labels
-        if labels is None:
-            return ()
-        if labels.vocabulary is not None:
-            return labels.vocabulary
-        return tuple(str(i) for i in range(labels.num_classes or 0))
+        return () if labels is None else labels.class_names
 
     @property
     def num_classes(self) -> int | None:
@@ -271,7 +265,7 @@ def thumbnail_strip(info: DatasetInfo, count: int = 8, size: int = 64) -> str:
     images, or whose images cannot be read now (a notebook's display must not fail)."""
     if not info.manifest.has_images or not info.splits:
         return ""
-    from tfrecorder.show import thumbnails
+    from tfrecorder.show import png_data_uri, thumbnails  # Pillow: when a notebook asks
 
     try:
         found = thumbnails(info.path, next(iter(info.splits)), per_class=1, size=size)
@@ -283,9 +277,3 @@ def thumbnail_strip(info: DatasetInfo, count: int = 8, size: int = 64) -> str:
         f"{html.escape(t.image_name)}' style='margin:2px'>" for t in found[:count])
     return f"<div>{images}</div>"
 
-
-def png_data_uri(image) -> str:
-    """A Pillow image as a `data:` URI, for HTML that needs no other file."""
-    buffer = io.BytesIO()
-    image.save(buffer, "PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

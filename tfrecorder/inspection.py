@@ -18,8 +18,9 @@ import re
 import tempfile
 import time
 
-from tfrecorder import compat, fs
+from tfrecorder import fs
 from tfrecorder.errors import OptionError
+from tfrecorder.legacy import spellings
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
 
@@ -60,8 +61,8 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
         raise OptionError(f"num_records must be 0 or more, not {num_records!r}",
                           option="num_records")
     legacy = tfrecord_dir is not None
-    path = compat.dataset_dir(path, tfrecord_dir, "inspect")
-    split = compat.split_name(split)
+    path = spellings.dataset_dir(path, tfrecord_dir, "inspect")
+    split = spellings.split_name(split)
     manifest = read_manifest(path)
     files = shard_files(path, manifest, split)
     if legacy:  # 2.0's check_tfrecords layout

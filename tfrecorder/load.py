@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 
-from tfrecorder import compat, fs
+from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.info import DatasetInfo
+from tfrecorder.legacy import spellings
 from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, Split, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
@@ -163,8 +164,8 @@ def load(
         "TRAIN" finds it too). Each knows its length (`len(ds)`), so Keras shows steps
         per epoch. With `with_info`, a pair (that, the `DatasetInfo`).
     """
-    path = compat.dataset_dir(path, tfrecord_dir, "load")
-    split = compat.split_name(split)
+    path = spellings.dataset_dir(path, tfrecord_dir, "load")
+    split = spellings.split_name(split)
     manifest = read_manifest(path)
     _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
@@ -189,7 +190,7 @@ class _Splits(dict):
     """`load()`'s datasets by split: "train", and TFRecorder 2.0's "TRAIN"."""
 
     def __missing__(self, key):
-        name = compat.split_name(key) if isinstance(key, str) else None
+        name = spellings.split_name(key) if isinstance(key, str) else None
         if name is None or name == key or not super().__contains__(name):
             raise KeyError(key)
         return self[name]
@@ -477,13 +478,3 @@ def _basic_augmentation(seed: int | None) -> Callable:
         return tf.ensure_shape(image, image.shape)
 
     return augment
-
-
-def convert_and_load(source, output_dir=None, *, split: str | None = None,
-                     load_options: dict | None = None, **convert_options):
-    """Converts `source` (see `tfrecorder.convert`) and loads the result (see `load`),
-    as TFRecorder's function of the same name did."""
-    from tfrecorder.convert import convert
-
-    result = convert(source, output_dir, **convert_options)
-    return load(result.output_dir, split, **(load_options or {}))

@@ -22,6 +22,7 @@ from typing import Any
 
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
+from tfrecorder.legacy.detect import legacy_hint
 from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names its splits so)
 
 MANIFEST = "dataset.json"
@@ -200,6 +201,13 @@ class Labels:
     vocabulary: tuple[str, ...] | None
     multi_label: bool = False
     num_classes: int | None = None
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Label ids' names: the vocabulary, or for integer labels the ids as text."""
+        if self.vocabulary is not None:
+            return self.vocabulary
+        return tuple(str(i) for i in range(self.num_classes or 0))
 
     def to_json(self) -> dict:
         return {"type": self.type,
@@ -464,8 +472,6 @@ def read_manifest_bytes(dataset_dir: str) -> bytes:
     except FileNotFoundError:
         pass
     fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
-    from tfrecorder.legacy import legacy_hint  # here: legacy imports this module
-
     raise FileNotFoundError(
         f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
         + legacy_hint(dataset_dir))

@@ -19,7 +19,7 @@ import difflib
 import math
 import numbers
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,6 @@ DEFAULT_MAX_REJECTED = 0.5  # "a run that loses most of its rows fails"
 DEFAULT_UNASSIGNED_SPLIT = (0.8, 0.1, 0.1)
 DEFAULT_SHARD_SIZE_MB = 128  # TensorFlow's guidance: shards of 100-200 MB
 SIZE_SAMPLE = 32  # rows encoded up front to estimate the size of a record
-_FALLBACK_RECORD_BYTES = 100_000
 
 
 def option(default: Any, doc: str, kind: str, *, help: str | None = None,
@@ -333,7 +332,9 @@ class RejectOptions(_Checked):
 @dataclass(frozen=True)
 class ShardOptions(_Checked):
     """How many shards each split gets: a given count, or as many as keep shards near
-    `shard_size_mb`, from the mean size of a sample of records (`record_bytes`)."""
+    `shard_size_mb`, from the mean size of a sample of records (measured before planning
+    by `prefetch.mean_record_bytes`, which encodes them: not here, as options hold no
+    Pillow)."""
 
     num_shards: int | Mapping[str, int] | None = option(
         None, "shards per split (an int, or e.g. {\"train\": 16}); by default shards are "
@@ -385,21 +386,6 @@ class ShardOptions(_Checked):
         if given is not None:
             return given
         return shards_for_size(num_rows, record_bytes, int(self.shard_size_mb * 2**20))
-
-    def record_bytes(self, rows: Iterable, image_options: ImageOptions) -> float:
-        """The mean size of the records of `rows` (a sample), reading image headers only
-        (and the sample's images at once, where they are in a bucket); 0 when no split
-        is sized by bytes."""
-        if not self.sized_by_bytes:
-            return 0.0
-        from tfrecorder.prefetch import Prefetcher, encode_in_order
-        from tfrecorder.rows import Rejection
-
-        options = dataclasses.replace(image_options, validate=False)
-        with Prefetcher() as prefetcher:
-            sizes = [len(result.example) for _, result in encode_in_order(rows, options, prefetcher)
-                     if not isinstance(result, Rejection)]
-        return sum(sizes) / len(sizes) if sizes else _FALLBACK_RECORD_BYTES
 
 
 def shards_for_size(num_rows: int, record_bytes: float, shard_bytes: int) -> int:

@@ -14,6 +14,7 @@ unconsumed, or too many bytes fetched and not yet encoded).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections import deque
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from tfrecorder import fs
-from tfrecorder.options import ImageOptions
+from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.records import encode_row
 from tfrecorder.rows import Record, Rejection, Row
 
@@ -29,6 +30,8 @@ from tfrecorder.rows import Record, Rejection, Row
 # decoding per image, with room to spare.
 MAX_IN_FLIGHT = 64
 MAX_BUFFERED_BYTES = 64 << 20  # fetched, not yet encoded (plus what is in flight)
+# A record's size when no sampled row gives one (every sampled row rejected).
+_FALLBACK_RECORD_BYTES = 100_000
 
 
 class Prefetcher:
@@ -101,3 +104,23 @@ def encode_in_order(rows: Iterable[Row], options: ImageOptions, prefetcher: Pref
     while ahead:
         row, read = ahead.popleft()
         yield row, encode_row(row, options, read)
+
+
+def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions) -> float:
+    """The mean size of the records of `rows` (a sample: `plan.sample_rows`), which
+    `convert` measures before `make_plan` to give each split as many shards as keep them
+    near `shard_size_mb`; 0 when no split is sized by bytes (nothing is read then).
+
+    The estimate is part of planning the shard counts, but it encodes records (Pillow,
+    reads from buckets), which the plan must not load and frozen options must not do: so
+    it lives here, beside the encoder it runs, with the sample's reads started at once.
+    Image headers only: the sample is not validated.
+    """
+    if not options.shards.sized_by_bytes:
+        return 0.0
+    image_options = dataclasses.replace(options.image, validate=False)
+    with Prefetcher() as prefetcher:
+        sizes = [len(result.example) for _, result
+                 in encode_in_order(rows, image_options, prefetcher)
+                 if not isinstance(result, Rejection)]
+    return sum(sizes) / len(sizes) if sizes else _FALLBACK_RECORD_BYTES

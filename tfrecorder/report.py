@@ -36,7 +36,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from tfrecorder import fs
-from tfrecorder.info import DatasetInfo, info, png_data_uri
+from tfrecorder.info import DatasetInfo, info
 from tfrecorder.manifest import Distribution, Duplicate
 from tfrecorder.wording import count
 
@@ -476,6 +476,8 @@ def _image_uri(image) -> str:
     """A thumbnail as a data URI: JPEG (a quarter of PNG's size), or PNG for an image
     with transparency."""
     if image.mode not in ("RGB", "L"):
+        from tfrecorder.show import png_data_uri
+
         return png_data_uri(image)
     buffer = io.BytesIO()
     image.save(buffer, "JPEG", quality=_JPEG_QUALITY)

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import fs
-from tfrecorder.dataset import WrittenShard
 from tfrecorder.errors import Option, ResumeError
+from tfrecorder.finish import WrittenShard
 from tfrecorder.manifest import RECEIPT_SUFFIX, RUN_STATE
 from tfrecorder.plan import Plan
 from tfrecorder.rows import Rejection

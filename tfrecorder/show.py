@@ -25,10 +25,10 @@ from dataclasses import dataclass, fields
 
 from PIL import Image, ImageDraw, ImageFont
 
-from tfrecorder import compat, fs
+from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
-from tfrecorder.info import DatasetInfo, png_data_uri
+from tfrecorder.legacy import spellings
 from tfrecorder.manifest import LABEL, Manifest, Split, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
@@ -224,9 +224,9 @@ def _sample(path: str, split: str, per_class: int, size: int,
         raise OptionError(f"the dataset in {path!r} has no images to show: it was written "
                           "from a table without an image column. Read its records with "
                           "tfrecorder.load or tfrecorder.inspect.", option="path")
-    split = compat.split_name(split)
+    split = spellings.split_name(split)
     shards = manifest.split(split, path).shards
-    class_names = _class_names(manifest, path)
+    class_names = _class_names(manifest)
     rows: dict[str, list[Thumbnail]] = {name: [] for name in _rows(class_names, classes,
                                                                    split)}
     wanted = _wanted(manifest, split, class_names, list(rows), per_class)
@@ -259,11 +259,11 @@ def _check_positive(**numbers: int) -> None:
                               option=name)
 
 
-def _class_names(manifest: Manifest, path: str) -> tuple[str, ...]:
+def _class_names(manifest: Manifest) -> tuple[str, ...]:
     """Label ids' names; () for a dataset without labels."""
-    if LABEL not in manifest.features:
+    if LABEL not in manifest.features or manifest.labels is None:
         return ()
-    return DatasetInfo(path, manifest).class_names
+    return manifest.labels.class_names
 
 
 def _rows(class_names: tuple[str, ...], classes: Sequence[str | int] | None,
@@ -425,6 +425,14 @@ def _fit(text: str, font, width: int) -> str:
 def _middle_cut(text: str, keep: int) -> str:
     head = (keep + 1) // 2
     return text[:head] + "…" + text[len(text) - (keep - head):]
+
+
+def png_data_uri(image: Image.Image) -> str:
+    """A Pillow image as a `data:` URI, for HTML that needs no other file (the contact
+    sheet's, `info`'s thumbnail strip, the report)."""
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 @functools.cache

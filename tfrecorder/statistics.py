@@ -3,7 +3,7 @@ stored images' sizes, formats and channels; across the dataset, images stored mo
 once. All of it goes into the manifest, so `info` answers without reading a record.
 
 Workers note each record they write (`ShardFacts.add`: the row's position and label, and
-its `rows.StoredImage`); the last step (`dataset.finish`) sums them up. Nothing reads an
+its `rows.StoredImage`); the last step (`finish.finish`) sums them up. Nothing reads an
 image twice: the content hash is taken of the bytes the worker has just encoded, and only
 the few records whose hashes match are read back, to confirm them byte by byte.
 """
@@ -166,7 +166,7 @@ class Located:
 def candidate_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]]
                          ) -> list[list[Located]]:
     """Copies of images whose content hashes match (xxh3-128, which workers take at 60x
-    the speed of SHA-256), for `dataset` to confirm byte by byte: a match is nearly
+    the speed of SHA-256), for `finish` to confirm byte by byte: a match is nearly
     always a duplicate, but a crafted collision must not cost a row. `shards` are
     (split, file name, facts) in writing order."""
     if not shards:

@@ -176,8 +176,8 @@ def _checking_pipeline(shards: Sequence[ReadableShard], spec: dict, checks: _Che
     shard index and record number, whether its values are sound, how many values it
     holds, and for images the decoded shape, recorded shape, format, whether the format
     matches, and the image's name."""
-    # Pillow, and a writer module, which a reader imports only where it is needed.
-    from tfrecorder.records import stored_image_problem
+    # Pillow and libjpeg's checks, imported only where they are needed.
+    from tfrecorder.image_checks import stored_image_problem
 
     def strict(image: bytes, image_format: bytes) -> bytes:
         return (stored_image_problem(image, image_format) or "").encode()

@@ -2,7 +2,7 @@
 
 Both follow one protocol (`Engine`): they check what they need before any work starts,
 then write every shard of the plan into the run's output folder and return the same
-`dataset.Written`, which `dataset.finish` turns into the dataset. Engines only move rows
+`finish.Written`, which `finish.finish` turns into the dataset. Engines only move rows
 to workers and bytes to files; what a record holds is `records`' business.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from tfrecorder.dataset import RejectionLimit, Written
+    from tfrecorder.finish import RejectionLimit, Written
     from tfrecorder.manifest import Manifest
     from tfrecorder.options import ConvertOptions
     from tfrecorder.output import OutputFolder

@@ -6,7 +6,7 @@ shard, encodes each with `records.encode_row` and writes each shard through the 
 `ShardWriter`, in plan order, so shards are byte-identical to the local engine's. Its
 last step hands what it wrote to the driver, which finishes the dataset as after the
 local engine; a job that runs on after the driver has gone finishes it itself, with the
-same `dataset.finish`, so it too leaves a complete dataset.
+same `finish.finish`, so it too leaves a complete dataset.
 
 Workers need neither TensorFlow nor the driver's memory: they get small descriptors of
 the shards, the image options and the manifest's header. (This module imports Beam; it
@@ -29,7 +29,6 @@ from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tfrecorder import fs, image_cells, output
-from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, finish, image_error
 from tfrecorder.engines import EngineRun
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import (
@@ -40,6 +39,7 @@ from tfrecorder.errors import (
     SchemaError,
     TooManyRejectedError,
 )
+from tfrecorder.finish import RejectionLimit, Written, WrittenShard, finish, image_error
 from tfrecorder.manifest import Manifest
 from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
@@ -157,7 +157,7 @@ def write_beam(
     progress: bool = True,
 ) -> EngineRun:
     """Runs the plan as a Beam pipeline; with `wait`, until it is done, and returns what
-    it wrote. Without, the job finishes the dataset (`dataset.finish`) and releases the
+    it wrote. Without, the job finishes the dataset (`finish.finish`) and releases the
     folder's lock itself."""
     beam_options = dict(beam_options or {})
     wait = wait and not beam_options.get("dry_run")  # a dry run builds the job, runs nothing
@@ -302,7 +302,7 @@ def _parse_row(staged: dict) -> tuple[int, tuple[int, Row]]:
 
 class _RowRejected(ImageError):
     """`on_error="raise"` in a worker, which knows the row's position, not its label in
-    the table: where the error itself reaches the driver, it raises `dataset.image_error`
+    the table: where the error itself reaches the driver, it raises `finish.image_error`
     instead. The rejection rides in `args`, which Beam keeps when it re-raises an error
     with its step's name appended. Runners in other processes send only the error's text,
     which names the image and the reason."""

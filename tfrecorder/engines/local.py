@@ -46,9 +46,9 @@ from typing import NamedTuple
 import numpy as np
 
 from tfrecorder import fs, image_cells
-from tfrecorder.dataset import RejectionLimit, Written, WrittenShard, image_error
 from tfrecorder.engines import EngineRun
 from tfrecorder.errors import ConversionAborted
+from tfrecorder.finish import RejectionLimit, Written, WrittenShard, image_error
 from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, PlannedTable, Shard

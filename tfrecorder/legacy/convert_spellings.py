@@ -1,33 +1,29 @@
-"""TFRecorder 2.0's spellings, in one place, so that its users' code runs.
+"""TFRecorder 2.0's spellings of `convert()`'s arguments, translated to ours.
 
-Google's TFRecorder 2.0 (2020) no longer installs; code written for it calls
-`create_tfrecords`, passes `dataflow_options=` or `num_shards=0`, and names splits
-"TRAIN". Each such spelling is translated here to ours, with a `DeprecationWarning` that
-names the new one. Where 2.0 gave another *result* (label ids in frequency order, CSV
-paths relative to the working folder, gzip by default) nothing is translated silently:
-see docs/migrating.md. Light on purpose: `convert`, `load` and `inspect` call it.
+Google's TFRecorder 2.0 (2020) no longer installs; code written for it passes
+`dataflow_options=`, `num_shards=0`, `names=` or no output folder. Each such spelling is
+translated here to ours, with a `DeprecationWarning` that names the new one. Where 2.0
+gave another *result* (label ids in frequency order, CSV paths relative to the working
+folder, gzip by default) nothing is translated silently: see docs/migrating.md. Only
+`convert` calls it; the readers' spellings (splits named "TRAIN", `tfrecord_dir=`) are in
+`spellings`, which readers import without this module's reach into the writer
+(`table`, to tell a Parquet file from a CSV).
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping
 
 from tfrecorder import fs
-from tfrecorder.errors import OptionError, warn_user
-from tfrecorder.splits import Split
+from tfrecorder.errors import OptionError
+from tfrecorder.legacy.spellings import deprecated, split_name
 
 # Where 2.0 wrote when no output_dir was given.
 DEFAULT_OUTPUT_DIR = "./tfrecords"
 # convert()'s keywords that 2.0 spelled otherwise.
 _RENAMED = {"dataflow_options": "beam_options", "schema_map": "schema"}
 _RUNNERS = {"DataFlowRunner": "DataflowRunner"}  # 2.0's README spelling
-
-
-def deprecated(old: str, new: str) -> None:
-    """Warns that `old` is 2.0's spelling of `new`, pointing at the user's line."""
-    warn_user(f"{old} is TFRecorder 2.0's spelling; use {new}.", DeprecationWarning)
 
 
 def output_dir(given) -> str:
@@ -118,57 +114,3 @@ def _parquet(path: str) -> bool:
             return file.read(4) == b"PAR1"
     except Exception:  # unreadable: pandas says why, below
         return False
-
-
-def split_name(name: str | None) -> str | None:
-    """A split as a user names it to `load` or `inspect`: "train", or 2.0's "TRAIN"."""
-    if name is None:
-        return None
-    try:
-        split = Split(name)
-    except ValueError:  # the manifest names the splits there are
-        return name
-    if name.strip() == split.stored:  # "TRAIN"; other spellings ("val") are ours too
-        deprecated(f"split={name!r}", f"split={split.value!r}")
-    return split.value
-
-
-# What a 2.0 script that reads the datasets must change.
-_READ_DIFFERENCES = {
-    "load": ". Unlike 2.0's, the elements' 'image' is the decoded image (uint8, height x "
-            "width x channels), not base64 pixels to decode: drop tf.io.decode_base64",
-}
-
-
-def dataset_dir(path, tfrecord_dir, function: str) -> str:
-    """`path`, or 2.0's `tfrecord_dir=`."""
-    if tfrecord_dir is not None:
-        if path is not None:
-            raise TypeError(f"{function}() got both path and tfrecord_dir; pass path.")
-        deprecated("tfrecord_dir=", f"{function}(path)" + _READ_DIFFERENCES.get(function, ""))
-        return os.fspath(tfrecord_dir)
-    if path is None:
-        raise TypeError(f"{function}() missing the dataset folder: {function}(path)")
-    return os.fspath(path)
-
-
-def create_tfrecords(source, output_dir=None, **options):
-    """TFRecorder 2.0's `create_tfrecords`: `tfrecorder.convert`."""
-    from tfrecorder.convert import convert
-
-    deprecated("create_tfrecords()", "tfrecorder.convert()")
-    return convert(source, output_dir, **options)
-
-
-def check_tfrecords(tfrecord_dir, split: str = "TRAIN", num_records: int = 1,
-                    output_dir: str = "output") -> str:
-    """TFRecorder 2.0's `check_tfrecords`: `tfrecorder.inspect`, writing 2.0's layout
-    (`output_dir/check-tfrecords-<timestamp>/data.csv` and an image per record)."""
-    from tfrecorder.inspection import inspect
-
-    deprecated("check_tfrecords()", "tfrecorder.inspect(path, split=..., num_records=..., "
-               "output_dir=...)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # said once, above
-        return inspect(tfrecord_dir=tfrecord_dir, split=split, num_records=num_records,
-                       output_dir=output_dir)

@@ -23,8 +23,8 @@ with those two added (`raw`, and the name, as 2.0 kept no more of the URI). The 
 the label ids, the vocabulary's order, the splits and the shards' order stay as 2.0 wrote
 them.
 
-Only `migrate` writes; `is_legacy_dataset` and `legacy_hint` are cheap and import nothing
-of the writer, so readers can use them to say what to do with such a folder.
+This module writes (it claims the new folder through `output`); telling such a folder
+from others is `detect`'s, which readers use.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 
-from tfrecorder import fs, manifest
+from tfrecorder import fs, manifest, output
 from tfrecorder._version import __version__
 from tfrecorder.errors import (
     ConversionAborted,
@@ -52,13 +52,12 @@ from tfrecorder.errors import (
     VerificationError,
 )
 from tfrecorder.example import encode_example
+from tfrecorder.legacy.detect import SCHEMA, TRANSFORM_FN, is_legacy_dataset
 from tfrecorder.rows import rejection_reasons
 from tfrecorder.tfrecord import CorruptRecordError, ShardWriter, open_read, read_records
 
 logger = logging.getLogger(__name__)
 
-SCHEMA = ("transformed_metadata", "schema.pbtxt")
-TRANSFORM_FN = "transform_fn"
 _ASSETS = (TRANSFORM_FN, "assets")
 _VOCABULARY = re.compile(r"^vocab_compute_and_apply_vocabulary(?:_\d+)?_vocabulary$")
 _SHARD = re.compile(r"^(train|validation|test)-(\d{5,})-of-(\d{5,})\.tfrecord(\.gz)?$")
@@ -66,24 +65,6 @@ _SHARD = re.compile(r"^(train|validation|test)-(\d{5,})-of-(\d{5,})\.tfrecord(\.
 _IMAGE = ("image", "image_height", "image_width", "image_channels", "image_name")
 _DTYPES = {"INT": "int64", "FLOAT": "float32", "BYTES": "string"}
 _REJECTED_COLUMNS = ("shard", "record", "split", "image_name", "label", "reason")
-
-
-def is_legacy_dataset(path: str | os.PathLike) -> bool:
-    """Whether `path` is a folder TFRecorder 2.0 wrote: it has `transform_fn/` and
-    `transformed_metadata/schema.pbtxt`. Two lookups, no shard read."""
-    path = os.fspath(path)
-    return fs.exists(fs.join(path, *SCHEMA)) and fs.is_folder(fs.join(path, TRANSFORM_FN))
-
-
-def legacy_hint(path: str | os.PathLike) -> str:
-    """What to do with a TFRecorder 2.0 folder, as a sentence to add to "no dataset.json"
-    (with a leading space); "" for any other folder."""
-    path = os.fspath(path)
-    if not is_legacy_dataset(path):
-        return ""
-    return (f" It is a TFRecorder 2.0 dataset: run `tfrecorder migrate {path} NEW_DIR` "
-            f"(in Python, tfrecorder.legacy.migrate({path!r}, new_dir)) to write a "
-            "tfrecorder dataset of it.")
 
 
 # --- reading what 2.0 wrote ----------------------------------------------------------------
@@ -292,8 +273,6 @@ def migrate(old_dir: str | os.PathLike, new_dir: str | os.PathLike, *,
         SchemaError: the 2.0 schema has features 2.0 never wrote.
         DatasetExistsError: `new_dir` holds a dataset and `overwrite` is False.
     """
-    from tfrecorder import output  # the writer's: not imported by readers of this module
-
     old_dir, new_dir = os.fspath(old_dir), os.fspath(new_dir)
     if not is_legacy_dataset(old_dir):
         fs.check_access([old_dir])
