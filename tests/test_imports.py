@@ -57,7 +57,7 @@ READERS = {"load", "verify", "verify_records", "inspection", "info", "show", "re
 # Worker code: imported by every worker process, so neither TensorFlow nor Beam. Every
 # name must exist: a rename must update this list, not silently drop a module from it.
 WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "plan",
-          "table", "schema", "dataset", "output", "resume", "convert", "manifest", "options",
+          "table", "schema", "finish", "output", "resume", "convert", "manifest", "options",
           "rows", "statistics"}
 HEAVY = {"tensorflow", "apache_beam"}
 # verify decodes records with TensorFlow only when asked (a lazy import of
