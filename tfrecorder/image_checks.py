@@ -32,12 +32,7 @@ from typing import NamedTuple
 import simplejpeg
 from PIL import Image
 
-from tfrecorder.manifest import SIGNATURES
-
-# TFRecorder stored raw pixels as base64 with these characters (TensorFlow's web-safe
-# alphabet), so `tf.io.decode_base64` reads them.
-BASE64_ALTCHARS = b"-_"
-
+from tfrecorder.manifest import BASE64_ALTCHARS, SIGNATURES
 
 # How reasons begin, so that rejected.csv and the error for too many rejections group them.
 CORRUPT = "corrupt or truncated image"

@@ -110,6 +110,9 @@ RESERVED = (*IMAGE_FEATURES, LABEL, SPLIT)
 # Image formats as stored, and how files of the encoded ones begin.
 STORED_FORMATS = ("jpeg", "png", "raw")
 SIGNATURES = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
+# "raw" images are their pixels in web-safe base64 (TFRecorder 2.0's), as
+# `tf.io.decode_base64` reads them.
+BASE64_ALTCHARS = b"-_"
 
 
 def image_features(image: bytes | str, image_format: str, height: int, width: int,

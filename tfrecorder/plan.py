@@ -350,7 +350,7 @@ def _categories(column: pd.Series, lists: bool) -> tuple[str, ...]:
 
 def sample_rows(table: Table, seed: int) -> Iterator[Row]:
     """A fixed sample of the table's rows (the first of the shuffled order), to estimate
-    the size of a record before planning (`ShardOptions.record_bytes`)."""
+    the size of a record before planning (`prefetch.mean_record_bytes`)."""
     sample = shuffled_order(len(table.rows), seed)[:SIZE_SAMPLE]
     inputs = [c.name for c in table.inputs]
     for position, row in zip(sample, rows_at(table.rows, sample).to_dict("records")):

@@ -43,7 +43,6 @@ from tfrecorder import fs
 from tfrecorder.example import encode_example, encode_examples
 from tfrecorder.image_cells import image_data
 from tfrecorder.image_checks import (
-    BASE64_ALTCHARS,
     CORRUPT,
     UNSUPPORTED,
     ImageRejected,
@@ -54,7 +53,13 @@ from tfrecorder.image_checks import (
     png_header,
     with_pillow,
 )
-from tfrecorder.manifest import SIGNATURES, image_features, record_columns, record_features
+from tfrecorder.manifest import (
+    BASE64_ALTCHARS,
+    SIGNATURES,
+    image_features,
+    record_columns,
+    record_features,
+)
 from tfrecorder.options import ImageOptions
 from tfrecorder.rows import Record, Rejection, Row, StoredImage
 

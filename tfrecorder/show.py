@@ -29,7 +29,7 @@ from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
 from tfrecorder.legacy import spellings
-from tfrecorder.manifest import LABEL, Manifest, Split, read_manifest
+from tfrecorder.manifest import BASE64_ALTCHARS, LABEL, Manifest, Split, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,6 @@ logger = logging.getLogger(__name__)
 # 180,000 pixels tall, and would read 8 records of every class to draw it.
 MAX_ROWS = 50
 _RAW_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # raw pixels' channels -> Pillow mode
-_BASE64_ALTCHARS = b"-_"  # raw pixels are web-safe base64, as TensorFlow decodes them
 _BACKGROUND, _TEXT, _RULE, _PLACEHOLDER = "white", "#222222", "#dddddd", "#c8c8c8"
 
 
@@ -354,7 +353,7 @@ def _decode(features: dict[str, list], size: int) -> Image.Image:
         width, height, channels = shape
         if channels not in _RAW_MODES:
             raise ValueError(f"raw pixels of {channels} channels")
-        pixels = base64.b64decode(data, altchars=_BASE64_ALTCHARS)
+        pixels = base64.b64decode(data, altchars=BASE64_ALTCHARS)
         image = Image.frombytes(_RAW_MODES[channels], (width, height), pixels)
     else:  # JPEG or PNG, whatever the record says: the bytes tell which
         image = Image.open(io.BytesIO(data), formats=["JPEG", "PNG"])

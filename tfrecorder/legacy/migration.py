@@ -436,7 +436,8 @@ def _problem(values: dict[str, list], split: manifest.Split, layout: _Layout) ->
     if layout.has_images:
         height, width, channels = (values[k][0] for k in _IMAGE[1:4])
         try:
-            size = len(base64.b64decode(values["image"][0], altchars=b"-_", validate=True))
+            size = len(base64.b64decode(values["image"][0], altchars=manifest.BASE64_ALTCHARS,
+                                        validate=True))
         except binascii.Error as error:
             return f"raw pixels that are not web-safe base64: {error}"
         if size != height * width * channels or height <= 0 or width <= 0:
