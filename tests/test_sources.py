@@ -34,10 +34,10 @@ def test_the_first_format_that_claims_a_path_reads_it(tmp_path, name, is_folder,
 def test_a_new_format_is_one_module_and_one_entry(tmp_path, monkeypatch):
     """A format the dispatcher did not know, added as the docstring says: it is asked
     before CSV, reads its own files, and leaves every other file to the others."""
-    def read(path, options):
+    def read(path, base_dir, options):
         names = Path(path).read_text().split()
         return validate(pd.DataFrame({"x": range(len(names)), "name": names}),
-                        base_dir=str(tmp_path), schema=options.schema, split=options.split)
+                        base_dir=base_dir, schema=options.schema, split=options.split)
 
     words = types.SimpleNamespace(claims=lambda path, is_folder: path.endswith(".words"),
                                   read=read)

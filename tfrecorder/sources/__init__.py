@@ -10,8 +10,9 @@ dispatcher that picks one.
 
 A file format is a module with two functions: `claims(path, folder)`, whether the path
 is of that format (by its name, or by its content where the name does not say), and
-`read(path, options)`, the validated table. `FILE_FORMATS` asks them in order; a new
-format is one module and one entry there. Every reader ends in `validate`, so every
+`read(path, base_dir, options)`, the validated table (relative image paths resolved
+against `base_dir`: a folder source's own, or a file's folder). `FILE_FORMATS` asks them
+in order; a new format is one module and one entry there. Every reader ends in `validate`, so every
 source is checked alike, before a single image is read.
 """
 
@@ -47,15 +48,13 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split).
     """
     options = TableOptions(**options)
-    if memory.is_in_memory(source):  # arrays, dicts of them, Hugging Face datasets
-        frame, implied, class_names = memory.as_frame(source)
+    frame, implied, class_names = (memory.as_frame(source) if memory.is_in_memory(source)
+                                   else (source, {}, None))  # arrays, dicts, HF datasets
+    if isinstance(frame, pd.DataFrame):
         table = validate(frame, base_dir=os.getcwd(),
                          schema={**implied, **(options.schema or {})},
                          fill_missing=options.fill_missing, split=options.split)
         return dataclasses.replace(table, class_names=class_names)
-    if isinstance(source, pd.DataFrame):
-        return validate(source, base_dir=os.getcwd(), schema=options.schema,
-                        fill_missing=options.fill_missing, split=options.split)
     if not isinstance(source, (str, os.PathLike)):
         raise SchemaError(
             f"source must be a DataFrame, the path of a CSV file, Parquet file or image "
@@ -75,4 +74,6 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             "CSV file or image folder"
         raise SourceNotFoundError(f"no such {what}: {path!r}")
     reader = next(f for f in FILE_FORMATS if f.claims(path, is_folder))
-    return reader.read(path, options)
+    # Relative image paths are relative to the source's folder, local or remote.
+    base_dir = path.rstrip("/") if is_folder else fs.dirname(path)
+    return reader.read(path, base_dir, options)

@@ -32,10 +32,8 @@ def claims(path: str, folder: bool) -> bool:
     return not folder
 
 
-def read(path: str, options: TableOptions) -> Table:
-    """The file's table; relative image paths in it are relative to its folder, local or
-    remote."""
-    base_dir = fs.dirname(path)
+def read(path: str, base_dir: str, options: TableOptions) -> Table:
+    """The file's table."""
     names = set(options.schema or ())
     return chunked.read_whole_or_in_chunks(
         path, base_dir, options, text_numbers=True,

@@ -23,9 +23,9 @@ def claims(path: str, folder: bool) -> bool:
     return folder
 
 
-def read(path: str, options: TableOptions) -> Table:
-    """The folder's table: relative image paths are relative to it."""
-    return validate(folder_table(path), base_dir=path, schema=options.schema,
+def read(path: str, base_dir: str, options: TableOptions) -> Table:
+    """The folder's table."""
+    return validate(folder_table(path), base_dir=base_dir, schema=options.schema,
                     split=options.split)
 
 

@@ -26,10 +26,8 @@ def claims(path: str, folder: bool) -> bool:
     return has_parquet_name(path) or (folder and is_parquet_folder(path))
 
 
-def read(path: str, options: TableOptions) -> Table:
-    """The file's or folder's table; relative image paths in it are relative to its
-    folder (a dataset folder's own)."""
-    base_dir = path.rstrip("/") if fs.is_folder(path) else fs.dirname(path)
+def read(path: str, base_dir: str, options: TableOptions) -> Table:
+    """The file's or folder's table."""
     return chunked.read_whole_or_in_chunks(
         path, base_dir, options, text_numbers=False,
         whole=lambda: read_parquet(path, options.header),
