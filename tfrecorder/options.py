@@ -34,6 +34,11 @@ IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
 DUPLICATES = ("warn", "drop", "error")
 NEW_LABELS = ("error", "append")
+# What a table's labels describe ("auto": told from the source's columns and content).
+TASKS = ("auto", "classification", "detection", "segmentation")
+# Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
+# models read (`tfrecorder.layouts`).
+LAYOUTS = ("tfrecorder", "tf_models")
 
 # Larger images are rejected unless the user raises ImageOptions.max_image_pixels: 100
 # megapixels decode to 300 MB of RGB (a 10,000 x 10,000 scan), and far larger sizes are
@@ -142,8 +147,23 @@ class TableOptions(_Checked):
         help="read a CSV or Parquet source N rows at a time, into a memory-mapped table "
              "(default: 250000 for a source larger than a tenth of the available memory)")
 
+    task: str = option(
+        "auto", "what the labels describe: \"classification\" (a class, or classes, per "
+        "image), \"detection\" (boxes with their classes: AutoML detection CSVs, Vertex AI "
+        "JSONL, COCO JSON, or a DataFrame with a `boxes` column) or \"segmentation\" (a "
+        "`mask_uri` column of class-id PNG masks). \"auto\" tells it from the source, and "
+        "asks for this option where the source could be either.", "choice", choices=TASKS,
+        help="what the labels describe (default: told from the source)")
+    image_root: str | None = option(
+        None, "the folder a COCO file's `file_name`s are relative to; by default the JSON "
+        "file's own folder.", "text", metavar="FOLDER",
+        help="the folder COCO file names are relative to (default: the JSON's folder)")
+
     def __post_init__(self):
         self._bool("header", optional=True)
+        self._require("task", self.task in TASKS, f"one of {', '.join(map(repr, TASKS))}")
+        self._require("image_root", self.image_root is None or isinstance(
+            self.image_root, (str, os.PathLike)), "a folder path or None")
         self._int("chunk_rows", "a positive int (rows) or None", minimum=1)
         self._require("split", self.split is None or (
             isinstance(self.split, str) and split_named(self.split) is not None),
@@ -271,7 +291,17 @@ class ImageOptions(_Checked):
         help="reject images with more pixels than N (from the header, before decoding); "
              "none for no limit")
 
+    layout: str = option(
+        "tfrecorder", "the records' feature names: \"tfrecorder\" (`image`, `label`, "
+        "`objects/bbox`, ...; `load()` reads them) or \"tf_models\" (`image/encoded`, "
+        "`image/object/bbox/xmin`, ...: the keys TensorFlow's Model Garden and Object "
+        "Detection API decoders read, with a `label_map.pbtxt`). `load`, `verify`, `info` "
+        "and `show` read both.", "choice", choices=LAYOUTS,
+        help="feature names: tfrecorder's, or tf_models (image/encoded, image/object/...)")
+
     def __post_init__(self):
+        self._require("layout", self.layout in LAYOUTS,
+                      f"one of {', '.join(map(repr, LAYOUTS))}")
         self._require("image_format", isinstance(self.image_format, str)
                       and self.image_format in IMAGE_FORMATS,
                       f"one of {', '.join(map(repr, IMAGE_FORMATS))}")
@@ -539,7 +569,9 @@ class ConvertOptions:
     def recorded(self) -> dict:
         """The options the manifest records (those that change the bytes written, with
         the shard sizing), in JSON's types."""
-        return {"seed": self.split.seed, **dataclasses.asdict(self.image),
+        image = dataclasses.asdict(self.image)
+        del image["layout"]  # the manifest's own field (`Manifest.layout`)
+        return {"seed": self.split.seed, **image,
                 "compression": self.shards.compression,
                 "unassigned_split": list(self.split.unassigned_split),
                 "num_shards": self.shards.num_shards,

@@ -39,6 +39,18 @@ class Table:
             Face ClassLabel): label i is class_names[i].
         image_column: the source's column of images held in memory, if any (the report
             describes its cells rather than printing them).
+        task: what the labels describe. "classification": `label` is each row's class
+            (or classes). "detection": each row is an image with its objects, one per
+            box, in the source's order: `label` lists their classes (empty for an image
+            without boxes; `multi_label` is True), the input `objects/bbox` their boxes
+            as [ymin, xmin, ymax, xmax], relative (0 to 1), and where the source gives
+            them, the inputs `objects/area` (pixels of the source image) and
+            `objects/is_crowd` (0 or 1), and the column `objects/mask`: per row, None or
+            {"size": [height, width] of the source image, "masks": one COCO segmentation
+            per object: a list of polygons [x0, y0, x1, y1, ...] in pixels, or an RLE
+            dict {"size": [h, w], "counts": ...}}. "segmentation": each row also has
+            `mask_uri` (as given) and `mask_file` (resolved for reading): a PNG whose
+            pixel values are class ids, of the image's size.
     """
 
     rows: pd.DataFrame
@@ -48,6 +60,7 @@ class Table:
     base_dir: str = ""
     class_names: tuple[str, ...] | None = None  # integer labels' names, from the source
     image_column: str | None = None  # the source's column of images held in memory
+    task: str = "classification"  # or "detection", "segmentation" (see above)
 
     @property
     def has_labels(self) -> bool:
