@@ -18,10 +18,19 @@ import pandas as pd
 
 from tfrecorder import image_cells
 from tfrecorder._version import __version__
-from tfrecorder.errors import DuplicateImagesError, ImageError, Option, TooManyRejectedError
+from tfrecorder.errors import (
+    DuplicateImagesError,
+    ImageError,
+    Option,
+    OptionError,
+    TooManyRejectedError,
+)
 from tfrecorder.example import decode_example
+from tfrecorder.layouts import MASK, OBJECT_FEATURES, layout_named
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
+    LABEL,
+    LABEL_MAP,
     MANIFEST,
     REJECTED,
     SPLITS,
@@ -132,19 +141,38 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
             num_classes=_num_classes(plan))
     return Manifest(compression=plan.compression, features=features(plan, table),
                     num_source_rows=plan.num_rows, options=json.loads(json.dumps(options)),
-                    labels=labels, created_by=f"tfrecorder {__version__}")
+                    labels=labels, created_by=f"tfrecorder {__version__}",
+                    task=table.task, layout=plan.image_options.layout)
 
 
 def features(plan: Plan, table: Table) -> dict[str, Feature]:
-    """Every feature of the records (`load()` builds its parsing spec from these alone)."""
-    found = dict(IMAGE_FEATURES) if table.has_images else {}
-    found.update(record_feature_types(table.has_labels, table.multi_label))
+    """Every feature of the records, under the plan's layout's keys (`load()` builds its
+    parsing spec from these alone)."""
+    layout = layout_named(plan.image_options.layout, plan.label_vocabulary)
+    if not table.has_images and layout.name != "tfrecorder":
+        raise OptionError(Option("layout", layout.name), " writes the keys TensorFlow's image "
+                          "models read, but the table has no images. Leave it out.",
+                          option="layout")
+    if layout.name != "tfrecorder" and plan.image_options.image_format == "raw":
+        raise OptionError(Option("layout", layout.name), " stores images that TensorFlow's "
+                          "models decode, and base64 pixels (", Option("image_format", "raw"),
+                          ") are not such images. Pass ", Option("image_format", "auto"),
+                          " (or jpeg, png).", option="image_format")
+    labels = record_feature_types(table.has_labels, table.multi_label)
+    inputs, objects = {}, {}
     for column in table.inputs:
-        found[column.name] = Feature(
-            column.dtype, tuple(column.shape), role="input",
-            vocabulary=(tuple(plan.vocabularies[column.name])
-                        if column.kind == "categorical" else None))
-    return found
+        feature = Feature(column.dtype, tuple(column.shape), role="input",
+                          vocabulary=(tuple(plan.vocabularies[column.name])
+                                      if column.kind == "categorical" else None))
+        if table.task == "detection" and column.name in OBJECT_FEATURES:
+            objects[column.name] = OBJECT_FEATURES[column.name]
+        else:
+            inputs[column.name] = feature
+    if MASK in table.rows.columns:
+        objects[MASK] = OBJECT_FEATURES[MASK]
+    return layout.features(table.task, IMAGE_FEATURES if table.has_images else {},
+                           labels.get(LABEL), dict(sorted(objects.items())), inputs,
+                           plan.label_vocabulary)
 
 
 def _num_classes(plan: Plan) -> int:
@@ -188,6 +216,9 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
                       for w in shards), sum(w.num_rejected for w in shards))
             statistics[split] = split_statistics([_facts(w) for w in shards], num_classes)
     rejected = Rejected(REJECTED, len(written.rejections), rejection_reasons(written.rejections))
+    layout = layout_named(header.layout, header.labels.vocabulary if header.labels else None)
+    if layout.writes_label_map and header.task == "detection":
+        folder.write_bytes(LABEL_MAP, layout.label_map().encode())
     manifest = header.finished(splits, rejected, statistics, duplicates)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])
@@ -201,12 +232,14 @@ def _duplicates(folder, header: Manifest, written: Written, index: pd.Index,
     if image_uris is None:
         return []
     shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
-    confirmed = _same_bytes(folder, header.compression, shards, candidate_duplicates(shards))
+    image_key = layout_named(header.layout).key("image")
+    confirmed = _same_bytes(folder, header.compression, shards, candidate_duplicates(shards),
+                            image_key)
     return describe_duplicates(confirmed, shards, index, image_uris, header.labels)
 
 
-def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]]
-                ) -> list[tuple[str, list[Located]]]:
+def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]],
+                image_key: str) -> list[tuple[str, list[Located]]]:
     """The candidates whose stored images are the same bytes, grouped by their SHA-256
     (its first 16 bytes in hex): only these records are read back, each shard once."""
     wanted: dict[int, set[int]] = {}
@@ -219,7 +252,7 @@ def _same_bytes(folder, compression: str | None, shards, candidates: list[list[L
         with open_read(folder.uri(shards[shard][1]), compression) as file:
             for index, record in enumerate(read_records(file)):
                 if index in records:
-                    image = decode_example(record)["image"][0]
+                    image = decode_example(record)[image_key][0]
                     digests[shard, index] = hashlib.sha256(image).digest()[:16].hex()
                 if index == last:
                     break

@@ -27,6 +27,7 @@ from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names i
 
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
+LABEL_MAP = "label_map.pbtxt"  # the `tf_models` layout's classes, as its models read them
 FORMAT_VERSION = 1
 # The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
 RUN_STATE = "resume.json"
@@ -378,10 +379,15 @@ class Manifest:
     statistics: Mapping[Split, SplitStatistics] = field(default_factory=dict)
     # Images stored more than once; None in manifests written before they were sought.
     duplicates: tuple[Duplicate, ...] | None = None
+    # What the labels describe ("classification", "detection", "segmentation") and the
+    # records' feature names (`tfrecorder.layouts`); written only when not the default,
+    # so a classification dataset's manifest is as before.
+    task: str = "classification"
+    layout: str = "tfrecorder"
 
     @property
     def has_images(self) -> bool:
-        return "image" in self.features
+        return any(feature.role == "image" for feature in self.features.values())
 
     @property
     def inputs(self) -> list[str]:
@@ -424,6 +430,10 @@ class Manifest:
             "num_source_rows": self.num_source_rows,
             "options": dict(self.options),
         }
+        if self.task != "classification":
+            found["task"] = self.task
+        if self.layout != "tfrecorder":
+            found["layout"] = self.layout
         if self.labels is not None:
             found["labels"] = self.labels.to_json()
         if self.rejected is not None:  # a finished manifest, not a header
@@ -455,6 +465,8 @@ class Manifest:
                             for name, split in (data.get("statistics") or {}).items()},
                 duplicates=(None if data.get("duplicates") is None else
                             tuple(Duplicate.from_json(d) for d in data["duplicates"])),
+                task=data.get("task", "classification"),
+                layout=data.get("layout", "tfrecorder"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"{MANIFEST} is not a tfrecorder manifest ({type(error).__name__}"
@@ -486,7 +498,7 @@ _SHARD_FILE = (r"(?:" + "|".join(SPLITS) + r")-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?
 # Every file a run may leave in the output folder, including temporary ones.
 _DATASET_FILE = re.compile(
     r"^(?:" + _SHARD_FILE + "(?:" + re.escape(RECEIPT_SUFFIX) + ")?|"
-    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE)))
+    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP)))
     + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
 )
 

@@ -532,6 +532,19 @@ class BeamOptions(_Checked):
         return found
 
 
+@dataclass(frozen=True)
+class RecordOptions(ImageOptions):
+    """`ImageOptions` with what the plan adds for the record encoder: the classes' names,
+    which the `tf_models` layout stores as text beside their ids. Not an option."""
+
+    class_names: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None) -> RecordOptions:
+        return cls(**{f.name: getattr(image, f.name) for f in dataclasses.fields(image)},
+                   class_names=class_names)
+
+
 GROUPS = (TableOptions, SplitOptions, ImageOptions, RejectOptions, ShardOptions,
           OutputOptions, RunOptions, BeamOptions)
 

@@ -25,8 +25,15 @@ import pandas as pd
 
 from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
+from tfrecorder.layouts import MASK
 from tfrecorder.manifest import LABEL, shard_filename
-from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, ImageOptions, SplitOptions
+from tfrecorder.options import (
+    SIZE_SAMPLE,
+    ConvertOptions,
+    ImageOptions,
+    RecordOptions,
+    SplitOptions,
+)
 from tfrecorder.rows import Row
 from tfrecorder.splits import SPLITS, UNASSIGNED, Split
 from tfrecorder.table import ArrowColumn, Table, arrow_backed, rows_at
@@ -324,7 +331,8 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
                                 options.shards.compression))
             start = end
     splits = RowColumn(codes.astype(np.int8), SPLITS)
-    return Plan(seed, options.image, options.shards.compression, vocabulary, label_ids,
+    return Plan(seed, RecordOptions.of(options.image, vocabulary), options.shards.compression,
+                vocabulary, label_ids,
                 splits, tuple(shards), vocabularies)
 
 
@@ -354,9 +362,20 @@ def sample_rows(table: Table, seed: int) -> Iterator[Row]:
     sample = shuffled_order(len(table.rows), seed)[:SIZE_SAMPLE]
     inputs = [c.name for c in table.inputs]
     for position, row in zip(sample, rows_at(table.rows, sample).to_dict("records")):
-        yield Row(int(position), row.get("uri"), row.get("image_uri"), row.get("label"),
+        yield Row(int(position), row.get("uri"), row.get("image_uri"),
+                  _id_sized(row.get("label")),
                   Split.TRAIN, {name: _plain(row[name]) for name in inputs},
-                  row.get("image"), row.get("image_name"))
+                  row.get("image"), row.get("image_name"), row.get(MASK), row.get("mask_file"))
+
+
+def _id_sized(label):
+    """A label as the encoder takes it before ids are known: class names as id 0 (the
+    record's size is about the same), ids and lists of them as they are."""
+    if isinstance(label, str):
+        return 0
+    if isinstance(label, (list, np.ndarray)):
+        return [v if isinstance(v, (int, np.integer)) else 0 for v in label]
+    return label
 
 
 def _plain(value):
@@ -387,6 +406,10 @@ class PlannedTable:
             self.images = ArrowColumn.of(column) if arrow_backed(column) else \
                 column.to_numpy(dtype=object)
             self.image_names = _texts(rows["image_name"])
+        # Annotations drawn on the image's pixels: COCO's instance masks, or a
+        # segmentation row's mask file.
+        self.masks = rows[MASK].to_numpy(dtype=object) if MASK in rows else None
+        self.mask_files = _texts(rows["mask_file"]) if "mask_file" in rows else None
         self.labels = None
         if plan.label_ids is not None:
             self.labels = (_objects(plan.label_ids) if table.multi_label
@@ -418,15 +441,17 @@ class PlannedTable:
         labels = self.labels_at(positions)
         inputs = {name: _plain_list(_take(values, positions))
                   for name, values in self.inputs.items()}
-        uris, image_uris, names = (
+        uris, image_uris, names, mask_files = (
             [None] * len(positions) if values is None else _plain_list(_take(values, positions))
-            for values in (self.uris, self.image_uris, self.image_names))
-        images = [None] * len(positions) if self.images is None else list(
-            _take(self.images, positions))  # as they are: arrays stay arrays
+            for values in (self.uris, self.image_uris, self.image_names, self.mask_files))
+        images, masks = ([None] * len(positions) if values is None else list(
+            _take(values, positions)) for values in (self.images, self.masks))  # as they are
         return [Row(position, uri, image_uri, label, split,
-                    {name: values[i] for name, values in inputs.items()}, image, name)
-                for i, (position, uri, image_uri, label, image, name) in enumerate(
-                    zip(positions.tolist(), uris, image_uris, labels, images, names))]
+                    {name: values[i] for name, values in inputs.items()}, image, name,
+                    mask, mask_file)
+                for i, (position, uri, image_uri, label, image, name, mask, mask_file)
+                in enumerate(zip(positions.tolist(), uris, image_uris, labels, images, names,
+                                 masks, mask_files))]
 
     def inputs_at(self, positions: np.ndarray) -> dict[str, Sequence]:
         """The input columns' values at `positions`, as stored: NumPy columns (or lists

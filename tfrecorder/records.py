@@ -39,7 +39,7 @@ import numpy as np
 import xxhash
 from PIL import Image
 
-from tfrecorder import fs
+from tfrecorder import annotations, fs
 from tfrecorder.example import encode_example, encode_examples
 from tfrecorder.image_cells import image_data
 from tfrecorder.image_checks import (
@@ -53,6 +53,7 @@ from tfrecorder.image_checks import (
     png_header,
     with_pillow,
 )
+from tfrecorder.layouts import layout_named
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
     SIGNATURES,
@@ -76,12 +77,13 @@ def encode_row(row: Row, options: ImageOptions,
     file is read now. The engines pass readers that fetched ahead (`prefetch`).
     """
     features = record_features(row.split, row.label, row.inputs)
+    layout = layout_named(options.layout, getattr(options, "class_names", None))
     if row.image is not None:  # held in memory: bytes as a file's, or pixels
         data = image_data(row.image)
         if isinstance(data, bytes) and not data:
             return Rejection(row.position, "empty image (0 bytes)")
     elif row.uri is None:
-        return Record(encode_example(features))
+        return Record(encode_example(layout.record(features, row.position)))
     else:
         try:
             data = read() if read is not None else fs.read_bytes(row.uri)
@@ -90,9 +92,10 @@ def encode_row(row: Row, options: ImageOptions,
         if not data:
             return Rejection(row.position, "empty file (0 bytes)")
     try:
-        image, stored_format, height, width, channels = (
+        image, stored_format, height, width, channels, source_size = (
             _encode_image(data, options) if isinstance(data, bytes)
             else _encode_pixels(data, options))
+        features.update(annotations.drawn(row, features, source_size, (height, width)))
     except ImageRejected as e:
         return Rejection(row.position, e.reason)
     except Image.UnidentifiedImageError:
@@ -103,7 +106,7 @@ def encode_row(row: Row, options: ImageOptions,
                                    row.image_uri, row.image_name))
     stored = StoredImage(stored_format, height, width, channels, len(image),
                          xxhash.xxh3_128_digest(image))
-    return Record(encode_example(features), stored)
+    return Record(encode_example(layout.record(features, row.position)), stored)
 
 
 def encode_rows_without_images(split: str, labels: Sequence,
@@ -114,8 +117,10 @@ def encode_rows_without_images(split: str, labels: Sequence,
     return encode_examples(record_columns(split, labels, inputs))
 
 
-def _encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, str, int, int, int]:
-    """Returns (stored bytes, format name, height, width, channels); raises ImageRejected."""
+def _encode_image(data: bytes, options: ImageOptions
+                  ) -> tuple[bytes, str, int, int, int, tuple[int, int]]:
+    """Returns (stored bytes, format name, height, width, channels, the source's (height,
+    width)); raises ImageRejected."""
     can_draft = True
     if data.startswith(SIGNATURES["jpeg"]):
         jpeg = jpeg_header(data)
@@ -124,7 +129,8 @@ def _encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, str, int, 
             check_jpeg_data(data, jpeg)
         if jpeg.tf_problem is None and _kept(options, "jpeg", jpeg.width, jpeg.height):
             # TensorFlow decodes grey JPEGs to one channel, colour (and CMYK) ones to three.
-            return data, "jpeg", jpeg.height, jpeg.width, 1 if jpeg.components == 1 else 3
+            return (data, "jpeg", jpeg.height, jpeg.width, 1 if jpeg.components == 1 else 3,
+                    (jpeg.height, jpeg.width))
         # Lossless JPEGs cannot be decoded at a reduced scale: libjpeg-turbo 3 ignores the
         # scale and Pillow's draft then overruns its buffer (heap corruption, abort).
         can_draft = not jpeg.lossless
@@ -134,7 +140,7 @@ def _encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, str, int, 
         if _kept(options, "png", png.width, png.height):
             if options.validate:
                 with_pillow(decode_fully, data)
-            return data, "png", png.height, png.width, png.channels
+            return data, "png", png.height, png.width, png.channels, (png.height, png.width)
     return with_pillow(_converted, data, options, can_draft)
 
 
@@ -152,24 +158,26 @@ def _check_pixels(width: int, height: int, limit: int | None) -> None:
 
 
 def _converted(data: bytes, options: ImageOptions, can_draft: bool
-               ) -> tuple[bytes, str, int, int, int]:
+               ) -> tuple[bytes, str, int, int, int, tuple[int, int]]:
     """The image decoded by Pillow, resized and encoded as `options` say."""
     image = Image.open(io.BytesIO(data))
     _check_pixels(*image.size, options.max_image_pixels)
+    source_size = image.size[::-1]
     target = _target_size(image.size, options)
     if target is not None and can_draft and image.format == "JPEG":
         image.draft(image.mode if image.mode in ("L", "RGB") else "RGB", target)
     image.load()
-    return _stored(image, target, options)
+    return (*_stored(image, target, options), source_size)
 
 
-def _encode_pixels(pixels, options: ImageOptions) -> tuple[bytes, str, int, int, int]:
+def _encode_pixels(pixels, options: ImageOptions
+                   ) -> tuple[bytes, str, int, int, int, tuple[int, int]]:
     """An image held in memory as pixels (a NumPy array `image_cells` checked, or a PIL
     image), stored as `options` say: losslessly as PNG by default."""
     if not isinstance(pixels, np.ndarray):  # a PIL image: its pixels, in a mode PNG holds
         _check_pixels(*pixels.size, options.max_image_pixels)  # before any conversion
         pixels = np.asarray(_normalized(pixels))  # L, LA, RGB, RGBA, or I;16 as uint16
-    height, width = pixels.shape[:2]
+    height, width = source_size = pixels.shape[:2]
     _check_pixels(width, height, options.max_image_pixels)
     target = _target_size((width, height), options)
     if pixels.ndim == 3 and pixels.shape[2] == 1:
@@ -180,10 +188,11 @@ def _encode_pixels(pixels, options: ImageOptions) -> tuple[bytes, str, int, int,
         if target is not None:
             pixels = _resized(pixels, target)
         height, width = pixels.shape[:2]
-        return _png(pixels), "png", height, width, channels
+        return _png(pixels), "png", height, width, channels, source_size
     if pixels.dtype == np.uint16:
         pixels = (pixels >> 8).astype(np.uint8)  # as TensorFlow reads 16 bits as 8
-    return _stored(Image.fromarray(np.ascontiguousarray(pixels)), target, options)
+    return (*_stored(Image.fromarray(np.ascontiguousarray(pixels)), target, options),
+            source_size)
 
 
 def _resized(pixels: np.ndarray, target: tuple[int, int]) -> np.ndarray:

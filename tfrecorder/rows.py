@@ -22,6 +22,10 @@ class Row(NamedTuple):
     inputs: Mapping = {}  # the input columns' values, as stored (never mutated)
     image: object = None  # an image held in memory (`image_cells`), instead of at `uri`
     image_name: str | None = None  # its `image_name`; None: the base name of `image_uri`
+    # A detection row's instance masks, from COCO: {"size": [h, w] of the source image,
+    # "masks": a polygon list or RLE dict per object}; None: no masks (`Table`).
+    masks: Mapping | None = None
+    mask_uri: str | None = None  # a segmentation row's class-id mask (resolved)
 
 
 class Rejection(NamedTuple):

@@ -1,0 +1,225 @@
+"""How a record's features are named: tfrecorder's own layout, or the `image/...` keys that
+TensorFlow's models read. One `Layout` object per layout owns its three forms, as TFDS's
+feature connectors do:
+
+- the write form, `record`: a record's values by their canonical names (what `records`
+  computes) -> the features stored under the layout's keys;
+- the manifest form, `features`: the `Feature` of every key, with its role;
+- the read form, `canonical`: the parsed features (TensorFlow tensors) -> the canonical
+  names again, so `load`, `show` and `info` read either layout the same way.
+
+Canonical names: `IMAGE_FEATURES`' (`image`, `image_format`, ...), `label`, `split`, the
+objects of a detection record (`objects/bbox` as [ymin, xmin, ymax, xmax] relative,
+`objects/label` 0-based ids, `objects/area`, `objects/is_crowd`, `objects/mask`: one PNG of
+0s and 1s per object), `segmentation_mask` (a PNG of class ids), and input columns by
+their own names. The engines and readers never branch on a layout's name: they ask the
+layout. Light on purpose (no TensorFlow at import): workers and readers import it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Mapping
+
+from tfrecorder.manifest import LABEL, SPLIT, Feature
+
+OBJECTS = "objects/"  # the prefix of a detection record's per-object features
+BBOX, OBJECT_LABEL = "objects/bbox", "objects/label"
+AREA, IS_CROWD, MASK = "objects/area", "objects/is_crowd", "objects/mask"
+SEGMENTATION_MASK = "segmentation_mask"
+# The per-object features besides the classes, in the order the manifest lists them.
+OBJECT_FEATURES = {
+    BBOX: Feature("float32", (None, 4), role="objects"),
+    AREA: Feature("float32", (None,), role="objects"),
+    IS_CROWD: Feature("int64", (None,), role="objects"),
+    MASK: Feature("string", (None,), role="objects"),
+}
+SEGMENTATION_FEATURE = Feature("string", role="mask")
+
+
+def is_detection(values: Mapping) -> bool:
+    """Whether a record's canonical values are a detection record's (it has boxes)."""
+    return BBOX in values
+
+
+class Layout:
+    """tfrecorder's own layout: canonical names are the stored keys; a detection
+    record's classes are `objects/label`, following TFDS's detection datasets."""
+
+    name = "tfrecorder"
+    writes_label_map = False
+
+    def __init__(self, vocabulary: tuple[str, ...] | None = None):
+        self.vocabulary = vocabulary  # the classes' names (None: integer labels)
+
+    def record(self, values: dict, position: int) -> dict:
+        """The features to store, from a record's canonical values (taken, not copied)
+        and its row's position in the table."""
+        if is_detection(values) and LABEL in values:
+            values[OBJECT_LABEL] = values.pop(LABEL)
+        return values
+
+    def features(self, task: str, image: Mapping[str, Feature], label: Feature | None,
+                 objects: Mapping[str, Feature], inputs: Mapping[str, Feature],
+                 vocabulary: tuple[str, ...] | None) -> dict[str, Feature]:
+        """Every stored feature: the image's, the label's (None: no labels), a detection
+        record's `objects` (canonical names), a segmentation record's mask, the split
+        and the inputs."""
+        found = dict(image)
+        if task == "detection":
+            found[OBJECT_LABEL] = Feature("int64", (None,), role="label",
+                                          vocabulary=vocabulary)
+            found.update(objects)
+        elif label is not None:
+            found[LABEL] = label
+        if task == "segmentation":
+            found[SEGMENTATION_MASK] = SEGMENTATION_FEATURE
+        found[SPLIT] = Feature("string", role="split")
+        found.update(inputs)
+        return found
+
+    def key(self, name: str) -> str | None:
+        """The stored key of a canonical feature (None: this layout does not store it)."""
+        return name
+
+    def canonical(self, parsed: dict) -> dict:
+        """Parsed features (tensors) by canonical name: as they are, here."""
+        return parsed
+
+
+# The tf_models layout's keys for the canonical image features (image/channels is ours:
+# TensorFlow's decoders ignore it, and it gives raw readers the image's shape).
+_TF_IMAGE = {"image": "image/encoded", "image_format": "image/format",
+             "image_height": "image/height", "image_width": "image/width",
+             "image_channels": "image/channels", "image_name": "image/filename"}
+_TF_BOX = ("image/object/bbox/ymin", "image/object/bbox/xmin",
+           "image/object/bbox/ymax", "image/object/bbox/xmax")  # canonical order
+_TF_OBJECTS = {AREA: "image/object/area", IS_CROWD: "image/object/is_crowd",
+               MASK: "image/object/mask"}
+_TF_CLASS, _TF_CLASS_TEXT = "image/class/label", "image/class/text"
+_TF_OBJECT_CLASS, _TF_OBJECT_TEXT = "image/object/class/label", "image/object/class/text"
+_TF_SEGMENTATION = "image/segmentation/class/encoded"
+_TF_SEGMENTATION_FORMAT = "image/segmentation/class/format"
+_TF_SOURCE_ID, _TF_SHA256 = "image/source_id", "image/key/sha256"
+
+
+class TFModelsLayout(Layout):
+    """The keys TensorFlow Model Garden's `TfExampleDecoder` (and the Object Detection
+    API's) read: `image/encoded`, `image/object/bbox/xmin`, ... Object classes are
+    1-based (`image/object/class/label`): 0 is the background in those models' label
+    maps, which `label_map.pbtxt` gives. A classification label (`image/class/label`)
+    keeps its 0-based id, as Model Garden's classification reader takes it.
+    `image/source_id` is the row's position in the table, as text: Model Garden's
+    detection pipeline reads it as a number. Records carry no split: the shard names
+    it."""
+
+    name = "tf_models"
+    writes_label_map = True
+
+    def record(self, values: dict, position: int) -> dict:
+        found = {_TF_IMAGE[name]: values.pop(name) for name in list(values)
+                 if name in _TF_IMAGE}
+        values.pop("image_uri", None)
+        values.pop(SPLIT, None)
+        if "image/encoded" in found:
+            found[_TF_SOURCE_ID] = str(position)
+            found[_TF_SHA256] = hashlib.sha256(found["image/encoded"]).hexdigest()
+        names = self.vocabulary
+        if is_detection(values):
+            boxes = values.pop(BBOX)
+            for i, key in enumerate(_TF_BOX):
+                found[key] = boxes[i::4]  # stored flat: ymin, xmin, ymax, xmax, ...
+            ids = values.pop(LABEL, [])
+            found[_TF_OBJECT_CLASS] = [i + 1 for i in ids]
+            if names is not None:
+                found[_TF_OBJECT_TEXT] = [names[i] for i in ids]
+            for name, key in _TF_OBJECTS.items():
+                if name in values:
+                    found[key] = values.pop(name)
+        elif LABEL in values:
+            label = values.pop(LABEL)
+            found[_TF_CLASS] = label
+            if names is not None:
+                found[_TF_CLASS_TEXT] = ([names[i] for i in label] if isinstance(label, list)
+                                         else names[label])
+        if SEGMENTATION_MASK in values:
+            found[_TF_SEGMENTATION] = values.pop(SEGMENTATION_MASK)
+            found[_TF_SEGMENTATION_FORMAT] = "png"
+        found.update(values)  # the inputs
+        return found
+
+    def features(self, task, image, label, objects, inputs, vocabulary):
+        found = {_TF_IMAGE[name]: feature for name, feature in image.items()
+                 if name in _TF_IMAGE}
+        if image:
+            found[_TF_SOURCE_ID] = Feature("string", role="image")
+            found[_TF_SHA256] = Feature("string", role="image")
+        texts = vocabulary is not None
+        if task == "detection":
+            for key in _TF_BOX:
+                found[key] = Feature("float32", (None,), role="objects")
+            found[_TF_OBJECT_CLASS] = Feature("int64", (None,), role="label",
+                                              vocabulary=vocabulary)
+            if texts:
+                found[_TF_OBJECT_TEXT] = Feature("string", (None,), role="label")
+            for name, feature in objects.items():
+                if name in _TF_OBJECTS:
+                    found[_TF_OBJECTS[name]] = feature
+        elif label is not None:
+            found[_TF_CLASS] = label
+            if texts:
+                found[_TF_CLASS_TEXT] = Feature("string", label.shape, role="label")
+        if task == "segmentation":
+            found[_TF_SEGMENTATION] = SEGMENTATION_FEATURE
+            found[_TF_SEGMENTATION_FORMAT] = Feature("string", role="mask")
+        found.update(inputs)
+        return found
+
+    def key(self, name: str) -> str | None:
+        keys = {**_TF_IMAGE, **_TF_OBJECTS, LABEL: _TF_CLASS, OBJECT_LABEL: _TF_OBJECT_CLASS,
+                SEGMENTATION_MASK: _TF_SEGMENTATION, BBOX: _TF_BOX[0],
+                "image_uri": None, SPLIT: None}
+        return keys.get(name, name)
+
+    def canonical(self, parsed: dict) -> dict:
+        """Parsed features by canonical name: boxes stacked to [n, 4] as (ymin, xmin,
+        ymax, xmax), object classes 0-based again."""
+        import tensorflow as tf
+
+        found = {}
+        keys = {value: name for name, value in {**_TF_IMAGE, **_TF_OBJECTS}.items()}
+        keys.update({_TF_CLASS: LABEL, _TF_SEGMENTATION: SEGMENTATION_MASK})
+        for key, value in parsed.items():
+            if key in keys:
+                found[keys[key]] = value
+            elif key == _TF_OBJECT_CLASS:
+                found[OBJECT_LABEL] = value - 1
+            elif key in _TF_BOX or key in (_TF_SOURCE_ID, _TF_SHA256, _TF_CLASS_TEXT,
+                                           _TF_OBJECT_TEXT, _TF_SEGMENTATION_FORMAT):
+                continue
+            else:
+                found[key] = value  # an input
+        if _TF_BOX[0] in parsed:
+            found[BBOX] = tf.stack([parsed[key] for key in _TF_BOX], axis=-1)
+        return found
+
+    def label_map(self) -> str:
+        """`label_map.pbtxt`: the Object Detection API's StringIntLabelMap, ids from 1."""
+        return "".join(f"item {{\n  id: {i}\n  name: {_quoted(name)}\n  display_name: "
+                       f"{_quoted(name)}\n}}\n"
+                       for i, name in enumerate(self.vocabulary or (), start=1))
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+LAYOUTS = {"tfrecorder": Layout, "tf_models": TFModelsLayout}
+
+
+@functools.lru_cache(maxsize=8)
+def layout_named(name: str | None, vocabulary: tuple[str, ...] | None = None) -> Layout:
+    """The layout a manifest or an option names (None: a manifest from before layouts,
+    which is tfrecorder's), for classes of these names."""
+    return LAYOUTS[name or "tfrecorder"](vocabulary)
