@@ -239,7 +239,7 @@ def _cancel(result) -> None:
 _STAGED = (("shard", "int32"), ("order", "int64"), ("position", "int64"), ("uri", "string"),
            ("image_uri", "string"), ("label", "string"), ("split", "string"),
            ("inputs", "string"), ("image_bytes", "binary"), ("image_pickle", "binary"),
-           ("image_name", "string"))
+           ("image_name", "string"), ("masks", "string"), ("mask_uri", "string"))
 _STAGED_GROUP_BYTES = 64 << 20  # rows a row group holds: about this many bytes
 
 
@@ -266,7 +266,10 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
                     if row.image is not None else (None, None)
                 group.append((index, order, row.position, row.uri, row.image_uri,
                               json.dumps(row.label), row.split, json.dumps(row.inputs),
-                              image_bytes, image_pickle, row.image_name))
+                              image_bytes, image_pickle, row.image_name,
+                              None if row.masks is None else json.dumps(
+                                  row.masks, default=lambda value: value.tolist()),
+                              row.mask_uri))
                 size += len(image_bytes or image_pickle or b"") + 100
                 if size >= _STAGED_GROUP_BYTES:
                     writer.write_table(_staged_table(group, schema))
@@ -297,7 +300,8 @@ def _parse_row(staged: dict) -> tuple[int, tuple[int, Row]]:
         image = image_cells.unstaged(staged["image_bytes"], staged["image_pickle"])
     return staged["shard"], (staged["order"], Row(
         staged["position"], staged["uri"], staged["image_uri"], json.loads(staged["label"]),
-        staged["split"], json.loads(staged["inputs"]), image, staged["image_name"]))
+        staged["split"], json.loads(staged["inputs"]), image, staged["image_name"],
+        None if staged["masks"] is None else json.loads(staged["masks"]), staged["mask_uri"]))
 
 
 class _RowRejected(ImageError):
