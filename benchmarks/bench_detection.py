@@ -1,0 +1,207 @@
+"""Object detection from an AutoML detection CSV: tfrecorder against the hand-written
+script every detection user writes, and the driver's memory for a million box rows.
+
+    .venv/bin/python benchmarks/bench_detection.py [--images 5000] [--rounds 3]
+
+Builds `--images` real-looking JPEGs (random crops of the bundled photos, 400-800 px,
+about 50 KB) and an AutoML Vision object-detection CSV of 1 to 20 boxes each (one row a
+box: `TRAIN,path,label,x_min,y_min,,,x_max,y_max,,`), then reports images/s for:
+
+- the hand-written loop in the shape of the Object Detection API's `create_*_tf_record.py`
+  scripts (and the `generate_tfrecord.py` of countless tutorials): group the CSV's rows
+  by image, read the file, open it with Pillow for its size, build a `tf.train.Example`
+  of `image/...` keys with `tf.train.Feature`, write it with `tf.io.TFRecordWriter`, one
+  process;
+- tfrecorder, `layout="tf_models"`, `validate=True` (every image fully checked), the
+  local engine's two workers.
+
+The target (issue 28) is tfrecorder >= 3x the hand-written loop's images/s. Then the
+driver's peak memory (VmHWM) reading and validating a CSV of 1,000,000 box rows
+(`load_table` alone, in a fresh process). Results go in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import harness  # noqa: E402
+from sample_crops import make_crops  # noqa: E402
+
+CLASSES = ("bicycle", "car", "cat", "dog", "person", "tree")
+
+
+def write_csv(path: str, image_paths: list[str], seed: int = 0) -> int:
+    """An AutoML detection CSV of 1-20 boxes per image; returns the number of rows."""
+    rng = np.random.default_rng(seed)
+    rows = 0
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        for image_path in image_paths:
+            for _ in range(int(rng.integers(1, 21))):
+                x0, y0 = rng.uniform(0, 0.7, 2)
+                x1, y1 = x0 + rng.uniform(0.05, 0.3), y0 + rng.uniform(0.05, 0.3)
+                writer.writerow(["TRAIN", image_path, CLASSES[int(rng.integers(len(CLASSES)))],
+                                 f"{x0:.4f}", f"{y0:.4f}", "", "", f"{x1:.4f}", f"{y1:.4f}",
+                                 "", ""])
+                rows += 1
+    return rows
+
+
+def handwritten(csv_path: str, output: str) -> float:
+    """The Object Detection API's script shape, as users copy it (pandas groupby, a
+    Pillow open for the size, tf.train.Feature lists), writing `image/...` keys."""
+    import hashlib
+    import io
+
+    import pandas as pd
+    import tensorflow as tf
+    from PIL import Image
+
+    start = time.perf_counter()
+    columns = ["set", "filename", "class", "xmin", "ymin", "x2", "y2", "xmax", "ymax", "x4",
+               "y4"]
+    table = pd.read_csv(csv_path, header=None, names=columns)
+    label_map = {name: i for i, name in enumerate(sorted(table["class"].unique()), start=1)}
+
+    def bytes_list(values):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
+
+    def floats(values):
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+    with tf.io.TFRecordWriter(os.path.join(output, "train.tfrecord")) as writer:
+        for filename, group in table.groupby("filename", sort=False):
+            with tf.io.gfile.GFile(filename, "rb") as fid:
+                encoded = fid.read()
+            image = Image.open(io.BytesIO(encoded))
+            if image.format != "JPEG":
+                raise ValueError("Image format not JPEG")
+            width, height = image.size
+            xmins, xmaxs, ymins, ymaxs, texts, classes = [], [], [], [], [], []
+            for _, row in group.iterrows():
+                xmins.append(row["xmin"])
+                xmaxs.append(row["xmax"])
+                ymins.append(row["ymin"])
+                ymaxs.append(row["ymax"])
+                texts.append(row["class"].encode())
+                classes.append(label_map[row["class"]])
+            example = tf.train.Example(features=tf.train.Features(feature={
+                "image/height": ints([height]), "image/width": ints([width]),
+                "image/filename": bytes_list([filename.encode()]),
+                "image/source_id": bytes_list([filename.encode()]),
+                "image/key/sha256": bytes_list([hashlib.sha256(encoded).hexdigest().encode()]),
+                "image/encoded": bytes_list([encoded]), "image/format": bytes_list([b"jpeg"]),
+                "image/object/bbox/xmin": floats(xmins), "image/object/bbox/xmax": floats(xmaxs),
+                "image/object/bbox/ymin": floats(ymins), "image/object/bbox/ymax": floats(ymaxs),
+                "image/object/class/text": bytes_list(texts),
+                "image/object/class/label": ints(classes)}))
+            writer.write(example.SerializeToString())
+    return time.perf_counter() - start
+
+
+def tfrecorder_run(csv_path: str, output: str) -> float:
+    import tfrecorder
+
+    start = time.perf_counter()
+    result = tfrecorder.convert(csv_path, output, layout="tf_models", overwrite=True,
+                                progress=False)
+    seconds = time.perf_counter() - start
+    assert result.num_rejected == 0, result
+    return seconds
+
+
+def driver_memory(csv_path: str) -> str:
+    """Peak RSS of reading and validating the CSV (`load_table`), and the table's rows."""
+    from tfrecorder.sources import load_table
+
+    start = time.perf_counter()
+    table = load_table(csv_path)
+    seconds = time.perf_counter() - start
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+    return json.dumps({"peak_mb": peak / 1024, "images": len(table.rows),
+                       "seconds": round(seconds, 1)})
+
+
+def contender(name: str, csv_path: str, out: str) -> str:
+    output = os.path.join(out, f"out-{name}")
+    os.makedirs(output, exist_ok=True)
+    if name == "handwritten":
+        return str(handwritten(csv_path, output))
+    if name == "tfrecorder":
+        return str(tfrecorder_run(csv_path, output))
+    if name == "memory":
+        return driver_memory(csv_path)
+    raise ValueError(name)
+
+
+def main() -> None:
+    parser = harness.parser(__doc__.splitlines()[0], images=5000, rounds=3)
+    parser.add_argument("--box-rows", type=int, default=1_000_000)
+    args = parser.parse_args()
+    if args.contender:
+        print(contender(args.contender, args.input, args.out))
+        return
+    os.makedirs(args.out, exist_ok=True)
+    table = make_crops(os.path.join(args.out, "images"), args.images)
+    paths = table["image_uri"].tolist()
+    csv_path = os.path.join(args.out, "detection.csv")
+    rows = write_csv(csv_path, paths)
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"{len(paths)} images, {rows} box rows")
+    script = os.path.abspath(__file__)
+
+    def seconds(name):
+        return harness.seconds_in_fresh_process(script, name, csv_path, args.out)
+
+    results = harness.rounds(["handwritten", "tfrecorder"], seconds, len(paths), args.rounds)
+    for r in results:
+        print("round: " + ", ".join(f"{k} {v:.0f} images/s" for k, v in r.items())
+              + f", ratio {r['tfrecorder'] / r['handwritten']:.2f}")
+    ratio = harness.median_ratio(results, "tfrecorder", "handwritten")
+    print(f"median: hand-written {harness.median(results, 'handwritten'):.0f} images/s, "
+          f"tfrecorder {harness.median(results, 'tfrecorder'):.0f} images/s, "
+          f"tfrecorder / hand-written {ratio:.2f} (target >= 3)")
+
+    # A million box rows, of about 95,000 images: links to the JPEGs above (the driver
+    # checks that every image exists, and reads none).
+    big = os.path.join(args.out, "detection-1m.csv")
+    links = os.path.join(args.out, "links")
+    os.makedirs(links, exist_ok=True)
+    rng = np.random.default_rng(1)
+    with open(big, "w", newline="") as f:
+        writer = csv.writer(f)
+        written, image = 0, 0
+        while written < args.box_rows:
+            path = os.path.join(links, f"{image:07d}.jpg")
+            if not os.path.lexists(path):
+                os.symlink(paths[image % len(paths)], path)
+            for _ in range(min(int(rng.integers(1, 21)), args.box_rows - written)):
+                x0, y0 = rng.uniform(0, 0.7, 2)
+                writer.writerow(["TRAIN", path, CLASSES[written % len(CLASSES)], f"{x0:.4f}",
+                                 f"{y0:.4f}", "", "", f"{x0 + 0.1:.4f}", f"{y0 + 0.1:.4f}",
+                                 "", ""])
+                written += 1
+            image += 1
+    size_mb = os.path.getsize(big) / 2**20
+    result = subprocess.run([sys.executable, script, "--contender", "memory", "--input", big,
+                             "--out", args.out], capture_output=True, text=True)
+    print(f"driver memory, {args.box_rows:,} box rows ({size_mb:.0f} MB CSV): "
+          f"{result.stdout.strip().splitlines()[-1] if result.stdout else result.stderr[-2000:]}")
+
+
+if __name__ == "__main__":
+    main()
