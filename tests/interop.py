@@ -1,0 +1,169 @@
+"""Third-party readers for interop tests, each installed into a folder of its own.
+
+The records tfrecorder writes are meant to be read by other people's code; the tests that
+prove it need that code, but it must not enter the project's environment: TensorFlow Model
+Garden, for one, declares `tensorflow~=2.20` and a tail of OpenCV, gin, scipy and
+pycocotools that the reading code never touches. So each reader is a pinned wheel installed
+with `pip install --target DIR --no-deps --require-hashes` into
+`<repo>/.venv/interop/<name>-<version>` (git-ignored with `.venv/`; `TFRECORDER_INTEROP_DIR`
+moves it), once; later runs find the marker file and reuse the folder.
+
+`interop_path(name)` returns that folder, for a loader to put on `sys.path` for as long as it
+imports (see tests/model_garden.py, which also takes it off again). Installing is safe when
+several pytest processes race: they queue on a lock file, and a folder is only ever published
+whole, by renaming a finished temporary folder. If the package index cannot be reached, and
+the folder is not there yet, the calling test is skipped with the reason; any other failure
+of the install fails the test with pip's output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+# name -> (version, sha256 of the one wheel PyPI has for it). Bump both together.
+PINS: dict[str, tuple[str, str]] = {
+    # The newest release (2.20.0, of 2026-02). It declares tensorflow~=2.20.0, which
+    # --no-deps ignores: its vision data loaders run unchanged on TensorFlow 2.21.
+    "tf-models-official": (
+        "2.20.0", "0bf173f9ea83e1a83f983b35fe515e9d9bfd294b27538f6e8806afeb5a069150"),
+    # Model Garden's modules all start with `import tensorflow as tf, tf_keras`; tf-keras
+    # 2.21 is the release made for TensorFlow 2.21 (it requires tensorflow>=2.21,<2.22).
+    "tf-keras": ("2.21.0", "f858bf3d97f892304e7fbcf5eb0942ed91674e27204f940a85de8c93cf07fe62"),
+}
+
+MARKER = "INTEROP-INSTALLED.json"
+_REPO = Path(__file__).resolve().parents[1]
+_unreachable: dict[str, str] = {}  # index probed unreachable in this process: skip at once
+
+
+def interop_root() -> Path:
+    return Path(os.environ.get("TFRECORDER_INTEROP_DIR") or _REPO / ".venv" / "interop")
+
+
+def interop_path(name: str) -> Path:
+    """The folder holding the pinned `name`, installed on first use (see the module doc)."""
+    version, sha256 = PINS[name]
+    root = interop_root()
+    dest = root / f"{name}-{version}"
+    if _installed(dest, version, sha256):
+        return dest
+    if "index" in _unreachable:
+        pytest.skip(_unreachable["index"])
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f".{name}-{version}.lock") as exclusive:
+        if _installed(dest, version, sha256):  # another process finished while we waited
+            return dest
+        if exclusive:  # only the lock's holder makes temporary folders: these are leftovers
+            for stale in root.glob(f".{name}-{version}-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+        unreachable = _index_unreachable(name)
+        if unreachable:
+            _unreachable["index"] = (f"{name}=={version} is not installed in {root} and the "
+                                     f"package index cannot be reached: {unreachable}")
+            pytest.skip(_unreachable["index"])
+        _install(name, version, sha256, root, dest)
+    return dest
+
+
+def installed_seconds(name: str) -> float | None:
+    """How long the install of `name` took, from its marker (None if not installed)."""
+    version, _ = PINS[name]
+    marker = interop_root() / f"{name}-{version}" / MARKER
+    try:
+        return json.loads(marker.read_text())["seconds"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _installed(dest: Path, version: str, sha256: str) -> bool:
+    try:
+        marker = json.loads((dest / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return marker.get("version") == version and marker.get("sha256") == sha256
+
+
+def _install(name: str, version: str, sha256: str, root: Path, dest: Path) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-{version}-", dir=root))
+    try:
+        requirements = tmp / "requirements.txt"
+        requirements.write_text(f"{name}=={version} --hash=sha256:{sha256}\n")
+        target = tmp / "site"
+        cmd = [sys.executable, "-m", "pip", "install", "--target", str(target), "--no-deps",
+               "--only-binary=:all:", "--require-hashes", "--no-input",
+               "--disable-pip-version-check", "--no-warn-script-location",
+               "-r", str(requirements)]
+        started = time.monotonic()
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        seconds = round(time.monotonic() - started, 1)
+        if run.returncode:
+            raise RuntimeError(f"installing {name}=={version} for the interop tests failed "
+                               f"(exit {run.returncode}): {' '.join(cmd)}\n"
+                               f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+        (target / MARKER).write_text(json.dumps(
+            {"name": name, "version": version, "sha256": sha256, "seconds": seconds,
+             "python": sys.version.split()[0], "installed": time.strftime("%Y-%m-%dT%H:%M:%S")},
+            indent=1) + "\n")
+        if dest.exists():  # a folder without a valid marker: left by hand, or an old pin
+            shutil.rmtree(dest)
+        target.rename(dest)  # atomic: a reader sees no folder or a whole one
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _index_url() -> str:
+    """The index pip is configured with (environment, then its config files), else PyPI's."""
+    run = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                         capture_output=True, text=True)
+    settings = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
+    for key in (":env:.index-url", "install.index-url", "global.index-url"):
+        if key in settings:
+            return settings[key].strip("'\"").split()[0]
+    return "https://pypi.org/simple"
+
+
+def _index_unreachable(name: str) -> str | None:
+    """Why the package index pip would use cannot be reached, or None if it answered."""
+    parts = urllib.parse.urlsplit(f"{_index_url().rstrip('/')}/{name}/")
+    # Without credentials: reached, it answers 401, which is an answer; nor are they shown.
+    url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=20):
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered; let pip report what is wrong
+    except urllib.error.URLError as e:
+        # A TLS failure means the host was reached; pip has its own certificate settings.
+        if "CERTIFICATE" in str(e.reason).upper():
+            return None
+        return f"{url}: {e.reason}"
+    except OSError as e:  # timeouts, resets
+        return f"{url}: {e!r}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the atomic rename alone keeps folders whole
+        yield False
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
