@@ -253,8 +253,8 @@ def test_images_whose_hashes_match_are_duplicates_only_if_their_bytes_do(tmp_pat
     folder = OutputFolder(str(tmp_path / "out"), "test")
     shards = [("train", shard, None)]
     row_1, row_2 = (Located("train", 0, kept[row][1], row) for row in (1, 2))
-    assert _same_bytes(folder, None, shards, [[row_1, row_2]]) == []  # as if they collided
-    same = _same_bytes(folder, None, shards, [[row_1, row_1]])
+    assert _same_bytes(folder, None, shards, [[row_1, row_2]], "image") == []  # as if they collided
+    same = _same_bytes(folder, None, shards, [[row_1, row_1]], "image")
     assert [copies for _, copies in same] == [[row_1, row_1]]
 
 

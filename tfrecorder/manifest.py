@@ -246,8 +246,8 @@ class Rejected:
 
 @dataclass(frozen=True)
 class Distribution:
-    """A number over a split's images (height, width, stored bytes): its range, quartiles
-    and mean."""
+    """A number over a split's images (height, width, stored bytes, boxes) or over its
+    boxes (their size): its range, quartiles and mean."""
 
     min: float
     q1: float
@@ -266,13 +266,63 @@ class Distribution:
                    data["mean"])
 
 
+# A box is tiny when an edge is under 1% of the image's side along it, or under 8 stored
+# pixels: the smallest boxes AutoML and Vertex AI object detection train on. COCO's size
+# classes (`ObjectStatistics.box_areas`): small under 32x32 pixels, large over 96x96.
+TINY_BOX_FRACTION = 0.01
+TINY_BOX_PIXELS = 8
+COCO_AREAS = (("small", 32 ** 2), ("medium", 96 ** 2), ("large", None))
+
+
+@dataclass(frozen=True)
+class ObjectStatistics:
+    """What one split's detection records hold besides their classes (whose boxes
+    `SplitStatistics.class_counts` counts, one per labelled box).
+
+    Box sizes are `sqrt(box area / image area)`, from the relative corners: the side of a
+    square of the box's area, as a fraction of the image's (geometric mean) side. It is
+    what a model sees whatever size it resizes images to. Pixels, where they are counted
+    (`tiny_boxes`, `box_areas`), are the stored image's."""
+
+    num_boxes: int
+    boxes_per_image: Distribution
+    box_size: Distribution | None = None  # None: no boxes at all
+    class_images: tuple[int, ...] = ()  # images holding a box of each class id
+    without_boxes: int = 0  # images with no box
+    unlabeled_boxes: int = 0  # boxes without a class
+    all_unlabeled: int = 0  # images with boxes, none of which has a class
+    tiny_boxes: int = 0  # see TINY_BOX_FRACTION
+    box_areas: Mapping[str, int] = field(default_factory=dict)  # COCO_AREAS' names
+
+    def to_json(self) -> dict:
+        return {"num_boxes": self.num_boxes,
+                "boxes_per_image": self.boxes_per_image.to_json(),
+                "box_size": None if self.box_size is None else self.box_size.to_json(),
+                "class_images": list(self.class_images),
+                "without_boxes": self.without_boxes,
+                "unlabeled_boxes": self.unlabeled_boxes,
+                "all_unlabeled": self.all_unlabeled, "tiny_boxes": self.tiny_boxes,
+                "box_areas": dict(self.box_areas)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ObjectStatistics:
+        size = data.get("box_size")
+        return cls(data["num_boxes"], Distribution.from_json(data["boxes_per_image"]),
+                   None if size is None else Distribution.from_json(size),
+                   tuple(data.get("class_images") or ()), data.get("without_boxes", 0),
+                   data.get("unlabeled_boxes", 0), data.get("all_unlabeled", 0),
+                   data.get("tiny_boxes", 0), dict(data.get("box_areas") or {}))
+
+
 @dataclass(frozen=True)
 class SplitStatistics:
     """What one split's records hold, gathered while they were written.
 
     `class_counts[i]` counts the records whose label includes class id i (a multi-label
-    record counts once for each of its labels); `unlabeled` those without a label. The
-    image fields are None for a dataset without images."""
+    record counts once for each of its labels, and a detection record once for each
+    labelled box: it counts objects); `unlabeled` those without a label. The image fields
+    are None for a dataset without images; `objects` is None but for detection records
+    (and in manifests written before it)."""
 
     class_counts: tuple[int, ...]
     unlabeled: int = 0
@@ -281,6 +331,7 @@ class SplitStatistics:
     image_bytes: Distribution | None = None
     image_formats: Mapping[str, int] = field(default_factory=dict)
     image_channels: Mapping[int, int] = field(default_factory=dict)
+    objects: ObjectStatistics | None = None
 
     def to_json(self) -> dict:
         found: dict[str, Any] = {"class_counts": list(self.class_counts),
@@ -292,6 +343,8 @@ class SplitStatistics:
         if self.image_formats:
             found["image_formats"] = dict(self.image_formats)
             found["image_channels"] = {str(k): v for k, v in self.image_channels.items()}
+        if self.objects is not None:
+            found["objects"] = self.objects.to_json()
         return found
 
     @classmethod
@@ -302,7 +355,9 @@ class SplitStatistics:
         return cls(tuple(data["class_counts"]), data.get("unlabeled", 0),
                    distribution("image_height"), distribution("image_width"),
                    distribution("image_bytes"), dict(data.get("image_formats") or {}),
-                   {int(k): v for k, v in (data.get("image_channels") or {}).items()})
+                   {int(k): v for k, v in (data.get("image_channels") or {}).items()},
+                   ObjectStatistics.from_json(data["objects"]) if data.get("objects")
+                   else None)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """What the writer learns while it writes: per split, the records of each class and the
-stored images' sizes, formats and channels; across the dataset, images stored more than
-once. All of it goes into the manifest, so `info` answers without reading a record.
+stored images' sizes, formats and channels, and a detection record's boxes; across the
+dataset, images stored more than once. All of it goes into the manifest, so `info`
+answers without reading a record.
 
-Workers note each record they write (`ShardFacts.add`: the row's position and label, and
-its `rows.StoredImage`); the last step (`finish.finish`) sums them up. Nothing reads an
+Workers note each record they write (`ShardFacts.add`: the row's position and label, its
+boxes, and its `rows.StoredImage`); the last step (`finish.finish`) sums them up. Nothing reads an
 image twice: the content hash is taken of the bytes the worker has just encoded, and only
 the few records whose hashes match are read back, to confirm them byte by byte.
 """
@@ -19,13 +20,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tfrecorder.layouts import BBOX
 from tfrecorder.manifest import (
+    COCO_AREAS,
     SPLITS,
     STORED_FORMATS,
+    TINY_BOX_FRACTION,
+    TINY_BOX_PIXELS,
     Copy,
     Distribution,
     Duplicate,
     Labels,
+    ObjectStatistics,
     Split,
     SplitStatistics,
 )
@@ -39,7 +45,12 @@ _DIGEST_BYTES = 16
 class ShardFacts:
     """What each written record of a shard is, in record order. Columns of typed arrays,
     not objects: a million-image run holds them all until its manifest is written (about
-    60 bytes a record)."""
+    60 bytes a record, and a detection record 8 more and 8 a box).
+
+    A detection record (one whose row has boxes) also notes how many boxes it has
+    (`boxes`, one entry a detection record: empty for others) and each box's height and
+    width relative to the image (`box_heights`, `box_widths`, one entry a box), as the
+    record stores them (float32)."""
 
     positions: array = field(default_factory=lambda: array("q"))
     labels: list = field(default_factory=list)  # an id, a list of ids, or None
@@ -49,6 +60,9 @@ class ShardFacts:
     channels: array = field(default_factory=lambda: array("q"))
     sizes: array = field(default_factory=lambda: array("q"))  # stored image bytes
     digests: bytearray = field(default_factory=bytearray)  # 16 bytes a record
+    boxes: array = field(default_factory=lambda: array("q"))
+    box_heights: array = field(default_factory=lambda: array("f"))
+    box_widths: array = field(default_factory=lambda: array("f"))
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -57,6 +71,9 @@ class ShardFacts:
         image = record.image
         self.positions.append(row.position)
         self.labels.append(row.label)
+        boxes = row.inputs.get(BBOX)
+        if boxes is not None:
+            self._add_boxes(boxes)
         if image is None:
             self.formats.append(_NO_IMAGE)
             for column in (self.heights, self.widths, self.channels, self.sizes):
@@ -70,6 +87,12 @@ class ShardFacts:
         self.sizes.append(image.num_bytes)
         self.digests += image.digest
 
+    def _add_boxes(self, boxes) -> None:
+        corners = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)  # as stored
+        self.boxes.append(len(corners))
+        self.box_heights.extend(np.maximum(corners[:, 2] - corners[:, 0], 0).tolist())
+        self.box_widths.extend(np.maximum(corners[:, 3] - corners[:, 1], 0).tolist())
+
     def add_without_images(self, positions: Sequence[int], labels: Sequence) -> None:
         """Notes many records of a table without images at once: their positions and
         labels only (16 bytes a record, not 65: 10M rows are 160 MB). A shard's facts
@@ -78,18 +101,24 @@ class ShardFacts:
         self.labels.extend(labels)
 
     def extend(self, other: ShardFacts) -> None:
-        for name in _COLUMNS:
+        for name in (*_COLUMNS, *_BOX_COLUMNS):
             getattr(self, name).extend(getattr(other, name))
         self.digests += other.digests
 
     def without(self, indices: set[int]) -> ShardFacts:
         """These facts less the records at `indices` (dropped duplicates)."""
         kept = ShardFacts()
+        starts = np.concatenate([[0], np.cumsum(self.boxes, dtype=np.int64)]).tolist()
         for index in range(len(self)):
             if index not in indices:
                 for name in _COLUMNS:
                     getattr(kept, name).append(getattr(self, name)[index])
                 kept.digests += self.digest(index)
+                if self.boxes:  # a detection shard: every record has its count
+                    kept.boxes.append(self.boxes[index])
+                    box = slice(starts[index], starts[index + 1])
+                    kept.box_heights.extend(self.box_heights[box])
+                    kept.box_widths.extend(self.box_widths[box])
         return kept
 
     def digest(self, index: int) -> bytes:
@@ -109,14 +138,16 @@ class ShardFacts:
     def from_json(cls, data: Mapping) -> ShardFacts:
         facts = cls()
         for name in _ARRAYS:
-            getattr(facts, name).frombytes(base64.b64decode(data[name]))
+            if name in data:  # the box columns: not in receipts from before them
+                getattr(facts, name).frombytes(base64.b64decode(data[name]))
         facts.labels = list(data["labels"])
         facts.digests = bytearray.fromhex(data["digests"])
         return facts
 
 
 _COLUMNS = ("positions", "labels", "formats", "heights", "widths", "channels", "sizes")
-_ARRAYS = tuple(name for name in _COLUMNS if name != "labels")
+_BOX_COLUMNS = ("boxes", "box_heights", "box_widths")
+_ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS)
 
 
 def split_statistics(facts: Sequence[ShardFacts], num_classes: int) -> SplitStatistics:
@@ -138,19 +169,66 @@ def split_statistics(facts: Sequence[ShardFacts], num_classes: int) -> SplitStat
 
     found = Counter(formats[with_image].tolist())
     channels = Counter(column("channels").tolist())
+    objects = None
+    if any(shard.boxes for shard in facts):  # detection records
+        objects = _object_statistics(facts, labels, num_classes, column("heights"),
+                                     column("widths"))
     return SplitStatistics(
         tuple(counts.tolist()), unlabeled,
         image_height=_distribution(column("heights")),
         image_width=_distribution(column("widths")),
         image_bytes=_distribution(column("sizes")),
         image_formats={STORED_FORMATS[i]: n for i, n in sorted(found.items())},
-        image_channels=dict(sorted(channels.items())))
+        image_channels=dict(sorted(channels.items())), objects=objects)
 
 
-def _distribution(values: np.ndarray) -> Distribution:
+def _object_statistics(facts: Sequence[ShardFacts], labels: list, num_classes: int,
+                       image_heights: np.ndarray, image_widths: np.ndarray
+                       ) -> ObjectStatistics:
+    """A detection split's boxes: how many an image has, how large they are, how many
+    are tiny or lack a class; and how many images hold each class. Every record of a
+    detection split has an image (its boxes are relative to it)."""
+    boxes = np.concatenate([np.frombuffer(shard.boxes, np.int64) for shard in facts])
+
+    def per_box(name: str) -> np.ndarray:
+        return np.concatenate([np.frombuffer(getattr(shard, name), np.float32)
+                               for shard in facts]).astype(np.float64)
+
+    heights, widths = per_box("box_heights"), per_box("box_widths")
+    classes = [[] if label is None else label if isinstance(label, list) else [label]
+               for label in labels]
+    labelled = np.asarray([len(ids) for ids in classes], dtype=np.int64)
+    present = [i for ids in classes for i in set(ids)]
+    class_images = np.bincount(np.asarray(present, dtype=np.int64), minlength=num_classes)
+    pixel_heights = heights * np.repeat(image_heights, boxes)  # of the stored image
+    pixel_widths = widths * np.repeat(image_widths, boxes)
+    tiny = ((heights < TINY_BOX_FRACTION) | (widths < TINY_BOX_FRACTION)
+            | (pixel_heights < TINY_BOX_PIXELS) | (pixel_widths < TINY_BOX_PIXELS))
+    areas = pixel_heights * pixel_widths
+    box_areas, below = {}, np.zeros(len(areas), dtype=bool)
+    for name, limit in COCO_AREAS:
+        inside = ~below if limit is None else (areas < limit) & ~below
+        box_areas[name] = int(inside.sum())
+        below |= inside
+    return ObjectStatistics(
+        int(boxes.sum()), _distribution(boxes),
+        _distribution(np.sqrt(heights * widths), digits=4) if len(heights) else None,
+        tuple(class_images.tolist()),
+        without_boxes=int((boxes == 0).sum()),
+        unlabeled_boxes=int(np.maximum(boxes - labelled, 0).sum()),
+        all_unlabeled=int(((boxes > 0) & (labelled == 0)).sum()),
+        tiny_boxes=int(tiny.sum()), box_areas=box_areas)
+
+
+def _distribution(values: np.ndarray, digits: int | None = None) -> Distribution:
+    """Range, quartiles and mean; whole numbers' range as ints, or every number rounded
+    to `digits` (for fractions such as box sizes)."""
     q1, median, q3 = np.percentile(values, [25, 50, 75]).tolist()
-    return Distribution(int(values.min()), q1, median, q3, int(values.max()),
-                        round(float(values.mean()), 2))
+    if digits is None:
+        return Distribution(int(values.min()), q1, median, q3, int(values.max()),
+                            round(float(values.mean()), 2))
+    return Distribution(*(round(float(v), digits) for v in (
+        values.min(), q1, median, q3, values.max(), values.mean())))
 
 
 @dataclass(frozen=True)
