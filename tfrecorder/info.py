@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import html
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tfrecorder import fs
 from tfrecorder.manifest import (
+    COCO_AREAS,
+    TINY_BOX_FRACTION,
+    TINY_BOX_PIXELS,
     Duplicate,
     Feature,
     Labels,
     Manifest,
+    ObjectStatistics,
     Rejected,
     Split,
     SplitInfo,
@@ -32,14 +37,17 @@ logger = logging.getLogger(__name__)
 
 # AutoML Vision's guidance: the largest class at most 100 times the smallest.
 MAX_CLASS_RATIO = 100
+# AutoML's and Vertex AI's minimum for object detection: 10 boxes of each label. Fewer in
+# train, and a detector cannot learn the class.
+MIN_BOXES_PER_CLASS = 10
 _ROWS_NAMED = 5  # rows a warning names before "and N more"
 
 
 def info(path: str | os.PathLike) -> DatasetInfo:
     """What the dataset in `path` (a folder, or a gs://, s3:// or other fsspec URI) holds:
-    its classes, features, splits and their shards, records per class and split, image
-    sizes, formats and channels, rejected rows by reason, and images stored more than
-    once. Reads the manifest only."""
+    its classes, features, splits and their shards, records per class and split (objects,
+    for detection), image sizes, formats and channels, a detection dataset's boxes,
+    rejected rows by reason, and images stored more than once. Reads the manifest only."""
     path = os.fspath(path)
     return DatasetInfo(path, read_manifest(path))
 
@@ -91,11 +99,36 @@ class DatasetInfo:
         return {str(name): s for name, s in self.manifest.statistics.items()}
 
     @property
+    def task(self) -> str:
+        """What the labels describe: "classification", "detection" or "segmentation"."""
+        return self.manifest.task
+
+    @property
+    def counted(self) -> str:
+        """What `class_counts` counts: "objects" (boxes) for detection, else "records"."""
+        return "objects" if self.task == "detection" else "records"
+
+    @property
     def class_counts(self) -> dict[str, dict[str, int]]:
-        """Records per class, per split (a multi-label record counts for each label)."""
+        """Records per class, per split (a multi-label record counts for each label); for
+        detection, objects: a box counts for its class, an image for each of its boxes."""
         names = self.class_names
         return {split: dict(zip(names, s.class_counts))
                 for split, s in self.statistics.items()}
+
+    @property
+    def objects(self) -> dict[str, ObjectStatistics]:
+        """Per split, a detection dataset's boxes: how many an image has, their sizes, and
+        the images without any ({} for other tasks, and for detection datasets written
+        before tfrecorder kept them)."""
+        return {split: s.objects for split, s in self.statistics.items()
+                if s.objects is not None}
+
+    @property
+    def class_images(self) -> dict[str, dict[str, int]]:
+        """Per split, images holding an object of each class (detection; {} otherwise)."""
+        names = self.class_names
+        return {split: dict(zip(names, s.class_images)) for split, s in self.objects.items()}
 
     @property
     def rejected(self) -> Rejected | None:
@@ -132,8 +165,11 @@ class DatasetInfo:
     @property
     def warnings(self) -> tuple[str, ...]:
         """Duplicated images, leaks between splits, images under two labels, a split that
-        lacks a class train has, and classes far out of balance."""
-        return (*_duplicate_warnings(self.duplicates), *_balance_warnings(self))
+        lacks a class train has, and classes far out of balance; for detection, classes
+        with few boxes in train, tiny boxes, images without boxes and boxes without a
+        class."""
+        return (*_duplicate_warnings(self.duplicates), *_balance_warnings(self),
+                *_object_warnings(self))
 
     # --- forms ----------------------------------------------------------------------------
 
@@ -141,6 +177,7 @@ class DatasetInfo:
         """Plain data for scripts (`tfrecorder info --json`)."""
         return {
             "path": self.path,
+            "task": self.task,
             "num_records": self.num_records,
             "class_names": list(self.class_names),
             "num_classes": self.num_classes,
@@ -162,6 +199,9 @@ class DatasetInfo:
     def __repr__(self) -> str:
         counts = ", ".join(f"{name} {s.num_records:,}" for name, s in self.splits.items())
         classes = f", {self.num_classes} classes" if self.num_classes is not None else ""
+        if self.objects:
+            boxes = sum(s.num_boxes for s in self.objects.values())
+            classes += f", {boxes:,} objects"
         warned = f", {len(self.warnings)} warnings" if self.warnings else ""
         return (f"<DatasetInfo {self.path!r}: {self.num_records:,} records ({counts})"
                 f"{classes}{warned}>")
@@ -209,14 +249,14 @@ def _copies(duplicates, labels: bool = False) -> str:
 
 
 def _balance_warnings(info: DatasetInfo) -> list[str]:
-    counts = info.class_counts
+    counts, counted = info.class_counts, info.counted
     found = []
     train = counts.get(str(Split.TRAIN), {})
     for split, by_class in counts.items():
         if split != Split.TRAIN:
             missing = [name for name, n in train.items() if n and not by_class.get(name)]
             if missing:
-                found.append(f"{split} has no records of "
+                found.append(f"{split} has no {counted} of "
                              f"{count(len(missing), 'class', 'classes')} that train has: "
                              f"{_names(missing)}")
         present = {name: n for name, n in by_class.items() if n}
@@ -226,9 +266,68 @@ def _balance_warnings(info: DatasetInfo) -> list[str]:
             if present[largest] > MAX_CLASS_RATIO * present[smallest]:
                 found.append(
                     f"in {split}, the largest class {largest!r} ({present[largest]:,} "
-                    f"records) has more than {MAX_CLASS_RATIO}x the smallest {smallest!r} "
+                    f"{counted}) has more than {MAX_CLASS_RATIO}x the smallest {smallest!r} "
                     f"({present[smallest]:,}); AutoML advises at most {MAX_CLASS_RATIO}x")
     return found
+
+
+def _object_warnings(info: DatasetInfo) -> list[str]:
+    """A detection dataset's: classes with fewer than MIN_BOXES_PER_CLASS boxes in train
+    (the first split when there is no train), and per split, tiny boxes, images without
+    boxes, and boxes without a class."""
+    objects = info.objects
+    if not objects:
+        return []
+    found = []
+    first = str(Split.TRAIN) if str(Split.TRAIN) in objects else next(iter(objects))
+    few = {name: n for name, n in info.class_counts.get(first, {}).items()
+           if n < MIN_BOXES_PER_CLASS}
+    if few:
+        shown = ", ".join(f"{name!r} ({n})" for name, n in list(few.items())[:_ROWS_NAMED])
+        more = f" and {len(few) - _ROWS_NAMED} more" if len(few) > _ROWS_NAMED else ""
+        found.append(f"{first} has fewer than {MIN_BOXES_PER_CLASS} boxes of "
+                     f"{count(len(few), 'class', 'classes')}: {shown}{more}; a detector "
+                     f"learns little from so few (AutoML asks for at least "
+                     f"{MIN_BOXES_PER_CLASS} per class)")
+    for split, s in objects.items():
+        if s.tiny_boxes:
+            found.append(
+                f"in {split}, {s.tiny_boxes:,} of {count(s.num_boxes, 'box', 'boxes')} "
+                f"{'is' if s.tiny_boxes == 1 else 'are'} tiny (an edge under "
+                f"{TINY_BOX_FRACTION:.0%} of the image's side or under {TINY_BOX_PIXELS} "
+                f"pixels, the least AutoML trains on): check they are not slips of the "
+                f"annotation tool")
+        if s.without_boxes:
+            images = info.splits[split].num_records if split in info.splits else 0
+            found.append(
+                f"in {split}, {s.without_boxes:,} of {count(images, 'image')} "
+                f"{'has' if s.without_boxes == 1 else 'have'} no boxes: a detector learns "
+                f"them as background only (check none lost its boxes)")
+        if s.all_unlabeled:
+            found.append(
+                f"in {split}, {count(s.all_unlabeled, 'image')} "
+                f"{'has' if s.all_unlabeled == 1 else 'have'} boxes of which none has a "
+                f"class ({count(s.unlabeled_boxes, 'box', 'boxes')} without a class in "
+                f"all)")
+        elif s.unlabeled_boxes:
+            found.append(f"in {split}, {count(s.unlabeled_boxes, 'box', 'boxes')} "
+                         f"{'has' if s.unlabeled_boxes == 1 else 'have'} no class")
+    return found
+
+
+def box_areas(objects: ObjectStatistics) -> dict[str, int]:
+    """Boxes by COCO's area classes (small, medium, large), each named with its range."""
+    named, low = {}, None
+    for name, limit in COCO_AREAS:
+        if low is None:
+            span = f"< {math.isqrt(limit)}²"
+        elif limit is None:
+            span = f"≥ {math.isqrt(low)}²"
+        else:
+            span = f"{math.isqrt(low)}²–{math.isqrt(limit)}²"
+        named[f"{name} ({span} pixels)"] = objects.box_areas.get(name, 0)
+        low = limit
+    return named
 
 
 def _names(names: list[str]) -> str:
@@ -240,7 +339,8 @@ def _names(names: list[str]) -> str:
 # --- notebooks -------------------------------------------------------------------------------
 
 def html_summary(info: DatasetInfo, thumbnails: str = "") -> str:
-    """A small HTML summary for notebooks: records per class and split, warnings."""
+    """A small HTML summary for notebooks: records (objects, for detection) per class
+    and split, warnings."""
     splits = list(info.splits)
     head = "".join(f"<th>{html.escape(name)}</th>" for name in splits)
     rows = []
@@ -249,15 +349,36 @@ def html_summary(info: DatasetInfo, thumbnails: str = "") -> str:
                         for split in splits)
         rows.append(f"<tr><th>{html.escape(name)}</th>{cells}</tr>")
     totals = "".join(f"<td><b>{s.num_records:,}</b></td>" for s in info.splits.values())
-    rows.append(f"<tr><th>all</th>{totals}</tr>")
+    if info.objects:
+        objects = "".join(f"<td><b>{info.objects[split].num_boxes:,}</b></td>"
+                          if split in info.objects else "<td></td>" for split in splits)
+        rows.append(f"<tr><th>all objects</th>{objects}</tr>")
+        rows.append(f"<tr><th>images</th>{totals}</tr>")
+    else:
+        rows.append(f"<tr><th>all</th>{totals}</tr>")
     warnings = "".join(f"<li>{html.escape(w)}</li>" for w in info.warnings)
     rejected = info.rejected.num_rows if info.rejected else 0
     return (
         f"<div class='tfrecorder'><b>{html.escape(fs.basename(info.path) or info.path)}"
         f"</b>: {info.num_records:,} records, {rejected:,} rows rejected"
-        f"<table><tr><th>class</th>{head}</tr>{''.join(rows)}</table>"
+        f"<table><tr><th>{_class_heading(info)}</th>{head}</tr>{''.join(rows)}</table>"
         + (f"<ul style='color:#a04000'>{warnings}</ul>" if warnings else "")
         + thumbnails + "</div>")
+
+
+def _boxed(thumbnail, size: int):
+    """A thumbnail's image with its boxes drawn in (a copy), as `show` draws them."""
+    if not thumbnail.objects:
+        return thumbnail.image
+    from tfrecorder.show import draw_objects
+
+    image = thumbnail.image.copy()
+    draw_objects(image, thumbnail.objects, max(8, size // 8))
+    return image
+
+
+def _class_heading(info: DatasetInfo) -> str:
+    return "class (objects)" if info.objects else "class"
 
 
 def thumbnail_strip(info: DatasetInfo, count: int = 8, size: int = 64) -> str:
@@ -273,7 +394,8 @@ def thumbnail_strip(info: DatasetInfo, count: int = 8, size: int = 64) -> str:
         logger.debug("no thumbnails for %s: %s", info.path, error)
         return ""
     images = "".join(
-        f"<img src='{png_data_uri(t.image)}' title='{html.escape(t.class_name)}: "
-        f"{html.escape(t.image_name)}' style='margin:2px'>" for t in found[:count])
+        f"<img src='{png_data_uri(_boxed(t, size))}' title='"
+        f"{html.escape(t.class_name or t.split)}: {html.escape(t.image_name)}' "
+        "style='margin:2px'>" for t in found[:count])
     return f"<div>{images}</div>"
 

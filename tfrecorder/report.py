@@ -2,7 +2,9 @@
 
 The numbers come from the manifest (`info`); three things are read from the dataset
 itself: thumbnails per class (`show`), the image of each duplicated record, and the first
-rejected rows (`rejected.csv`). The file stands alone (images are `data:` URIs, charts
+rejected rows (`rejected.csv`). A detection dataset's boxes are SVG rectangles over its
+thumbnails, named with their classes; instance and segmentation masks are drawn into
+the thumbnails, as `show` draws them. The file stands alone (images are `data:` URIs, charts
 inline SVG, no scripts, fonts or links to fetch), so it opens from a bucket, an e-mail or a
 machine without network. TensorFlow is never imported (that alone takes seconds).
 
@@ -36,8 +38,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from tfrecorder import fs
-from tfrecorder.info import DatasetInfo, info
-from tfrecorder.manifest import Distribution, Duplicate
+from tfrecorder.info import MIN_BOXES_PER_CLASS, DatasetInfo, box_areas, info
+from tfrecorder.manifest import TINY_BOX_FRACTION, TINY_BOX_PIXELS, Distribution, Duplicate
 from tfrecorder.wording import count
 
 # A chart of more classes is too long to read; the table below it holds them all.
@@ -55,10 +57,11 @@ def report(path: str | os.PathLike, output: str | os.PathLike = "report.html", *
     a bucket URI) to `output` (a local path or a bucket URI), and returns `output`.
 
     The page shows the warnings first, then records per class and split (a chart and a
-    table), image sizes, formats and channels, `per_class` thumbnails of each class of the
-    train split (or the first split), the rejected rows with their reasons, the images
-    stored more than once (leaks between splits marked), and the options the dataset was
-    written with.
+    table; objects, for detection), a detection dataset's boxes (per image, their sizes),
+    image sizes, formats and channels, `per_class` thumbnails of each class of the train
+    split (or the first split) with their boxes and masks drawn, the rejected rows with
+    their reasons, the images stored more than once (leaks between splits marked), and
+    the options the dataset was written with.
     """
     dataset = info(path)
     output = os.fspath(output)
@@ -69,7 +72,9 @@ def report(path: str | os.PathLike, output: str | os.PathLike = "report.html", *
 def render(dataset: DatasetInfo, per_class: int = 8, thumbnail_size: int = 96) -> str:
     """The report's HTML."""
     sections = [
-        ("class-counts", "Records per class and split", _class_counts(dataset)),
+        ("class-counts", f"{dataset.counted.capitalize()} per class and split",
+         _class_counts(dataset)),
+        *([("objects", "Boxes", _objects(dataset))] if dataset.objects else []),
         ("image-statistics", "Image sizes, formats and channels", _image_statistics(dataset)),
         ("thumbnails", "Thumbnails", _thumbnails(dataset, per_class, thumbnail_size)),
         ("rejected", "Rejected rows", _rejected(dataset)),
@@ -99,6 +104,9 @@ svg text{font-size:11px;fill:#222}
 .grid{display:flex;flex-wrap:wrap;gap:8px}
 figure{margin:0}
 figcaption{font-size:11px;overflow-wrap:anywhere}
+figure.boxed{position:relative}
+svg.objects{position:absolute;left:0;top:0;overflow:visible}
+svg.objects text{font-size:9px;fill:#fff}
 .duplicate{display:flex;gap:1em;align-items:flex-start;border-top:1px solid #eee;
 padding:.5em 0}
 .mark{background:#c0392b;color:#fff;border-radius:3px;padding:0 .4em;margin-right:.4em}
@@ -118,6 +126,7 @@ def _summary(dataset: DatasetInfo) -> str:
         classes = f"{len(dataset.class_names):,}" + (" (multi-label)" * dataset.multi_label)
     rejected = dataset.rejected.num_rows if dataset.rejected else 0
     facts = [("dataset", dataset.path), ("records", f"{dataset.num_records:,}"),
+             *([("task", dataset.task)] if dataset.task != "classification" else []),
              ("splits", splits or "none"), ("classes", classes),
              ("features", ", ".join(dataset.features)), ("rejected rows", f"{rejected:,}"),
              ("written by", dataset.manifest.created_by or "unknown")]
@@ -147,16 +156,32 @@ def _class_counts(dataset: DatasetInfo) -> str:
     if len(charted) < len(totals):
         note = (f'<p class="note">The chart shows the {len(charted)} largest of '
                 f"{len(totals):,} classes; the table holds them all.</p>")
-    chart = _bar_chart(charted, counts, splits)
+    chart = _bar_chart(charted, counts, splits, f"{dataset.counted.capitalize()} per "
+                       "class and split")
     rows = [[name, *(counts[split][name] for split in splits), totals[name]]
             for name in dataset.class_names]
-    unlabeled = [dataset.statistics[split].unlabeled for split in splits]
-    if any(unlabeled):
-        rows.append(["(no label)", *unlabeled, sum(unlabeled)])
-    rows.append(["all records", *(dataset.splits[split].num_records for split in splits),
+    objects = dataset.objects
+    if objects:
+        unlabeled = [objects[split].unlabeled_boxes if split in objects else 0
+                     for split in splits]
+        if any(unlabeled):
+            rows.append(["(no class)", *unlabeled, sum(unlabeled)])
+        boxes = [objects[split].num_boxes if split in objects else 0 for split in splits]
+        rows.append(["all objects", *boxes, sum(boxes)])
+    else:
+        unlabeled = [dataset.statistics[split].unlabeled for split in splits]
+        if any(unlabeled):
+            rows.append(["(no label)", *unlabeled, sum(unlabeled)])
+    rows.append([f"all {'images' if objects else 'records'}",
+                 *(dataset.splits[split].num_records for split in splits),
                  sum(dataset.splits[split].num_records for split in splits)])
-    note_multi = ('<p class="note">A record counts once for each of its labels.</p>'
-                  if dataset.multi_label else "")
+    if objects:
+        note_multi = ('<p class="note">Objects are boxes: an image counts once for each of '
+                      "its boxes.</p>")
+    elif dataset.multi_label:
+        note_multi = '<p class="note">A record counts once for each of its labels.</p>'
+    else:
+        note_multi = ""
     return (note + chart + note_multi
             + _table(["class", *splits, "all splits"], rows, key="class-table"))
 
@@ -195,6 +220,52 @@ def _image_statistics(dataset: DatasetInfo) -> str:
 _QUANTITIES = ("min", "q1", "median", "q3", "max", "mean")
 
 
+def _objects(dataset: DatasetInfo) -> str:
+    """A detection dataset's boxes: per image, their sizes (box plots and tables), by
+    COCO's area classes, the images holding each class, and what a person should check
+    (images without boxes, boxes without a class, tiny boxes)."""
+    objects = dataset.objects
+    parts = []
+    per_image = {split: s.boxes_per_image for split, s in objects.items()}
+    parts.append("<h3>Boxes per image</h3>" + _box_plot(per_image, False))
+    parts.append(_table(["split", *_QUANTITIES],
+                        [[split, *(_round(getattr(d, q)) for q in _QUANTITIES)]
+                         for split, d in per_image.items()], key="boxes-per-image-table"))
+    sizes = {split: s.box_size for split, s in objects.items() if s.box_size is not None}
+    if sizes:
+        parts.append(
+            "<h3>Box size (fraction of the image's side)</h3>"
+            '<p class="note">A box\'s size is the square root of its area over the '
+            "image's: the side of a square as large, as a fraction of the image's "
+            "side.</p>" + _box_plot(sizes, False))
+        parts.append(_table(["split", *_QUANTITIES],
+                            [[split, *(round(getattr(d, q), 4) for q in _QUANTITIES)]
+                             for split, d in sizes.items()], key="box-size-table"))
+    areas = {split: box_areas(s) for split, s in objects.items()}
+    names = list(next(iter(areas.values())))
+    parts.append('<h3>Boxes by area (pixels of the stored image, COCO\'s classes)</h3>'
+                 + _table(["split", *names], [[split, *found.values()]
+                                              for split, found in areas.items()],
+                          key="box-areas-table"))
+    checks = [[split, s.without_boxes, s.unlabeled_boxes, s.all_unlabeled, s.tiny_boxes]
+              for split, s in objects.items()]
+    parts.append(
+        "<h3>To check</h3>"
+        f'<p class="note">Tiny: an edge under {TINY_BOX_FRACTION:.0%} of the image\'s '
+        f"side or under {TINY_BOX_PIXELS} pixels, the least AutoML object detection "
+        "trains on.</p>" + _table(["split", "images without boxes", "boxes without a class",
+                                   "images whose boxes all lack a class", "tiny boxes"],
+                                  checks, key="box-checks-table"))
+    images = dataset.class_images
+    splits = list(images)
+    rows = [[name, *(images[split].get(name, 0) for split in splits)]
+            for name in dataset.class_names]
+    parts.append(f'<h3>Images holding each class</h3><p class="note">A class with fewer '
+                 f"than {MIN_BOXES_PER_CLASS} boxes in train is warned of.</p>"
+                 + _table(["class", *splits], rows, key="class-images-table"))
+    return "".join(parts)
+
+
 def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
     if not dataset.manifest.has_images:
         return "<p>The dataset stores no images.</p>"
@@ -223,13 +294,42 @@ def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
 
 def _figure(thumbnail, size: int) -> str:
     """A thumbnail captioned with its file name (and why it cannot be shown, if not), in
-    a column wide enough for a name to wrap in a few lines."""
+    a column wide enough for a name to wrap in a few lines; a detection record's boxes
+    over it."""
     caption = thumbnail.image_name + (f": {thumbnail.problem}" if thumbnail.problem else "")
     image = thumbnail.image
-    return (f'<figure style="width:{max(size, 96)}px"><img src="{_image_uri(image)}" '
+    boxed = ' class="boxed"' if thumbnail.objects else ""
+    return (f'<figure{boxed} style="width:{max(size, 96)}px"><img src="{_image_uri(image)}" '
             f'width="{image.width}" height="{image.height}" '
             f'alt="{_text(thumbnail.image_name)}">'
-            f"<figcaption>{_text(caption)}</figcaption></figure>")
+            + _boxes_svg(thumbnail.objects, image.width, image.height)
+            + f"<figcaption>{_text(caption)}</figcaption></figure>")
+
+
+def _boxes_svg(objects, width: int, height: int) -> str:
+    """An SVG the size of a thumbnail, over it: each box a rectangle in its class's
+    colour (`show.class_colour`), at its relative corners times the thumbnail's size,
+    with the class's name on a tag of that colour at its top left corner."""
+    if not objects:
+        return ""
+    boxes, tags = [], []
+    for box in objects:
+        x, y = box.xmin * width, box.ymin * height
+        w, h = (box.xmax - box.xmin) * width, (box.ymax - box.ymin) * height
+        name = "" if box.class_name is None else _text(box.class_name)
+        boxes.append(f'<rect class="box" x="{x:.2f}" y="{y:.2f}" width="{w:.2f}" '
+                     f'height="{h:.2f}" fill="none" stroke="{box.colour}" '
+                     f'stroke-width="1.5" data-class="{name}"><title>{name or "no class"}'
+                     "</title></rect>")
+        if name:
+            top = y - 11 if y >= 11 else y
+            shown = _shorten(box.class_name)
+            tags.append(f'<g class="tag"><rect x="{x:.2f}" y="{top:.2f}" '
+                        f'width="{5.5 * len(shown) + 4:.1f}" height="11" '
+                        f'fill="{box.colour}"/><text x="{x + 2:.2f}" y="{top + 8.5:.2f}">'
+                        f"{_text(shown)}</text></g>")
+    return (f'<svg class="objects" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}">{"".join(boxes)}{"".join(tags)}</svg>')
 
 
 def _rejected(dataset: DatasetInfo) -> str:
@@ -305,12 +405,13 @@ def _stored_images(dataset: DatasetInfo, duplicates: Sequence[Duplicate],
     first copy. Each shard is read once, up to the last record wanted."""
     if not dataset.manifest.has_images:
         return {}
-    # `show` decodes records' images (JPEG at a reduced scale, raw pixels, PNG on white):
-    # one function for both pages.
+    # `show` decodes records' images (JPEG at a reduced scale, raw pixels, PNG on white,
+    # either layout): one function for both pages.
     from tfrecorder.example import decode_example
-    from tfrecorder.show import record_thumbnail
+    from tfrecorder.show import RecordReader, record_thumbnail
     from tfrecorder.tfrecord import open_read, read_records
 
+    reader = RecordReader(dataset.manifest)
     wanted: dict[str, dict[int, str]] = {}
     for duplicate in duplicates:
         wanted.setdefault(duplicate.shard, {})[duplicate.record] = duplicate.digest
@@ -320,7 +421,8 @@ def _stored_images(dataset: DatasetInfo, duplicates: Sequence[Duplicate],
         with open_read(fs.join(dataset.path, shard), dataset.manifest.compression) as file:
             for index, record in enumerate(read_records(file)):
                 if index in records:
-                    image, _ = record_thumbnail(decode_example(record), size)  # or a placeholder
+                    values = reader.read(decode_example(record))
+                    image, _ = record_thumbnail(values, size)  # or a placeholder
                     found[records[index]] = _image_uri(image)
                 if index == last:
                     break
@@ -342,7 +444,7 @@ _PLOT_WIDTH = 560
 
 
 def _bar_chart(classes: Sequence[str], counts: Mapping[str, Mapping[str, int]],
-               splits: Sequence[str]) -> str:
+               splits: Sequence[str], title: str = "Records per class and split") -> str:
     """Horizontal bars, a group per class and a bar per split, each with its number: the
     class names, often long, read as rows."""
     label_width = 7 * min(_LABEL_CHARS, max(map(len, classes), default=1)) + 12
@@ -370,7 +472,7 @@ def _bar_chart(classes: Sequence[str], counts: Mapping[str, Mapping[str, int]],
     height = top + len(classes) * group
     width = label_width + _PLOT_WIDTH + 60
     return (f'<svg class="chart bar-chart" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}"><title>Records per class and split</title>'
+            f'viewBox="0 0 {width} {height}"><title>{_text(title)}</title>'
             + "".join(parts) + "</svg>")
 
 
@@ -427,7 +529,8 @@ def _axis(maximum: float, in_bytes: bool) -> list[tuple[float, str]]:
         unit, name = 1024 ** power, " " + "KMG"[power - 1] + "B"
     elif in_bytes:
         name = " bytes"
-    return [(tick * unit, f"{_round(tick):,}{name}") for tick in _ticks(maximum / unit)]
+    return [(tick * unit, f"{_round(tick) if tick >= 1 or not tick else tick:,}{name}")
+            for tick in _ticks(maximum / unit)]
 
 
 def _ticks(maximum: float, count: int = 5) -> list[float]:

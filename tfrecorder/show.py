@@ -1,4 +1,6 @@
 """`show()`: a contact sheet of a dataset's images, one row per class, without TensorFlow.
+A detection record's boxes are drawn on its image with their classes' names, and
+instance and segmentation masks as translucent colours over it, in either record layout.
 
 A look at the images is the quickest check that labels match pictures, so it must be
 quick: records are read in pure Python (`tfrecord`, `example.decode_example`), shards in
@@ -6,8 +8,9 @@ order, and reading stops as soon as every class has its images, so a large datas
 not read to the end. JPEGs are decoded at a reduced DCT scale (Pillow's `draft`), which
 skips most of a full decode: a sheet of 100 photos takes a fraction of a second.
 
-`thumbnails` is the sampling and decoding alone; the HTML report (`report`, and
-`info.thumbnail_strip`) lays them out itself.
+`thumbnails` is the sampling and decoding alone (masks drawn in, boxes listed in each
+thumbnail's `objects`); the HTML report (`report`, and `info.thumbnail_strip`) lays them
+out itself.
 """
 
 from __future__ import annotations
@@ -21,15 +24,24 @@ import io
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
+from tfrecorder.layouts import BBOX, MASK, SEGMENTATION_MASK, layout_named
 from tfrecorder.legacy import spellings
-from tfrecorder.manifest import BASE64_ALTCHARS, LABEL, Manifest, Split, read_manifest
+from tfrecorder.manifest import (
+    BASE64_ALTCHARS,
+    IMAGE_FEATURES,
+    LABEL,
+    Manifest,
+    Split,
+    read_manifest,
+)
 from tfrecorder.tfrecord import open_read, read_records
 
 logger = logging.getLogger(__name__)
@@ -39,6 +51,36 @@ logger = logging.getLogger(__name__)
 MAX_ROWS = 50
 _RAW_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # raw pixels' channels -> Pillow mode
 _BACKGROUND, _TEXT, _RULE, _PLACEHOLDER = "white", "#222222", "#dddddd", "#c8c8c8"
+# A class's colour (boxes, masks): Tableau 10 without its grey, which marks a box without
+# a class. Detection class id i takes CLASS_COLOURS[i % 9]; a segmentation mask's class
+# id k (0 is the background, not drawn) CLASS_COLOURS[(k - 1) % 9], so that masks drawn
+# as 1 + the class id colour as their boxes do.
+CLASS_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+                 "#b07aa1", "#ff9da7", "#9c755f")
+NO_CLASS_COLOUR = "#bab0ac"
+MASK_OPACITY = 0.45  # of a mask's colour over the image
+
+
+def class_colour(class_id: int | None) -> str:
+    """The colour of a detection class id's boxes and masks (`CLASS_COLOURS`)."""
+    return NO_CLASS_COLOUR if class_id is None else CLASS_COLOURS[class_id % len(CLASS_COLOURS)]
+
+
+@dataclass(frozen=True)
+class Box:
+    """An object of a detection record: its box, relative to the image (0 to 1, as
+    stored), and its class (None for a box without one)."""
+
+    ymin: float
+    xmin: float
+    ymax: float
+    xmax: float
+    class_id: int | None
+    class_name: str | None
+
+    @property
+    def colour(self) -> str:
+        return class_colour(self.class_id)
 
 
 @dataclass(frozen=True)
@@ -52,18 +94,21 @@ class Item:
     record: int  # the record's index in its shard
     labels: tuple[str, ...]  # all the record's classes (several for multi-label records)
     problem: str  # why its image could not be decoded; "" when it was
+    objects: tuple[Box, ...] = field(default=(), kw_only=True)  # a detection record's
 
 
 @dataclass(frozen=True)
 class Thumbnail(Item):
     """An `Item` with its image, at most `size` pixels a side (a grey placeholder saying
-    "cannot decode" when `problem` says why not)."""
+    "cannot decode" when `problem` says why not), with the record's instance or
+    segmentation masks drawn over it. Its boxes (`objects`) are not drawn in: each page
+    draws them its own way (`draw_objects` in Pillow)."""
 
     image: Image.Image
 
     @property
     def item(self) -> Item:
-        return Item(*(getattr(self, f.name) for f in fields(Item)))
+        return Item(**{f.name: getattr(self, f.name) for f in fields(Item)})
 
 
 @dataclass(frozen=True)
@@ -176,11 +221,16 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
     images in the order the shards hold them, each captioned with its class and file
     name. Reads no more records than that takes, and never imports TensorFlow.
 
+    A detection record shows in the row of each class it has a box of, with every box
+    drawn in its class's colour (`class_colour`) and named; instance masks and a
+    segmentation record's class mask are drawn as translucent colours over the image.
+
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         split: "train", "validation" or "test".
         per_class: images per row. A multi-label record shows in the row of each of its
-            classes. A dataset without labels has one row, named after the split.
+            classes. A dataset without labels (segmentation too) has one row, named
+            after the split.
         thumbnail_size: the largest side of a thumbnail, in pixels.
         classes: the class names of the rows to show, in this order; by default all, or
             the first `MAX_ROWS` (50) of a dataset of more.
@@ -225,7 +275,8 @@ def _sample(path: str, split: str, per_class: int, size: int,
                           "tfrecorder.load or tfrecorder.inspect.", option="path")
     split = spellings.split_name(split)
     shards = manifest.split(split, path).shards
-    class_names = _class_names(manifest)
+    reader = RecordReader(manifest)
+    class_names = reader.class_names
     rows: dict[str, list[Thumbnail]] = {name: [] for name in _rows(class_names, classes,
                                                                    split)}
     wanted = _wanted(manifest, split, class_names, list(rows), per_class)
@@ -235,16 +286,17 @@ def _sample(path: str, split: str, per_class: int, size: int,
     records = _records(path, [s.file for s in shards], manifest.compression)
     with contextlib.closing(records):  # a shard is opened when its first record is asked
         for shard, index, features in records:
-            labels = _labels(features, class_names)
-            takers = [name for name in dict.fromkeys(labels if class_names else [split])
+            values = reader.read(features)
+            labels = tuple(dict.fromkeys(values.class_names))
+            takers = [name for name in (labels if class_names else [split])
                       if len(rows.get(name, ())) < wanted.get(name, 0)]
             if not takers:
                 continue
-            image, problem = record_thumbnail(features, size)
-            image_name = _text(_first(features, "image_name", b""))
+            image, problem = record_thumbnail(values, size)
             for name in takers:
-                rows[name].append(Thumbnail(name if class_names else None, image_name,
-                                            split, shard, index, labels, problem, image))
+                rows[name].append(Thumbnail(name if class_names else None, values.image_name,
+                                            split, shard, index, labels, problem, image,
+                                            objects=values.objects))
             missing -= len(takers)
             if not missing:
                 break
@@ -256,13 +308,6 @@ def _check_positive(**numbers: int) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise OptionError(f"{name} must be a whole number of 1 or more, not {value!r}.",
                               option=name)
-
-
-def _class_names(manifest: Manifest) -> tuple[str, ...]:
-    """Label ids' names; () for a dataset without labels."""
-    if LABEL not in manifest.features or manifest.labels is None:
-        return ()
-    return manifest.labels.class_names
 
 
 def _rows(class_names: tuple[str, ...], classes: Sequence[str | int] | None,
@@ -293,11 +338,14 @@ def _wanted(manifest: Manifest, split: str, class_names: tuple[str, ...],
             rows: list[str], per_class: int) -> dict[str, int]:
     """How many images each row can get: `per_class`, or fewer where the writer counted
     fewer records of the class in the split (so a rare class does not make the reader
-    read to the end, looking for images that are not there)."""
+    read to the end, looking for images that are not there): for detection, images
+    holding an object of the class."""
     statistics = manifest.statistics.get(Split(split))
-    if statistics is None or len(statistics.class_counts) != len(class_names):
+    counted = statistics and (statistics.objects.class_images if statistics.objects
+                              else statistics.class_counts)
+    if not counted or len(counted) != len(class_names):
         return dict.fromkeys(rows, per_class)
-    counts = dict(zip(class_names, statistics.class_counts))
+    counts = dict(zip(class_names, counted))
     return {name: min(per_class, counts.get(name, per_class)) for name in rows}
 
 
@@ -311,15 +359,109 @@ def _records(path: str, shard_files: Iterable[str],
                 yield file, index, decode_example(record)
 
 
-def _labels(features: dict[str, list], class_names: tuple[str, ...]) -> tuple[str, ...]:
-    """The names of a record's label ids (one, or several for multi-label records)."""
-    return tuple(class_names[i] for i in features.get(LABEL, ())
-                 if 0 <= i < len(class_names))
+# --- reading a record, in either layout ---------------------------------------------------
+
+@dataclass(frozen=True)
+class RecordValues:
+    """What `show` and the report draw of one record, by canonical name: its image's
+    features, its classes (0-based ids, with their names), a detection record's objects
+    and instance masks (PNG bytes, one per object), and a segmentation mask (PNG bytes,
+    class ids)."""
+
+    image: dict  # IMAGE_FEATURES' names -> value (bytes, or an int), those the record has
+    image_name: str
+    class_ids: tuple[int, ...]
+    class_names: tuple[str, ...]
+    objects: tuple[Box, ...] = ()
+    masks: tuple[bytes, ...] = ()
+    segmentation: bytes | None = None
 
 
-def _first(features: dict[str, list], name: str, default):
-    values = features.get(name)
-    return values[0] if values else default
+# What the layouts' write form is asked, to learn where it stores a detection record's
+# boxes and classes (see RecordReader): distinct corners, exact in float32.
+_PROBE_BOX = (0.125, 0.25, 0.5, 0.75)  # ymin, xmin, ymax, xmax
+_PROBE_CLASS = 5
+_PROBE_MASK, _PROBE_SEGMENTATION = b"\0probe: instance mask", b"\0probe: class mask"
+
+
+class RecordReader:
+    """A record's canonical values from its features as stored (`decode_example`'s dict
+    of lists), for the manifest's layout, in pure Python (no TensorFlow).
+
+    `Layout.key` names where a one-value feature is stored. Boxes and object classes it
+    cannot name alone: a layout may split the corners over four keys or count classes
+    from 1. So the layout's write form (`Layout.record`) is asked once where it stores a
+    probe record's box, class and masks, and reading undoes what it did: which key holds
+    which corner, at which stride, and by how much class ids were shifted. No layout is
+    named here, and a new layout is read as soon as it can write."""
+
+    def __init__(self, manifest: Manifest):
+        layout = layout_named(manifest.layout)
+        self.image_keys = {name: layout.key(name) for name in IMAGE_FEATURES}
+        labels = manifest.labels
+        vocabulary = labels.class_names if labels is not None else ()
+        detection = _stored(manifest.layout, "detection")
+        self.box_keys: tuple[tuple[str, tuple[int, ...]], ...] = detection["boxes"]
+        if self.box_keys and detection["classes"][0] in manifest.features:
+            self.class_key, self.class_shift = detection["classes"]
+        else:
+            self.class_key, self.class_shift = _stored(manifest.layout, "label")["classes"]
+        self.mask_key = detection["mask"]
+        self.segmentation_key = _stored(manifest.layout, "segmentation")["mask"]
+        self.class_names = vocabulary if self.class_key in manifest.features else ()
+        self.detection = bool(self.box_keys) and self.box_keys[0][0] in manifest.features
+
+    def read(self, features: dict[str, list]) -> RecordValues:
+        image = {name: features[key][0] for name, key in self.image_keys.items()
+                 if key is not None and features.get(key)}
+        names = self.class_names
+        ids = tuple(i - self.class_shift for i in features.get(self.class_key, ()))
+        known = tuple(i for i in ids if 0 <= i < len(names))
+        objects = ()
+        if self.detection:
+            corners = self._boxes(features)
+            objects = tuple(
+                Box(*box, ids[i] if i < len(ids) else None,
+                    names[ids[i]] if i < len(ids) and 0 <= ids[i] < len(names) else None)
+                for i, box in enumerate(corners))
+        segmentation = features.get(self.segmentation_key) if self.segmentation_key else None
+        return RecordValues(
+            image, _text(image.get("image_name", b"")), known,
+            tuple(names[i] for i in known), objects,
+            tuple(features.get(self.mask_key, ())) if self.mask_key else (),
+            segmentation[0] if segmentation else None)
+
+    def _boxes(self, features: dict[str, list]) -> list[tuple[float, ...]]:
+        """Each box's (ymin, xmin, ymax, xmax), however the layout spreads them."""
+        columns = {}  # corner -> its values, one per object
+        for key, corners in self.box_keys:
+            values = features.get(key, [])
+            for offset, corner in enumerate(corners):
+                columns[corner] = values[offset::len(corners)]
+        count = min((len(v) for v in columns.values()), default=0)
+        return [tuple(float(columns[c][i]) for c in range(4)) for i in range(count)]
+
+
+@functools.lru_cache(maxsize=16)
+def _stored(layout: str | None, kind: str) -> dict:
+    """Where `layout` stores a probe record of `kind`: "detection" (a box, its class and
+    an instance mask), "label" (a classification label) or "segmentation" (a mask)."""
+    probe = {"detection": {BBOX: list(_PROBE_BOX), LABEL: [_PROBE_CLASS],
+                           MASK: [_PROBE_MASK]},
+             "label": {LABEL: _PROBE_CLASS},
+             "segmentation": {SEGMENTATION_MASK: _PROBE_SEGMENTATION}}[kind]
+    stored = layout_named(layout).record(dict(probe), 0)
+    found = {"boxes": [], "classes": (None, 0), "mask": None}
+    for key, value in stored.items():
+        values = value if isinstance(value, list) else [value]
+        if values and all(isinstance(v, float) and v in _PROBE_BOX for v in values):
+            found["boxes"].append((key, tuple(_PROBE_BOX.index(v) for v in values)))
+        elif len(values) == 1 and isinstance(values[0], int):
+            found["classes"] = (key, values[0] - _PROBE_CLASS)
+        elif values in ([_PROBE_MASK], [_PROBE_SEGMENTATION]):
+            found["mask"] = key
+    found["boxes"] = tuple(found["boxes"])
+    return found
 
 
 def _text(value: bytes) -> str:
@@ -333,23 +475,27 @@ _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeEr
                   binascii.Error, Image.DecompressionBombError)
 
 
-def record_thumbnail(features: dict[str, list], size: int) -> tuple[Image.Image, str]:
-    """The image of a record (`example.decode_example`'s features), RGB, at most `size`
-    a side; or a placeholder and why not. The report draws duplicates with it too."""
+def record_thumbnail(values: RecordValues, size: int) -> tuple[Image.Image, str]:
+    """The image of a record (`RecordReader.read`'s values), RGB, at most `size` a side,
+    with its masks drawn over it; or a placeholder and why not. The report draws
+    duplicates with it too."""
     try:
-        image = _decode(features, size)
+        image = _decode(values.image, size)
         image.thumbnail((size, size))
-        return image, ""
     except _DECODE_ERRORS as error:
         return _placeholder(size), f"cannot decode: {error}"
+    try:
+        return _with_masks(image, values), ""
+    except _DECODE_ERRORS as error:  # the image without them, and why
+        return image, f"cannot decode its masks: {error}"
 
 
-def _decode(features: dict[str, list], size: int) -> Image.Image:
-    data = _first(features, "image", b"")
-    image_format = _first(features, "image_format", b"")
+def _decode(image: dict, size: int) -> Image.Image:
+    data = image.get("image", b"")
+    image_format = image.get("image_format", b"")
     if image_format == b"raw":
-        shape = [_first(features, name, 0)
-                 for name in ("image_width", "image_height", "image_channels")]
+        shape = [image.get(name, 0) for name in ("image_width", "image_height",
+                                                  "image_channels")]
         width, height, channels = shape
         if channels not in _RAW_MODES:
             raise ValueError(f"raw pixels of {channels} channels")
@@ -360,6 +506,71 @@ def _decode(features: dict[str, list], size: int) -> Image.Image:
         if image.format == "JPEG":
             image.draft("RGB", (size, size))  # decodes at 1/2, 1/4 or 1/8 scale
     return _on_white(image)
+
+
+def _with_masks(image: Image.Image, values: RecordValues) -> Image.Image:
+    """`image` with a record's masks over it, each in its class's colour at
+    MASK_OPACITY: instance masks (one per object), or a segmentation mask's classes
+    (class id 0, the background, left clear). Masks are decoded and shrunk to the
+    thumbnail by nearest neighbour, so class ids stay ids."""
+    if not values.masks and values.segmentation is None:
+        return image
+    size = image.size
+    colours = np.zeros((size[1], size[0], 3), dtype=np.float32)
+    covered = np.zeros((size[1], size[0]), dtype=bool)
+    if values.segmentation is not None:
+        ids = _mask_pixels(values.segmentation, size)
+        for class_id in np.unique(ids[ids > 0]).tolist():
+            where = ids == class_id
+            colours[where] = _rgb(CLASS_COLOURS[(class_id - 1) % len(CLASS_COLOURS)])
+            covered |= where
+    for mask, box in zip(values.masks, values.objects):
+        where = _mask_pixels(mask, size) > 0
+        colours[where] = _rgb(box.colour)
+        covered |= where
+    pixels = np.asarray(image, dtype=np.float32)
+    pixels[covered] = ((1 - MASK_OPACITY) * pixels[covered]
+                       + MASK_OPACITY * colours[covered])
+    return Image.fromarray(np.rint(pixels).astype(np.uint8), "RGB")
+
+
+def _mask_pixels(data: bytes, size: tuple[int, int]) -> np.ndarray:
+    """A stored mask (a PNG of 0s and 1s, or of class ids) at `size` (width, height)."""
+    mask = Image.open(io.BytesIO(data), formats=["PNG"])
+    if mask.size != size:
+        mask = mask.resize(size, Image.Resampling.NEAREST)
+    return np.asarray(mask)
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def draw_objects(image: Image.Image, objects: Sequence[Box], font_size: int) -> None:
+    """Draws each box on `image` (in place) in its class's colour, with the class's name
+    on a tag of that colour at its top left corner: above the box where there is room,
+    else inside it."""
+    if not objects:
+        return
+    draw = ImageDraw.Draw(image)
+    font = _font(font_size)
+    width, height = image.size
+    line = max(1, round(max(width, height) / 64))
+    for box in objects:
+        left, top = box.xmin * width, box.ymin * height
+        right, bottom = box.xmax * width - 1, box.ymax * height - 1
+        draw.rectangle([left, top, max(left, right), max(top, bottom)], outline=box.colour,
+                       width=line)
+    for box in objects:  # the names last, over every outline
+        if box.class_name is None:
+            continue
+        left, top = box.xmin * width, box.ymin * height
+        text = _fit(box.class_name, font, max(width - left, 1))
+        text_width, text_height = font.getlength(text) + 2, font_size + 1
+        tag_top = top - text_height if top >= text_height else top
+        draw.rectangle([left, tag_top, left + text_width, tag_top + text_height],
+                       fill=box.colour)
+        draw.text((left + 1, tag_top), text, fill="white", font=font)
 
 
 def _on_white(image: Image.Image) -> Image.Image:
@@ -397,12 +608,20 @@ def _draw_row(sheet: Image.Image, draw: ImageDraw.ImageDraw, layout: Layout, fon
     for column, thumbnail in enumerate(row_thumbnails):
         left, box_top, right, bottom = layout.thumbnail_box(row, column)
         image = thumbnail.image
+        if thumbnail.objects:
+            image = image.copy()
+            draw_objects(image, thumbnail.objects, _box_font_size(layout.thumbnail_size))
         sheet.paste(image, (left + (layout.thumbnail_size - image.width) // 2,
                             box_top + (layout.thumbnail_size - image.height) // 2))
         caption = ", ".join(thumbnail.labels) or thumbnail.split
         for line, text in enumerate((caption, thumbnail.image_name)):
             draw.text((left, bottom + layout.padding + line * layout.line_height),
                       _fit(text, font, text_width), fill=_TEXT, font=font)
+
+
+def _box_font_size(thumbnail_size: int) -> int:
+    """Class names on boxes: smaller than the captions, so a small box stays visible."""
+    return max(8, Layout(thumbnail_size).font_size - 3)
 
 
 def _fit(text: str, font, width: int) -> str:
