@@ -556,15 +556,15 @@ def draw_objects(image: Image.Image, objects: Sequence[Box], font_size: int) -> 
     font = _font(font_size)
     width, height = image.size
     line = max(1, round(max(width, height) / 64))
-    for box in objects:
-        left, top = box.xmin * width, box.ymin * height
-        right, bottom = box.xmax * width - 1, box.ymax * height - 1
+    for box in objects:  # whole pixels: from the first the box covers to its last
+        left, top = round(box.xmin * width), round(box.ymin * height)
+        right, bottom = round(box.xmax * width) - 1, round(box.ymax * height) - 1
         draw.rectangle([left, top, max(left, right), max(top, bottom)], outline=box.colour,
                        width=line)
     for box in objects:  # the names last, over every outline
         if box.class_name is None:
             continue
-        left, top = box.xmin * width, box.ymin * height
+        left, top = round(box.xmin * width), round(box.ymin * height)
         text = _fit(box.class_name, font, max(width - left, 1))
         text_width, text_height = font.getlength(text) + 2, font_size + 1
         tag_top = top - text_height if top >= text_height else top

@@ -1,0 +1,369 @@
+"""Looking at detection and segmentation datasets: `info`'s objects per class, box
+distributions and warnings; `show`'s boxes and masks; the report's boxes over its
+thumbnails. Datasets are written by `convert` from scenes whose boxes, classes and masks
+are known exactly (`detection_data`), in both record layouts."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from detection_data import CLASSES, HEIGHT, WIDTH, scenes, write_detection, write_segmentation
+from test_report import CHROMIUM, NO_BROWSER, by_id, dom, needs_browser, screenshot, table_rows
+from test_report import text as element_text
+
+import tfrecorder
+from tfrecorder.layouts import BBOX
+from tfrecorder.manifest import SplitStatistics
+from tfrecorder.report import render
+from tfrecorder.rows import Record, Row, StoredImage
+from tfrecorder.show import CLASS_COLOURS, MASK_OPACITY, class_colour, show, thumbnails
+from tfrecorder.statistics import ShardFacts
+
+LAYOUTS = ("tfrecorder", "tf_models")
+pytestmark = pytest.mark.filterwarnings("ignore::tfrecorder.errors.DatasetWarning")
+
+
+def written(folder: Path, drawn: list[dict], task: str = "detection", **options) -> str:
+    out = str(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tfrecorder.DatasetWarning)
+        if task == "detection":
+            write_detection(out, drawn, **options)
+        else:
+            write_segmentation(out, drawn, **options)
+    return out
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory) -> list[dict]:
+    return scenes(str(tmp_path_factory.mktemp("scenes")), count=12)
+
+
+@pytest.fixture(scope="module")
+def detection(drawn, tmp_path_factory) -> dict[str, str]:
+    """The scenes as a detection dataset with instance masks, in each layout."""
+    folder = tmp_path_factory.mktemp("detection")
+    return {layout: written(folder / layout, drawn, masks=True, layout=layout)
+            for layout in LAYOUTS}
+
+
+def rgb(colour: str) -> np.ndarray:
+    return np.asarray([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.float64)
+
+
+def by_name(drawn: list[dict]) -> dict[str, dict]:
+    return {Path(scene["image_uri"]).name: scene for scene in drawn}
+
+
+# --- info ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_info_counts_the_objects_of_each_class(drawn, detection, layout):
+    info = tfrecorder.info(detection[layout])
+    labels = [label for scene in drawn for label in scene["labels"]]
+    assert info.task == "detection" and info.counted == "objects"
+    assert info.class_counts == {"train": {name: labels.count(name) for name in CLASSES}}
+    assert info.class_images == {"train": {
+        name: sum(name in scene["labels"] for scene in drawn) for name in CLASSES}}
+    objects = info.objects["train"]
+    assert objects.num_boxes == len(labels)
+    assert objects.without_boxes == sum(not scene["boxes"] for scene in drawn)
+    assert (objects.unlabeled_boxes, objects.all_unlabeled) == (0, 0)
+    assert f"{len(labels)} objects" in repr(info)
+    assert "class (objects)" in info._repr_html_()
+    assert info.to_json()["statistics"]["train"]["objects"]["num_boxes"] == len(labels)
+
+
+KNOWN_BOXES = [  # relative [ymin, xmin, ymax, xmax]; sqrt(relative area) after each
+    [],
+    [[0, 0, 0.5, 0.5]],  # 0.5
+    [[0, 0, 0.25, 1.0], [0, 0, 0.25, 0.25]],  # 0.5, 0.25
+    [[0, 0, 1, 1], [0.5, 0.5, 0.625, 1.0], [0.25, 0.25, 1.0, 1.0]],  # 1, 0.25, 0.75
+]
+
+
+def known_case(drawn: list[dict]) -> list[dict]:
+    return [dict(scene, boxes=boxes, labels=[CLASSES[0]] * len(boxes))
+            for scene, boxes in zip(drawn, KNOWN_BOXES)]
+
+
+def test_box_distributions_on_a_known_case(drawn, tmp_path):
+    out = written(tmp_path / "known", known_case(drawn))
+    objects = tfrecorder.info(out).objects["train"]
+    per_image = objects.boxes_per_image  # 0, 1, 2, 3 boxes
+    assert (per_image.min, per_image.q1, per_image.median, per_image.q3, per_image.max,
+            per_image.mean) == (0, 0.75, 1.5, 2.25, 3, 1.5)
+    sizes = np.asarray([0.5, 0.5, 0.25, 1.0, 0.25, 0.75])
+    size = objects.box_size
+    assert (size.min, size.q1, size.median, size.q3, size.max, size.mean) == (
+        0.25, *np.percentile(sizes, [25, 50, 75]).tolist(), 1.0, round(sizes.mean(), 4))
+    # In pixels of the 64x48 image: 768, 768, 192, 3072, 192 (6 pixels high: tiny), 1728.
+    assert objects.box_areas == {"small": 4, "medium": 2, "large": 0}
+    assert objects.tiny_boxes == 1 and objects.without_boxes == 1
+
+    # Stored four times larger, the boxes' sizes are the same; their pixels are not.
+    larger = tfrecorder.info(written(tmp_path / "larger", known_case(drawn),
+                                     image_size=(4 * HEIGHT, 4 * WIDTH))).objects["train"]
+    assert larger.box_size == size and larger.boxes_per_image == per_image
+    assert larger.box_areas == {"small": 0, "medium": 2, "large": 4}
+    assert larger.tiny_boxes == 0
+
+
+def planted_boxes(drawn: list[dict], planted: bool) -> list[dict]:
+    """Ten scenes with a box of each class; `planted` makes one image without boxes and
+    one whose box has no class, adds two tiny cats (an edge of 5 pixels, under AutoML's
+    8; one 0.5% of the image wide) and keeps only one zebra and eight dogs."""
+    found = []
+    for i, scene in enumerate(drawn[:10]):
+        boxes = [[0.1, 0.1, 0.4, 0.4], [0.5, 0.1, 0.9, 0.4], [0.1, 0.5, 0.9, 0.9]]
+        labels = list(CLASSES)
+        if planted and i >= 3:
+            boxes, labels = boxes[:2], labels[:2]
+        found.append(dict(scene, boxes=boxes, labels=labels))
+    if planted:
+        found[0] = dict(found[0], boxes=[], labels=[])
+        found[1] = dict(found[1], boxes=[[0.2, 0.2, 0.6, 0.6]], labels=[])
+        tiny = [[0.1, 0.1, 0.1 + 5 / HEIGHT, 0.5], [0.1, 0.5, 0.6, 0.505]]
+        found[4] = dict(found[4], boxes=[*found[4]["boxes"], *tiny],
+                        labels=[*found[4]["labels"], "cat", "cat"])
+    return found
+
+
+def test_warnings_fire_on_a_dataset_planted_with_what_they_warn_of(drawn, tmp_path):
+    clean = tfrecorder.info(written(tmp_path / "clean", planted_boxes(drawn, False)))
+    assert clean.objects["train"].num_boxes == 30 and clean.warnings == ()
+
+    out = written(tmp_path / "planted", planted_boxes(drawn, True))
+    info = tfrecorder.info(out)
+    objects = info.objects["train"]
+    assert (objects.without_boxes, objects.unlabeled_boxes, objects.all_unlabeled,
+            objects.tiny_boxes) == (1, 1, 1, 2)
+    found = "\n".join(info.warnings)
+    assert "train has fewer than 10 boxes of 2 classes: 'dog' (8), 'zebra' (1)" in found
+    assert info.class_counts["train"] == {"cat": 10, "dog": 8, "zebra": 1}
+    assert "in train, 2 of 20 boxes are tiny (an edge under 1% of the image's side or " \
+           "under 8 pixels" in found
+    assert "in train, 1 of 10 images has no boxes" in found
+    assert "in train, 1 image has boxes of which none has a class (1 box without a class" \
+           in found
+    assert len(info.warnings) == 4
+    with pytest.warns(tfrecorder.DatasetWarning, match="tiny"):  # convert warns of them
+        write_detection(str(tmp_path / "again"), planted_boxes(drawn, True))
+
+
+def test_manifests_from_before_object_statistics_read_without_them(detection, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(detection["tfrecorder"], old)
+    manifest = json.loads((old / "dataset.json").read_text())
+    statistics = manifest["statistics"]["train"]
+    assert SplitStatistics.from_json(statistics).to_json() == statistics
+    del statistics["objects"]
+    assert SplitStatistics.from_json(statistics).objects is None
+    (old / "dataset.json").write_text(json.dumps(manifest))
+    info = tfrecorder.info(old)
+    assert info.objects == {} and info.class_images == {}
+    assert not any("box" in warning for warning in info.warnings)
+    page = render(info, per_class=2)
+    assert 'id="objects"' not in page and "Objects per class and split" in page
+    assert page.count('<svg class="objects"') == 2 * len(CLASSES)  # read from the records
+
+
+def test_facts_keep_each_records_boxes_through_drops_and_receipts():
+    facts = ShardFacts()
+    image = StoredImage("png", 48, 64, 3, 100, bytes(16))
+    for position, boxes in enumerate([[0, 0, 0.5, 0.25], [], [0, 0, 1, 1, 0.5, 0.5, 0.75,
+                                                                0.625]]):
+        facts.add(Row(position, "x", "x", [0] * (len(boxes) // 4), "TRAIN", {BBOX: boxes}),
+                  Record(b"", image))
+    assert list(facts.boxes) == [1, 0, 2]
+    classification = ShardFacts()
+    classification.add(Row(3, "x", "x", 0, "TRAIN"), Record(b"", image))
+    assert not classification.boxes and not classification.box_heights  # nothing noted
+    kept = facts.without({0})
+    assert list(kept.boxes) == [0, 2] and list(kept.positions) == [1, 2]
+    assert list(kept.box_heights) == [1, 0.25] and list(kept.box_widths) == [1, 0.125]
+    again = ShardFacts.from_json(json.loads(json.dumps(kept.to_json())))
+    assert again == kept
+    old_receipt = {k: v for k, v in kept.to_json().items() if not k.startswith("box")}
+    assert not ShardFacts.from_json(old_receipt).boxes
+
+
+def test_dropped_duplicates_take_their_boxes_with_them(drawn, tmp_path):
+    copy = dict(drawn[3], boxes=[[0, 0, 0.01, 0.01]], labels=["zebra"])  # row 12: dropped
+    with_copy = written(tmp_path / "drop", [*drawn, copy], duplicates="drop")
+    without = written(tmp_path / "without", drawn)
+    info = tfrecorder.info(with_copy)
+    assert [c.kept for c in info.duplicates[0].copies] == [True, False]
+    assert info.statistics["train"] == tfrecorder.info(without).statistics["train"]
+
+
+def test_local_and_beam_engines_write_the_same_statistics(drawn, tmp_path):
+    local = written(tmp_path / "local", drawn[:6])
+    beam = written(tmp_path / "beam", drawn[:6], runner="DirectRunner")
+    manifests = [json.loads(Path(out, "dataset.json").read_text()) for out in (local, beam)]
+    assert manifests[0]["statistics"]["train"]["objects"]["num_boxes"] > 0
+    assert manifests[0] == manifests[1]
+
+
+# --- show ----------------------------------------------------------------------------------
+
+def placed(sheet) -> list[tuple[object, int, int]]:
+    """Each item of a sheet with where its thumbnail's top left pixel is."""
+    columns, found = Counter(), []
+    rows = {name: row for row, name in enumerate(sheet.classes)}
+    for item in sheet.items:
+        row = rows[item.class_name]
+        left, top, _, _ = sheet.layout.thumbnail_box(row, columns[row])
+        columns[row] += 1
+        size = sheet.layout.thumbnail_size
+        found.append((item, left + (size - WIDTH) // 2, top + (size - HEIGHT) // 2))
+    return found
+
+
+def outline(box: list[float]) -> list[tuple[int, int]]:
+    """The pixels (x, y) of a box's one-pixel outline in a WIDTH x HEIGHT image."""
+    top, left = round(box[0] * HEIGHT), round(box[1] * WIDTH)
+    bottom, right = round(box[2] * HEIGHT) - 1, round(box[3] * WIDTH) - 1
+    return sorted({*((x, y) for x in range(left, right + 1) for y in (top, bottom)),
+                   *((x, y) for y in range(top, bottom + 1) for x in (left, right))})
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_show_draws_each_box_in_its_class_colour(drawn, detection, layout):
+    sheet = show(detection[layout], per_class=12, thumbnail_size=128)
+    pixels = np.asarray(sheet)
+    scenes_named = by_name(drawn)
+    assert sheet.classes == CLASSES
+    shown = coloured = 0
+    for item, x0, y0 in placed(sheet):
+        scene = scenes_named[item.image_name]
+        assert [o.class_name for o in item.objects] == scene["labels"]
+        np.testing.assert_allclose([[o.ymin, o.xmin, o.ymax, o.xmax] for o in item.objects],
+                                   scene["boxes"], atol=1e-6)
+        for box, label in zip(scene["boxes"], scene["labels"]):
+            colour = rgb(class_colour(CLASSES.index(label)))
+            edge = outline(box)
+            hits = sum(np.array_equal(pixels[y0 + y, x0 + x], colour) for x, y in edge)
+            # Other boxes and the class names' tags may cover part of an outline.
+            assert hits >= len(edge) // 2, (item.image_name, box, hits, len(edge))
+            shown, coloured = shown + len(edge), coloured + hits
+    assert coloured > 0.85 * shown
+
+
+def blended(scene: dict) -> np.ndarray:
+    """The scene's pixels with its class mask over them, as `show` draws masks."""
+    pixels = scene["pixels"].astype(np.float64)
+    mask = scene["mask"]
+    for class_id in range(1, len(CLASSES) + 1):
+        where = mask == class_id
+        pixels[where] = ((1 - MASK_OPACITY) * pixels[where]
+                         + MASK_OPACITY * rgb(CLASS_COLOURS[class_id - 1]))
+    return pixels
+
+
+@pytest.mark.parametrize("task, layout", [("segmentation", "tfrecorder"),
+                                          ("segmentation", "tf_models"),
+                                          ("detection", "tf_models")])
+def test_masks_are_translucent_colours_over_the_image(drawn, detection, tmp_path, task,
+                                                      layout):
+    """A segmentation mask's classes, and a detection record's instance masks (drawn
+    in the scenes' order, as the class mask is), in the class's colour at MASK_OPACITY."""
+    out = (detection[layout] if task == "detection" else
+           written(tmp_path / "segmentation", drawn, "segmentation", layout=layout))
+    found = thumbnails(out, per_class=len(drawn), size=128)
+    scenes_named = by_name(drawn)
+    assert {t.image_name for t in found} == set(scenes_named) - (
+        {n for n, s in scenes_named.items() if not s["boxes"]} if task == "detection" else
+        set())
+    for thumbnail in found:
+        scene = scenes_named[thumbnail.image_name]
+        assert thumbnail.problem == ""
+        # Away from the masks' edges: polygons are drawn with their closing edges, a
+        # pixel wider than the class mask (annotations.instance_masks).
+        mask = np.pad(scene["mask"], 1, mode="edge")
+        inside = np.all([mask[1 + dy:mask.shape[0] - 1 + dy, 1 + dx:mask.shape[1] - 1 + dx]
+                         == scene["mask"] for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
+        np.testing.assert_allclose(np.asarray(thumbnail.image)[inside],
+                                   blended(scene)[inside], atol=1)
+        assert (np.asarray(thumbnail.image) != scene["pixels"]).any() == bool(scene["boxes"])
+
+
+# --- the report ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def page(detection) -> Path:
+    out = detection["tf_models"]
+    return Path(tfrecorder.report(out, Path(out).parent / "report.html", per_class=12))
+
+
+@pytest.fixture(scope="module")
+def document(page):
+    if CHROMIUM is None:
+        pytest.skip(NO_BROWSER)
+    return dom(page)
+
+
+@needs_browser
+def test_the_report_draws_each_box_over_its_thumbnail(drawn, document):
+    scenes_named = by_name(drawn)
+    figures = by_id(document, "thumbnails").findall(".//figure")
+    assert figures and all(f.get("class") == "boxed" for f in figures)
+    for figure in figures:
+        image, svg = figure.find("img"), figure.find("svg")
+        scene = scenes_named[image.get("alt")]
+        width, height = float(svg.get("width")), float(svg.get("height"))
+        assert (width, height) == (float(image.get("width")), float(image.get("height")))
+        rects = svg.findall("rect")
+        found = [[float(r.get("y")) / height, float(r.get("x")) / width,
+                  (float(r.get("y")) + float(r.get("height"))) / height,
+                  (float(r.get("x")) + float(r.get("width"))) / width] for r in rects]
+        np.testing.assert_allclose(found, scene["boxes"], atol=0.005)
+        assert [r.get("data-class") for r in rects] == scene["labels"]
+        assert [r.get("stroke") for r in rects] == [
+            class_colour(CLASSES.index(label)) for label in scene["labels"]]
+        tags = [element_text(t) for t in svg.iter("text")]
+        assert tags == scene["labels"]
+
+
+@needs_browser
+def test_the_reports_class_table_counts_objects(drawn, detection, document):
+    labels = Counter(label for scene in drawn for label in scene["labels"])
+    assert element_text(by_id(document, "class-counts").find("h2")) == \
+        "Objects per class and split"
+    rows = {row[0]: row[1:] for row in table_rows(by_id(document, "class-table"))}
+    assert {name: int(rows[name][0]) for name in CLASSES} == dict(labels)
+    assert rows["all objects"] == [str(sum(labels.values()))] * 2
+    assert rows["all images"] == [str(len(drawn))] * 2
+    checks = table_rows(by_id(document, "box-checks-table"))
+    assert checks[1] == ["train", str(sum(not s["boxes"] for s in drawn)), "0", "0", "0"]
+
+
+@needs_browser
+def test_the_report_paints_the_boxes(page, tmp_path):
+    """Zebra's red appears on the page only in the boxes' outlines and tags (the
+    thumbnails' masks blend it with the image)."""
+    red = tuple(rgb(class_colour(CLASSES.index("zebra"))).astype(int))
+    without_boxes = tmp_path / "without-boxes.html"
+    without_boxes.write_text(re.sub(r'<svg class="objects".*?</svg>', "", page.read_text()))
+
+    def reds(path: Path) -> int:
+        return dict((colour, n) for n, colour in
+                    screenshot(path, height=6000).getcolors(1 << 24)).get(red, 0)
+
+    assert reds(without_boxes) == 0
+    assert reds(page) > 100
+
+
+def test_a_segmentation_report_has_mask_thumbnails_and_no_boxes(drawn, tmp_path):
+    out = written(tmp_path / "segmentation", drawn, "segmentation", layout="tf_models")
+    html = render(tfrecorder.info(out), per_class=4)
+    assert "<dt>task</dt><dd>segmentation</dd>" in html
+    assert 'class="objects"' not in html and 'id="objects"' not in html
+    assert html.count("<figure") == 4
