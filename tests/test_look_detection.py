@@ -5,6 +5,7 @@ are known exactly (`detection_data`), in both record layouts."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -20,11 +21,11 @@ from test_report import text as element_text
 
 import tfrecorder
 from tfrecorder.layouts import BBOX
-from tfrecorder.manifest import SplitStatistics
+from tfrecorder.manifest import Split, SplitStatistics
 from tfrecorder.report import render
 from tfrecorder.rows import Record, Row, StoredImage
-from tfrecorder.show import CLASS_COLOURS, MASK_OPACITY, class_colour, show, thumbnails
-from tfrecorder.statistics import ShardFacts
+from tfrecorder.show import CLASS_COLOURS, MASK_OPACITY, show, thumbnails
+from tfrecorder.statistics import ShardFacts, split_statistics
 
 LAYOUTS = ("tfrecorder", "tf_models")
 pytestmark = pytest.mark.filterwarnings("ignore::tfrecorder.errors.DatasetWarning")
@@ -118,8 +119,8 @@ def test_box_distributions_on_a_known_case(drawn, tmp_path):
 
 def planted_boxes(drawn: list[dict], planted: bool) -> list[dict]:
     """Ten scenes with a box of each class; `planted` makes one image without boxes and
-    one whose box has no class, adds two tiny cats (an edge of 5 pixels, under AutoML's
-    8; one 0.5% of the image wide) and keeps only one zebra and eight dogs."""
+    one of a single cat, adds two tiny cats (an edge of 5 pixels, under AutoML's 8; one
+    0.5% of the image wide) and keeps only one zebra and eight dogs."""
     found = []
     for i, scene in enumerate(drawn[:10]):
         boxes = [[0.1, 0.1, 0.4, 0.4], [0.5, 0.1, 0.9, 0.4], [0.1, 0.5, 0.9, 0.9]]
@@ -129,7 +130,7 @@ def planted_boxes(drawn: list[dict], planted: bool) -> list[dict]:
         found.append(dict(scene, boxes=boxes, labels=labels))
     if planted:
         found[0] = dict(found[0], boxes=[], labels=[])
-        found[1] = dict(found[1], boxes=[[0.2, 0.2, 0.6, 0.6]], labels=[])
+        found[1] = dict(found[1], boxes=[[0.2, 0.2, 0.6, 0.6]], labels=["cat"])
         tiny = [[0.1, 0.1, 0.1 + 5 / HEIGHT, 0.5], [0.1, 0.5, 0.6, 0.505]]
         found[4] = dict(found[4], boxes=[*found[4]["boxes"], *tiny],
                         labels=[*found[4]["labels"], "cat", "cat"])
@@ -143,19 +144,38 @@ def test_warnings_fire_on_a_dataset_planted_with_what_they_warn_of(drawn, tmp_pa
     out = written(tmp_path / "planted", planted_boxes(drawn, True))
     info = tfrecorder.info(out)
     objects = info.objects["train"]
-    assert (objects.without_boxes, objects.unlabeled_boxes, objects.all_unlabeled,
-            objects.tiny_boxes) == (1, 1, 1, 2)
+    assert (objects.without_boxes, objects.unlabeled_boxes, objects.tiny_boxes) == (1, 0, 2)
     found = "\n".join(info.warnings)
     assert "train has fewer than 10 boxes of 2 classes: 'dog' (8), 'zebra' (1)" in found
-    assert info.class_counts["train"] == {"cat": 10, "dog": 8, "zebra": 1}
+    assert info.class_counts["train"] == {"cat": 11, "dog": 8, "zebra": 1}
     assert "in train, 2 of 20 boxes are tiny (an edge under 1% of the image's side or " \
            "under 8 pixels" in found
     assert "in train, 1 of 10 images has no boxes" in found
-    assert "in train, 1 image has boxes of which none has a class (1 box without a class" \
-           in found
-    assert len(info.warnings) == 4
+    assert len(info.warnings) == 3
     with pytest.warns(tfrecorder.DatasetWarning, match="tiny"):  # convert warns of them
         write_detection(str(tmp_path / "again"), planted_boxes(drawn, True))
+
+
+def test_boxes_without_a_class_are_counted_and_warned_of(detection):
+    """Detection sources refuse such boxes; a record may still hold fewer classes than
+    boxes (written otherwise, or a label of None), and the statistics say so."""
+    facts = ShardFacts()
+    image = StoredImage("png", HEIGHT, WIDTH, 3, 100, bytes(16))
+    box = [0.1, 0.1, 0.5, 0.5]
+    for position, (label, boxes) in enumerate([([0], box), ([], box * 2), (None, box),
+                                               ([1], box * 2), ([], [])]):
+        facts.add(Row(position, "x", "x", label, "TRAIN", {BBOX: boxes}), Record(b"", image))
+    statistics = split_statistics([facts], len(CLASSES), objects=True)
+    objects = statistics.objects
+    assert (objects.num_boxes, objects.unlabeled_boxes, objects.all_unlabeled,
+            objects.without_boxes) == (6, 4, 2, 1)
+    assert objects.class_images == (1, 1, 0)
+    assert split_statistics([facts], len(CLASSES)).objects is None  # not a detection table
+    info = tfrecorder.info(detection["tfrecorder"])
+    info = dataclasses.replace(info, manifest=dataclasses.replace(
+        info.manifest, statistics={Split.TRAIN: statistics}))
+    assert "in train, 2 images have boxes of which none has a class (4 boxes without a " \
+           "class in all)" in info.warnings
 
 
 def test_manifests_from_before_object_statistics_read_without_them(detection, tmp_path):
@@ -248,7 +268,7 @@ def test_show_draws_each_box_in_its_class_colour(drawn, detection, layout):
         np.testing.assert_allclose([[o.ymin, o.xmin, o.ymax, o.xmax] for o in item.objects],
                                    scene["boxes"], atol=1e-6)
         for box, label in zip(scene["boxes"], scene["labels"]):
-            colour = rgb(class_colour(CLASSES.index(label)))
+            colour = rgb(CLASS_COLOURS[CLASSES.index(label)])
             edge = outline(box)
             hits = sum(np.array_equal(pixels[y0 + y, x0 + x], colour) for x, y in edge)
             # Other boxes and the class names' tags may cover part of an outline.
@@ -327,7 +347,7 @@ def test_the_report_draws_each_box_over_its_thumbnail(drawn, document):
         np.testing.assert_allclose(found, scene["boxes"], atol=0.005)
         assert [r.get("data-class") for r in rects] == scene["labels"]
         assert [r.get("stroke") for r in rects] == [
-            class_colour(CLASSES.index(label)) for label in scene["labels"]]
+            CLASS_COLOURS[CLASSES.index(label)] for label in scene["labels"]]
         tags = [element_text(t) for t in svg.iter("text")]
         assert tags == scene["labels"]
 
@@ -349,7 +369,7 @@ def test_the_reports_class_table_counts_objects(drawn, detection, document):
 def test_the_report_paints_the_boxes(page, tmp_path):
     """Zebra's red appears on the page only in the boxes' outlines and tags (the
     thumbnails' masks blend it with the image)."""
-    red = tuple(rgb(class_colour(CLASSES.index("zebra"))).astype(int))
+    red = tuple(rgb(CLASS_COLOURS[CLASSES.index("zebra")]).astype(int))
     without_boxes = tmp_path / "without-boxes.html"
     without_boxes.write_text(re.sub(r'<svg class="objects".*?</svg>', "", page.read_text()))
 

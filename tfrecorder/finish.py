@@ -214,7 +214,8 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
             splits[split] = SplitInfo.of(
                 tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256)
                       for w in shards), sum(w.num_rejected for w in shards))
-            statistics[split] = split_statistics([_facts(w) for w in shards], num_classes)
+            statistics[split] = split_statistics([_facts(w) for w in shards], num_classes,
+                                                 objects=header.task == "detection")
     rejected = Rejected(REJECTED, len(written.rejections), rejection_reasons(written.rejections))
     layout = layout_named(header.layout, header.labels.vocabulary if header.labels else None)
     if layout.writes_label_map and header.task == "detection":

@@ -150,8 +150,10 @@ _BOX_COLUMNS = ("boxes", "box_heights", "box_widths")
 _ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS)
 
 
-def split_statistics(facts: Sequence[ShardFacts], num_classes: int) -> SplitStatistics:
-    """One split's statistics, from its shards' facts."""
+def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: bool = False
+                     ) -> SplitStatistics:
+    """One split's statistics, from its shards' facts; with `objects`, a detection
+    split's boxes too (not for a classification table with an `objects/bbox` input)."""
     labels = [label for shard in facts for label in shard.labels]
     ids = [i for label in labels if label is not None
            for i in (label if isinstance(label, list) else [label])]
@@ -169,17 +171,17 @@ def split_statistics(facts: Sequence[ShardFacts], num_classes: int) -> SplitStat
 
     found = Counter(formats[with_image].tolist())
     channels = Counter(column("channels").tolist())
-    objects = None
-    if any(shard.boxes for shard in facts):  # detection records
-        objects = _object_statistics(facts, labels, num_classes, column("heights"),
-                                     column("widths"))
+    found_objects = None
+    if objects and any(shard.boxes for shard in facts):
+        found_objects = _object_statistics(facts, labels, num_classes, column("heights"),
+                                           column("widths"))
     return SplitStatistics(
         tuple(counts.tolist()), unlabeled,
         image_height=_distribution(column("heights")),
         image_width=_distribution(column("widths")),
         image_bytes=_distribution(column("sizes")),
         image_formats={STORED_FORMATS[i]: n for i, n in sorted(found.items())},
-        image_channels=dict(sorted(channels.items())), objects=objects)
+        image_channels=dict(sorted(channels.items())), objects=found_objects)
 
 
 def _object_statistics(facts: Sequence[ShardFacts], labels: list, num_classes: int,
