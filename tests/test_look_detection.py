@@ -225,8 +225,10 @@ def test_dropped_duplicates_take_their_boxes_with_them(drawn, tmp_path):
 
 
 def test_local_and_beam_engines_write_the_same_statistics(drawn, tmp_path):
-    local = written(tmp_path / "local", drawn[:6])
-    beam = written(tmp_path / "beam", drawn[:6], runner="DirectRunner")
+    """The same manifests: statistics, and shards (by their SHA-256) masks and all."""
+    options = dict(masks=True, layout="tf_models")
+    local = written(tmp_path / "local", drawn[:6], **options)
+    beam = written(tmp_path / "beam", drawn[:6], runner="DirectRunner", **options)
     manifests = [json.loads(Path(out, "dataset.json").read_text()) for out in (local, beam)]
     assert manifests[0]["statistics"]["train"]["objects"]["num_boxes"] > 0
     assert manifests[0] == manifests[1]
