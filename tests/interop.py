@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-# name -> (version, sha256 of the one wheel PyPI has for it). Bump both together.
+# name -> (version, sha256 of the wheel installed). Bump both together.
 PINS: dict[str, tuple[str, str]] = {
     # The newest release (2.20.0, of 2026-02). It declares tensorflow~=2.20.0, which
     # --no-deps ignores: its vision data loaders run unchanged on TensorFlow 2.21.
@@ -42,6 +42,10 @@ PINS: dict[str, tuple[str, str]] = {
     # Model Garden's modules all start with `import tensorflow as tf, tf_keras`; tf-keras
     # 2.21 is the release made for TensorFlow 2.21 (it requires tensorflow>=2.21,<2.22).
     "tf-keras": ("2.21.0", "f858bf3d97f892304e7fbcf5eb0942ed91674e27204f940a85de8c93cf07fe62"),
+    # COCO's own mask tools (polygons and RLE), for Python 3.11 on manylinux x86_64: the
+    # platform constraints.txt is locked for.
+    "pycocotools": (
+        "2.0.11", "18ba75ff58cedb33a85ce2c18f1452f1fe20c9dd59925eec5300b2bf6205dbe1"),
 }
 
 MARKER = "INTEROP-INSTALLED.json"

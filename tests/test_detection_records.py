@@ -16,7 +16,7 @@ from helpers import read_manifest
 from PIL import Image
 
 import tfrecorder
-from tfrecorder.annotations import rle_decode
+from tfrecorder.annotations import instance_masks, rle_decode
 from tfrecorder.errors import OptionError
 
 
@@ -160,3 +160,45 @@ def test_tf_models_needs_images_that_decode(drawn, tmp_path):
     with pytest.raises(OptionError, match="no images"):
         tfrecorder.convert(table, str(tmp_path / "none"), layout="tf_models", progress=False)
     assert CLASSES
+
+
+@pytest.fixture(scope="module")
+def coco_mask():
+    """pycocotools' `mask` module (COCO's own C mask code), from its own folder."""
+    import sys
+
+    from interop import interop_path
+
+    folder = str(interop_path("pycocotools"))
+    sys.path.insert(0, folder)
+    try:
+        from pycocotools import mask
+    finally:
+        sys.path.remove(folder)
+    return mask
+
+
+# pycocotools 2.0.11's decode passes copy= to an old-style __array__ (NumPy 2 warns).
+@pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+def test_polygons_are_drawn_pixel_for_pixel_as_pycocotools_draws_them(coco_mask):
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        height, width = (int(v) for v in rng.integers(5, 60, 2))
+        k = int(rng.integers(3, 12))
+        polygon = np.stack([rng.uniform(-2, width + 2, k), rng.uniform(-2, height + 2, k)],
+                           axis=1).ravel().round(2).tolist()
+        expected = coco_mask.decode(coco_mask.merge(
+            coco_mask.frPyObjects([polygon], height, width)))
+        found = instance_masks({"size": [height, width], "masks": [[polygon]]},
+                               (height, width))[0]
+        np.testing.assert_array_equal(found, expected)
+
+
+def test_run_length_encoded_masks_decode_as_pycocotools_does(coco_mask):
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        height, width = (int(v) for v in rng.integers(1, 50, 2))
+        mask = (rng.random((height, width)) < rng.random()).astype(np.uint8)
+        rle = coco_mask.encode(np.asfortranarray(mask))
+        as_json = {"size": rle["size"], "counts": rle["counts"].decode()}  # as COCO stores it
+        np.testing.assert_array_equal(rle_decode(as_json), mask)
