@@ -82,6 +82,17 @@ def test_info_counts_the_objects_of_each_class(drawn, detection, layout):
     assert info.to_json()["statistics"]["train"]["objects"]["num_boxes"] == len(labels)
 
 
+def test_the_command_line_prints_objects_and_boxes(drawn, detection):
+    from helpers import run_cli
+
+    out = run_cli("info", detection["tf_models"]).stdout
+    labels = [label for scene in drawn for label in scene["labels"]]
+    assert "Objects per class:" in out and "Records per class" not in out
+    assert re.search(rf"train +{len(labels)} boxes; 0-3 an image", out)
+    assert "Task:         detection, in the tf_models layout" in out
+    assert "3 classes, one per object: cat, dog, zebra" in out
+
+
 KNOWN_BOXES = [  # relative [ymin, xmin, ymax, xmax]; sqrt(relative area) after each
     [],
     [[0, 0, 0.5, 0.5]],  # 0.5

@@ -366,6 +366,7 @@ def _info(args: argparse.Namespace) -> int:
         print(f"  {name:<11}{records:>8} records {shards:>5} "
               f"shard{'s' if shards != 1 else ' '} {_megabytes(num_bytes):>12}")
     _print_class_counts(found)
+    _print_boxes(found)
     _print_image_statistics(found)
     rejected = manifest.rejected
     print(f"Rejected:     {rejected.num_rows} of {manifest.num_source_rows} source rows "
@@ -381,7 +382,9 @@ def _info(args: argparse.Namespace) -> int:
         for warning in found.warnings:
             print(textwrap.fill(warning, 88, initial_indent="  - ", subsequent_indent="    "))
     labels = manifest.labels
-    print(f"Labels:       {_labels(labels)}")
+    print(f"Labels:       {_labels(labels, manifest.task)}")
+    if manifest.task != "classification" or manifest.layout != "tfrecorder":
+        print(f"Task:         {manifest.task}, in the {manifest.layout} layout")
     print(f"Compression:  {manifest.compression or 'none'}")
     images = (_image_options(manifest.options) if manifest.has_images
               else "none (the records hold no images)")
@@ -410,13 +413,27 @@ def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:
               for name in found.class_names}
     shown = sorted(totals, key=lambda name: -totals[name])[:_CLASSES_SHOWN]
     width = max(len("class"), *map(len, shown))
-    print("Records per class:")
+    print(f"{found.counted.capitalize()} per class:")
     print(f"  {'class':<{width}}" + "".join(f"{split:>12}" for split in splits))
     for name in shown:
         print(f"  {name:<{width}}" + "".join(f"{counts[split].get(name, 0):>12,}"
                                              for split in splits))
     if len(totals) > len(shown):
         print(f"  ... and {len(totals) - len(shown)} more classes (--json lists them all)")
+
+
+def _print_boxes(found: tfrecorder.DatasetInfo) -> None:
+    """Per split of a detection dataset: boxes, boxes per image, box sizes."""
+    if not found.objects:
+        return
+    print("Boxes:")
+    for split, objects in found.objects.items():
+        per_image, size = objects.boxes_per_image, objects.box_size
+        sizes = (f"; size (sqrt of the image's fraction) {size.min:.3f}-{size.max:.3f}, "
+                 f"median {size.median:.3f}" if size is not None else "")
+        print(f"  {split:<12}{objects.num_boxes:>10,} boxes; {per_image.min:.0f}-"
+              f"{per_image.max:.0f} an image, median {per_image.median:g}{sizes}; "
+              f"{objects.without_boxes:,} images without boxes, {objects.tiny_boxes:,} tiny")
 
 
 def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
@@ -435,10 +452,12 @@ def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
               f"{size.median / 1024:,.0f} KB); {formats}; channels {channels}")
 
 
-def _labels(labels: Labels | None) -> str:
+def _labels(labels: Labels | None, task: str = "classification") -> str:
     if labels is None:
         return "none"
     multi = ", multi-label" if labels.multi_label else ""
+    if task == "detection":
+        multi = ", one per object"
     if labels.vocabulary is None:
         classes = labels.num_classes
         return f"integer ids{multi}" + (f" (num_classes {classes})" if classes is not None
