@@ -6,7 +6,9 @@ import math
 import os
 import shutil
 
+import detection_data
 import numpy as np
+import pandas as pd
 import pytest
 import tensorflow as tf
 from detection_data import CLASSES, HEIGHT, WIDTH, scenes, write_detection, write_segmentation
@@ -117,11 +119,9 @@ def test_boxes_classes_and_masks_come_back_as_written(loaded, drawn, layout, mas
     assert {len(s["boxes"]) for s in drawn.values()} == {0, 1, 2, 3}  # none, and several
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_resizing_on_load_keeps_boxes_and_resizes_masks_by_nearest_neighbour(
-        loaded, layout):
-    full = loaded("detection", layout)
-    for name, element in loaded("detection", layout, image_size=HALF).items():
+def test_resizing_on_load_keeps_boxes_and_resizes_masks_by_nearest_neighbour(loaded):
+    full = loaded("detection", "tf_models")
+    for name, element in loaded("detection", "tf_models", image_size=HALF).items():
         np.testing.assert_array_equal(element["objects/bbox"], full[name]["objects/bbox"])
         assert element["image"].shape == (*HALF, 3)
         # Nearest neighbour at half size, pixel centres aligned: every second pixel.
@@ -145,11 +145,49 @@ def test_segmentation_masks_come_back_as_written(loaded, drawn, layout):
         assert set(np.unique(element["segmentation_mask"])) <= set(range(len(CLASSES) + 1))
 
 
+def test_areas_follow_the_image_size_and_pad_as_model_garden_does(drawn, tmp_path):
+    """Areas (pixels of the source image, here its boxes') are rescaled to the stored
+    image by convert, and to the loaded one by load; is_crowd passes through."""
+    frame = detection_data.detection_frame(list(drawn.values()))
+    areas = [[(b[2] - b[0]) * (b[3] - b[1]) * HEIGHT * WIDTH for b in s["boxes"]]
+             for s in drawn.values()]
+    frame["objects/area"] = areas
+    frame["objects/is_crowd"] = [[i % 2 for i in range(len(s["boxes"]))]
+                                 for s in drawn.values()]
+    folder = str(tmp_path / "areas")
+    detection_data._convert(frame, folder, "detection", layout="tf_models", image_size=HALF)
+    expected = dict(zip(drawn, areas))
+    for image_size, max_boxes in [(None, None), ((12, 16), 4)]:
+        ds = tfrecorder.load(folder, "train", image_size=image_size, max_boxes=max_boxes)
+        scale = 4 if image_size is None else 16  # the source has 4 or 16 times the pixels
+        for element in ds.as_numpy_iterator():
+            area, crowd = element["objects/area"], element["objects/is_crowd"]
+            n = len(expected[element["image_name"].decode()])
+            np.testing.assert_allclose(area[:n] * scale, expected[element["image_name"].decode()],
+                                       rtol=1e-6)
+            assert crowd[:n].tolist() == [i % 2 for i in range(n)]
+            assert (area[n:] == -1).all() and (crowd[n:] == 0).all()
+
+
+def test_a_tf_models_classification_dataset_loads_in_whole_batches(tmp_path, drawn):
+    frame = pd.DataFrame({"image_uri": [s["image_uri"] for s in drawn.values()],
+                          "label": [s["labels"][0] if s["labels"] else "none"
+                                    for s in drawn.values()]})
+    folder = str(tmp_path / "classes")
+    tfrecorder.convert(frame, folder, layout="tf_models", progress=False, num_workers=1)
+    vocabulary = sorted(set(frame["label"]))
+    names = dict(zip(frame["image_uri"].map(os.path.basename), frame["label"]))
+    for batch in tfrecorder.load(folder, "train", batch_size=4, image_size=HALF):
+        assert batch["image"].shape[1:] == (*HALF, 3)
+        assert [vocabulary[i] for i in batch["label"].numpy()] == [
+            names[n.decode()] for n in batch["image_name"].numpy()]
+
+
 # --- batches -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_batches_are_ragged_by_default(written, drawn, layout):
-    ds = tfrecorder.load(written("detection", layout), "train", shuffle=False, batch_size=3)
+def test_batches_are_ragged_by_default(written, drawn):
+    ds = tfrecorder.load(written("detection", "tfrecorder"), "train", shuffle=False,
+                         batch_size=3)
     batches = list(ds)
     assert len(batches) == 3 == len(ds)
     for batch in batches:
@@ -163,10 +201,9 @@ def test_batches_are_ragged_by_default(written, drawn, layout):
         assert batch["objects/label"].row_lengths().numpy().tolist() == counts
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_max_boxes_pads_objects_as_keras_and_model_garden_do(written, loaded, drawn, layout):
-    batch = next(iter(tfrecorder.load(written("detection", layout, True, HALF), "train",
-                                      shuffle=False, batch_size=8, max_boxes=4)))
+def test_max_boxes_pads_objects_as_keras_and_model_garden_do(written, loaded, drawn):
+    batch = next(iter(tfrecorder.load(written("detection", "tf_models", True, HALF),
+                                      "train", shuffle=False, batch_size=8, max_boxes=4)))
     assert batch["objects/bbox"].shape == (8, 4, 4)
     assert batch["objects/mask"].shape == (8, 4, *HALF)
     for i, name in enumerate(batch["image_name"].numpy()):
@@ -178,7 +215,7 @@ def test_max_boxes_pads_objects_as_keras_and_model_garden_do(written, loaded, dr
         assert (boxes[n:] == -1).all() and labels[:n].tolist() == class_ids(scene)
         assert (labels[n:] == -1).all() and not batch["objects/mask"][i, n:].numpy().any()
     # Fewer places than objects: the first ones are kept, and counted.
-    for name, element in loaded("detection", layout, False, max_boxes=2).items():
+    for name, element in loaded("detection", "tf_models", False, max_boxes=2).items():
         scene = drawn[name]
         n = min(2, len(scene["boxes"]))
         assert element["objects/num"] == n and element["objects/bbox"].shape == (2, 4)
@@ -204,11 +241,11 @@ def flipped(boxes: np.ndarray) -> np.ndarray:
     return np.stack([boxes[:, 0], 1 - boxes[:, 3], boxes[:, 2], 1 - boxes[:, 1]], axis=-1)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_basic_augmentation_flips_boxes_and_masks_with_their_image(loaded, layout):
-    plain = loaded("detection", layout)
+def test_basic_augmentation_flips_boxes_and_masks_with_their_image(loaded):
+    plain = loaded("detection", "tfrecorder")
     seen = set()
-    for name, element in loaded("detection", layout, augment="basic", seed=1).items():
+    augmented = loaded("detection", "tfrecorder", augment="basic", seed=1)
+    for name, element in augmented.items():
         boxes, masks, image = (element["objects/bbox"], element["objects/mask"],
                                element["image"])
         was = plain[name]
@@ -231,15 +268,15 @@ def test_basic_augmentation_flips_boxes_and_masks_with_their_image(loaded, layou
     assert seen == {False, True}  # both happened, with this seed
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_basic_augmentation_flips_a_segmentation_mask_with_its_image(loaded, layout):
+def test_basic_augmentation_flips_a_segmentation_mask_with_its_image(loaded):
     flips = set()
-    for name, element in loaded("segmentation", layout, augment="basic", seed=3).items():
+    augmented = loaded("segmentation", "tf_models", augment="basic", seed=3)
+    for name, element in augmented.items():
         mask, image = element["segmentation_mask"][..., 0], element["image"][..., 0]
         if mask.any():  # the classes are exactly where the image is bright
             background = image[mask == 0].max()
             np.testing.assert_array_equal(mask > 0, image >= background + 20)
-            source = loaded("segmentation", layout)[name]["segmentation_mask"][..., 0]
+            source = loaded("segmentation", "tf_models")[name]["segmentation_mask"][..., 0]
             flips.add((mask == source).all())
     assert flips == {False, True}
 
