@@ -501,8 +501,10 @@ def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: 
     so they need nothing."""
     import tensorflow as tf
 
-    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
     features["image"] = _decoded(features, image_size, channels)
+    if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
+        return features
+    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
     if MASK in features:
         masks = _object_masks(features[MASK], stored)
         if image_size is not None:

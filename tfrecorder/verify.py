@@ -6,9 +6,14 @@ Checks run in three layers, cheapest first, each on what passed the one before:
    unlisted shard, a crashed run's `*.tmp-*` file) is, since a glob would pick it up;
 2. framing: every record's length and data checksum (`read_records`, which names the byte
    offset of a bad one), and every count, size and SHA-256 against the manifest;
-3. records (`decode_images=True`): every record parses, its ids and split are sound and
-   its image decodes as recorded. That takes TensorFlow, so it lives in `verify_records`,
-   imported only then. A shard whose framing is broken is not parsed.
+3. records (`decode_images=True`): every record parses, its ids and split are sound, its
+   image decodes as recorded, and a detection or segmentation record's boxes, objects and
+   masks are sound. That takes TensorFlow, so it lives in `verify_records`, imported only
+   then. A shard whose framing is broken is not parsed.
+
+Records of either layout (`tfrecorder.layouts`) are checked: the layout says under which
+keys it stores each feature, and which files besides the shards it writes (tf_models'
+`label_map.pbtxt`, checked against the manifest's classes).
 
 Every problem is collected as a `Problem` naming the file (and the record), so one run
 lists them all.
