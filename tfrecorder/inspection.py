@@ -5,6 +5,10 @@ held, so they are treated as hostile: reduced to a safe base name, prefixed with
 record's index (names cannot collide), and checked to land inside the output folder.
 Text cells of records.csv are as hostile: one a spreadsheet would run as a formula
 (starting with =, +, -, @, a tab or a carriage return) gets a leading single quote.
+
+Columns are the features as stored, under the keys of the dataset's layout; the image,
+and the ids that label names are looked up for, are read through the layout's read form
+(`Layout.canonical`), so a tf_models record's 1-based object classes get the right names.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
+from tfrecorder.layouts import OBJECT_LABEL, layout_named
 from tfrecorder.legacy import spellings
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
@@ -37,9 +42,10 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
             num_records: int = 5, output_dir: str | os.PathLike | None = None, *,
             tfrecord_dir: str | os.PathLike | None = None) -> str:
     """Writes the first records of a split as files: their images, and their other
-    features in `records.csv`, one row per record: lists as JSON, label and categorical
-    ids followed by their names (columns `label_name` and `{feature}_value`), and the
-    `image_file` it wrote. A dataset without images gives records.csv alone.
+    features in `records.csv`, one row per record, under their stored keys: lists as
+    JSON, label (or object class) and categorical ids followed by their names (columns
+    `{label}_name` and `{feature}_value`), and the `image_file` it wrote. A dataset
+    without images gives records.csv alone.
 
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
@@ -75,24 +81,30 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
         os.makedirs(output_dir, exist_ok=True)
 
     has_images = manifest.has_images
-    columns = [name for name in manifest.features if name != "image"]
+    layout = layout_named(manifest.layout)
+    columns = [name for name in manifest.features if name != layout.key("image")]
     vocabularies = _vocabularies(manifest)
     header = []
     for name in columns:
         header.append(name)
         if name in vocabularies:
-            header.append(_unused(f"{name}_name" if name == LABEL else f"{name}_value",
-                                  manifest.features))
+            header.append(_unused(f"{name}_name" if vocabularies[name][0] else
+                                  f"{name}_value", manifest.features))
     spec = manifest.parse_spec()
     rows = []
     for index, record in enumerate(_first_records(files, manifest.compression,
                                                   num_records)):
-        features = {name: _plain(value) for name, value in _parse(record, spec).items()}
+        parsed = _parse(record, spec)
+        features = {name: _plain(value) for name, value in parsed.items()}
+        canonical = {name: _plain(value) for name, value in layout.canonical(parsed).items()}
         row = []
         for name in columns:
             row.append(_cell(features[name]))
             if name in vocabularies:
-                row.append(_cell(_names(features[name], vocabularies[name])))
+                read_as, vocabulary = vocabularies[name]
+                ids = canonical[read_as] if read_as else features[name]
+                row.append(_cell(_names(ids, vocabulary)))
+        features = canonical  # the image, by canonical names
         if has_images:
             image_name = features.get("image_name", b"")
             file_name = _safe_file_name(index, image_name, features.get("image_format", b""))
@@ -136,13 +148,18 @@ def _legacy_file_name(image_name: bytes, safe_name: str, folder: str) -> str:
     return name
 
 
-def _vocabularies(manifest: Manifest) -> dict[str, tuple[str, ...]]:
-    """The names of the ids of the label (text labels) and of categorical inputs."""
-    found = {name: feature.vocabulary for name, feature in manifest.features.items()
-             if feature.vocabulary is not None}
+def _vocabularies(manifest: Manifest) -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """By stored key: the names of the ids of a label or a detection record's object
+    classes (text labels), with the canonical name their ids are read by; and of
+    categorical inputs (None: read as stored)."""
+    found = {name: (None, manifest.features[name].vocabulary) for name in manifest.inputs
+             if manifest.features[name].vocabulary is not None}
     labels = manifest.labels
-    if labels is not None and labels.vocabulary is not None and LABEL in manifest.features:
-        found[LABEL] = labels.vocabulary
+    layout = layout_named(manifest.layout)
+    if labels is not None and labels.vocabulary is not None:
+        for name in (LABEL, OBJECT_LABEL):
+            if layout.key(name) in manifest.features:
+                found[layout.key(name)] = (name, labels.vocabulary)
     return found
 
 

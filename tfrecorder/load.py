@@ -9,6 +9,13 @@ are decoded at a reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is stil
 least as large as the target, which skips most of the work of a full decode and does the
 bulk of the downscaling as an average over pixels.
 
+Records of either layout (`tfrecorder.layouts`) are parsed with the manifest's spec and
+read through the layout's read form (`Layout.canonical`), so everything after parsing
+sees the same canonical names: `image`, `objects/bbox`, `segmentation_mask`, ... A
+detection or segmentation record's annotations are decoded with its image and move with
+it: resized with it (masks by nearest neighbour; relative boxes need nothing), flipped
+with it by augmentation.
+
 Local shards are read by TensorFlow itself; shards in a bucket through `tfrecorder.fs`,
 like every other file tfrecorder reads (see `shard_reader`), with the same records in the
 same order.
@@ -25,11 +32,29 @@ from collections.abc import Callable, Iterator, Sequence
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.info import DatasetInfo
+from tfrecorder.layouts import (
+    AREA,
+    BBOX,
+    IS_CROWD,
+    MASK,
+    OBJECT_LABEL,
+    SEGMENTATION_MASK,
+    Layout,
+    layout_named,
+)
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, Split, read_manifest
 from tfrecorder.tfrecord import open_read, read_records
 
 AUGMENT_PRESETS = ("basic",)
+NUM_OBJECTS = "objects/num"  # with max_boxes: how many of the padded objects are real
+# What padding fills a detection record's objects with, up to max_boxes: -1 for boxes,
+# classes and areas, as Keras (`MaxNumBoundingBoxes`, KerasCV's `to_dense`) and Model
+# Garden (`pad_groundtruths_to_fixed_size`) pad them, so their losses skip such rows;
+# 0 for is_crowd (as Model Garden) and for masks (no pixel).
+OBJECT_PADDING = {BBOX: -1, OBJECT_LABEL: -1, AREA: -1, IS_CROWD: 0, MASK: 0}
+# Features of pixels: batched densely, so all of a batch must share their size.
+_PIXELS = ("image", SEGMENTATION_MASK)
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
 _CHUNK_BYTES = 1 << 20  # records of a remote shard handed to TensorFlow at once
 
@@ -125,14 +150,24 @@ def load(
     cache: bool | str = False,
     as_supervised: bool = False,
     multi_hot: bool = False,
+    max_boxes: int | None = None,
     drop_remainder: bool = False,
     with_info: bool = False,
 ):
     """Loads a dataset written by tfrecorder as `tf.data` pipelines.
 
-    Elements are dicts of every feature; lists (e.g. boxes, as [n, 4] tensors) come in
-    batches as RaggedTensors. `image_size`, `channels` and `augment` are for datasets
-    with images only.
+    Elements are dicts of every feature, by tfrecorder's names whichever layout the
+    records were written in; lists (e.g. boxes, as [n, 4] tensors) come in batches as
+    RaggedTensors. `image_size`, `channels` and `augment` are for datasets with images
+    only.
+
+    A detection dataset's elements also hold its objects: `objects/bbox` float32 [n, 4]
+    as (ymin, xmin, ymax, xmax), fractions of the image's size; `objects/label` int64
+    [n], ids into the manifest's label vocabulary (from 0, in both layouts); where the
+    records have them, `objects/area` (pixels of the image as loaded), `objects/is_crowd`
+    and `objects/mask`, uint8 [n, height, width] of 0s and 1s. A segmentation dataset's
+    hold `segmentation_mask`, uint8 [height, width, 1] of class ids. Annotations follow
+    their image through `image_size` and `augment`.
 
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
@@ -147,15 +182,26 @@ def load(
         seed: seeds shuffling and augmentation; None for a fresh order every run.
         repeat: repeat forever (for `steps_per_epoch`-style training).
         augment: a function image -> image, or "basic" (random flips, crops and
-            brightness); applied to the train split only.
+            brightness); applied to the train split only. For detection and
+            segmentation datasets the function gets the element's dict and returns it,
+            so that what moves the pixels moves the annotations too; "basic" flips
+            boxes and masks with their image and changes brightness, and does not crop.
         cache: True caches decoded (and resized) elements in memory, or the records as
             read for a dataset without images; a local folder caches them in files
             there (worth it for a dataset in a bucket, read again every epoch).
         as_supervised: elements are (image, label) pairs instead of feature dicts; for a
-            dataset without images, (dict of the input features, label).
+            dataset without images, (dict of the input features, label); for detection,
+            (image, {"boxes": objects/bbox, "classes": objects/label}), what KerasHub's
+            object detectors fit on (`bounding_box_format="rel_yxyx"`); for
+            segmentation, (image, segmentation_mask).
         multi_hot: for multi-label datasets: each label is a float32 vector of
             `num_classes` with 1 for the record's classes (for binary crossentropy),
             instead of the list of its class ids.
+        max_boxes: for detection datasets: pad each record's objects to this many (or
+            keep its first this many), so that batches stack densely, as TPUs and most
+            detection losses want: boxes, classes and areas are padded with -1 (as Keras
+            and Model Garden pad them), is_crowd and masks with 0, and `objects/num`
+            says how many are real. By default batches hold RaggedTensors.
         drop_remainder: drop a last, smaller batch.
         with_info: also return the dataset's `DatasetInfo` (as `tfrecorder.info`).
 
@@ -167,7 +213,8 @@ def load(
     path = spellings.dataset_dir(path, tfrecord_dir, "load")
     split = spellings.split_name(split)
     manifest = read_manifest(path)
-    _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot)
+    _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot,
+                   max_boxes)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
     if batch_size is not None and image_size is None:
         _check_batchable(manifest, splits, channels)
@@ -178,7 +225,8 @@ def load(
             shuffle=(name == "train") if shuffle is None else shuffle,
             shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat,
             augment=augment if name == "train" else None, cache=cache,
-            as_supervised=as_supervised, multi_hot=multi_hot, drop_remainder=drop_remainder,
+            as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
+            drop_remainder=drop_remainder,
         )
         for name in splits
     }
@@ -201,8 +249,9 @@ class _Splits(dict):
 
 
 def _check_options(manifest: Manifest, image_size, channels, augment, as_supervised,
-                   multi_hot) -> None:
+                   multi_hot, max_boxes) -> None:
     features = manifest.features
+    labelled = layout_named(manifest.layout).key(LABEL) in features
     if not manifest.has_images:
         given = [name for name, value in
                  [("image_size", image_size), ("channels", channels), ("augment", augment)]
@@ -227,12 +276,25 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
     if isinstance(augment, str) and augment not in AUGMENT_PRESETS:
         raise OptionError(f"augment must be a function or one of {AUGMENT_PRESETS}",
                           option="augment")
-    if as_supervised and LABEL not in features:
+    if as_supervised and not labelled and manifest.task == "classification":
         raise OptionError("as_supervised needs labels, and this dataset has none.",
                           option="as_supervised")
-    if multi_hot and LABEL not in features:
+    if multi_hot and manifest.task == "detection":
+        raise OptionError(
+            "multi_hot is for multi-label classification; in a detection dataset "
+            "objects/label gives each box its class id. Leave multi_hot out.",
+            option="multi_hot")
+    if multi_hot and not labelled:
         raise OptionError("multi_hot needs labels, and this dataset has none.",
                           option="multi_hot")
+    if max_boxes is not None and manifest.task != "detection":
+        raise OptionError(f"max_boxes pads the objects of a detection dataset, and this "
+                          f"one is a {manifest.task} dataset. Leave max_boxes out.",
+                          option="max_boxes")
+    if max_boxes is not None and (isinstance(max_boxes, bool) or not isinstance(
+            max_boxes, int) or max_boxes < 1):
+        raise OptionError(f"max_boxes must be a whole number > 0, not {max_boxes!r}",
+                          option="max_boxes")
     if multi_hot and not (manifest.labels and manifest.labels.multi_label):
         raise OptionError(
             "multi_hot is for multi-label datasets, and this one has a single label per "
@@ -265,7 +327,7 @@ def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None
 
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
               shuffle_buffer, seed, repeat, augment, cache, as_supervised, multi_hot,
-              drop_remainder):
+              max_boxes, drop_remainder):
     import tensorflow as tf
 
     autotune = tf.data.AUTOTUNE
@@ -274,8 +336,12 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     files = shard_files(path, manifest, split)
     num_records = manifest.splits[split].num_records
     spec = manifest.parse_spec()
+    layout = layout_named(manifest.layout)
     num_classes = manifest.labels.num_classes if multi_hot else None
     has_images = manifest.has_images
+    # Detection and segmentation records carry annotations of their pixels, which are
+    # decoded with the image and move with it: one record at a time.
+    annotated = manifest.task != "classification"
 
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle:
@@ -290,9 +356,13 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 
-    transform = None
-    if augment is not None:
-        transform = _basic_augmentation(seed) if augment == "basic" else augment
+    # `transform` augments an element (a dict); `image_transform` an image alone.
+    transform = image_transform = None
+    if augment is not None and annotated:
+        transform = _annotated_augmentation(augment, seed)
+    elif augment is not None:
+        image_transform = _basic_augmentation(seed) if augment == "basic" else augment
+        transform = lambda f: {**f, "image": image_transform(f["image"])}  # noqa: E731
     if not has_images:
         # Nothing to decode: cache the records as read, and parse a whole batch at once.
         if cache:
@@ -301,39 +371,56 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
             ds = ds.repeat()
         if batch_size:
             ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-        ds = ds.map(lambda serialized: _parsed(serialized, spec, num_classes),
+        ds = ds.map(lambda serialized: _parsed(serialized, spec, layout, num_classes),
                     num_parallel_calls=autotune, deterministic=ordered)
-    elif batch_size and image_size and not cache:
+    elif batch_size and image_size and not cache and not annotated:
         # Fixed-shape batches: parse a whole batch of records in one vectorized op, then
         # decode its images; much less per-record overhead than one parse per record.
         if repeat:
             ds = ds.repeat()
         ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-        ds = ds.map(lambda batch: _decoded_batch(_parsed(batch, spec, num_classes),
-                                                 image_size, channels, transform),
+        ds = ds.map(lambda batch: _decoded_batch(_parsed(batch, spec, layout, num_classes),
+                                                 image_size, channels,
+                                                 image_transform),
                     num_parallel_calls=autotune, deterministic=ordered)
     else:
         def parse(serialized):
-            features = _parsed(serialized, spec, num_classes)
-            features["image"] = _decoded(features, image_size, channels)
-            return features
+            return _decoded_record(_parsed(serialized, spec, layout, num_classes),
+                                   image_size, channels)
 
         ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
         if cache:
             ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
         if transform is not None:
-            ds = ds.map(lambda f: {**f, "image": transform(f["image"])},
-                        num_parallel_calls=autotune, deterministic=ordered)
+            ds = ds.map(transform, num_parallel_calls=autotune, deterministic=ordered)
+            if not isinstance(ds.element_spec, dict):
+                raise OptionError(
+                    "augment gets and returns the element's dict for a detection or "
+                    "segmentation dataset (its boxes and masks must move with the pixels), "
+                    f"but returned {ds.element_spec}. Return the dict, e.g. "
+                    "{**features, \"image\": ...} for a change that moves no pixel.",
+                    option="augment")
+        if max_boxes is not None:
+            ds = ds.map(lambda f: _padded_objects(f, max_boxes))
         if repeat:
             ds = ds.repeat()
         if batch_size:
             ds = _batched(ds, batch_size, drop_remainder, ordered)
-    if as_supervised and has_images:
-        ds = ds.map(lambda f: (f["image"], f[LABEL]))
-    elif as_supervised:
-        inputs = manifest.inputs
-        ds = ds.map(lambda f: ({name: f[name] for name in inputs}, f[LABEL]))
+    if as_supervised:
+        ds = ds.map(_supervised(manifest))
     return ds.prefetch(autotune)
+
+
+def _supervised(manifest: Manifest) -> Callable:
+    """The (input, target) pair `as_supervised` makes of an element."""
+    if manifest.task == "detection":
+        return lambda f: (f["image"], {"boxes": f[BBOX], "classes": f[OBJECT_LABEL]})
+    if manifest.task == "segmentation":
+        return lambda f: (f["image"], f[SEGMENTATION_MASK])
+    if manifest.has_images:
+        return lambda f: (f["image"], f[LABEL])
+    inputs = manifest.inputs
+    return lambda f: ({name: f[name] for name in inputs}, f[LABEL])
 
 
 def _cached(ds, split: str, cache: bool | str, shuffle: bool, shuffle_buffer: int,
@@ -351,13 +438,14 @@ def _cached(ds, split: str, cache: bool | str, shuffle: bool, shuffle_buffer: in
     return ds
 
 
-def _parsed(serialized, spec: dict, num_classes: int | None) -> dict:
-    """Parses one record, or a batch of them; with `num_classes`, multi-label labels
-    become multi-hot vectors of that length."""
+def _parsed(serialized, spec: dict, layout: Layout, num_classes: int | None) -> dict:
+    """Parses one record, or a batch of them, into features by canonical name (the
+    layout's read form); with `num_classes`, multi-label labels become multi-hot vectors
+    of that length."""
     import tensorflow as tf
 
     parse = tf.io.parse_example if serialized.shape.rank else tf.io.parse_single_example
-    features = parse(serialized, spec)
+    features = layout.canonical(parse(serialized, spec))
     if num_classes is not None:
         # Per record, also for a batch's RaggedTensor of labels; ids out of range are
         # dropped.
@@ -369,13 +457,15 @@ def _parsed(serialized, spec: dict, num_classes: int | None) -> dict:
 
 
 def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
-    """Batches parsed records. Lists (features with a dimension of any length) come out
-    as RaggedTensors, as `tf.io.parse_example` returns them; images are stacked densely
-    (`ragged_batch` would make images of unknown size ragged too), so must share a size."""
+    """Batches parsed records. Lists (features whose first dimension has any length: a
+    record's boxes, its objects' masks) come out as RaggedTensors, as
+    `tf.io.parse_example` returns them; images and segmentation masks are stacked
+    densely (`ragged_batch` would make images of unknown size ragged too), so must share
+    a size."""
     import tensorflow as tf
 
     lists = [name for name, spec in ds.element_spec.items()
-             if name != "image" and not spec.shape.is_fully_defined()]
+             if name not in _PIXELS and spec.shape.rank and spec.shape[0] is None]
     if lists:
         # A list as a RaggedTensor of one row stacks with lists of other lengths; the
         # extra dimension is merged away after batching.
@@ -400,6 +490,62 @@ def _decoded_batch(features: dict, image_size, channels: int, transform) -> dict
         one, {name: features[name] for name in DECODE_FEATURES},
         fn_output_signature=tf.TensorSpec((*image_size, channels or None), tf.uint8))
     return features
+
+
+def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: int
+                    ) -> dict:
+    """Decodes (and resizes) one parsed record's image and the annotations drawn on its
+    pixels: instance masks to uint8 [n, height, width] and a segmentation mask to uint8
+    [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
+    and objects' areas rescaled to pixels of the image as loaded. Boxes are relative,
+    so they need nothing."""
+    import tensorflow as tf
+
+    features["image"] = _decoded(features, image_size, channels)
+    if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
+        return features
+    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
+    if MASK in features:
+        masks = _object_masks(features[MASK], stored)
+        if image_size is not None:
+            masks = _resized_nearest(masks[..., None], image_size)[..., 0]
+        features[MASK] = masks
+    if SEGMENTATION_MASK in features:
+        mask = tf.reshape(tf.io.decode_png(features[SEGMENTATION_MASK], channels=1),
+                          tf.concat([stored, [1]], 0))
+        if image_size is not None:
+            mask = _resized_nearest(mask, image_size)
+        features[SEGMENTATION_MASK] = tf.ensure_shape(mask, [*(image_size or (None, None)), 1])
+    if AREA in features and image_size is not None:
+        scale = image_size[0] * image_size[1] / tf.cast(tf.reduce_prod(stored), tf.float32)
+        features[AREA] = features[AREA] * scale
+    return features
+
+
+def _object_masks(pngs, stored):
+    """A record's instance masks (one PNG each, drawn at the stored image's size) as uint8
+    [n, height, width]; [0, height, width] for a record without objects."""
+    import tensorflow as tf
+
+    count = tf.shape(pngs)[0]
+
+    def decoded():
+        return tf.map_fn(lambda png: tf.io.decode_png(png, channels=1)[..., 0], pngs,
+                         fn_output_signature=tf.TensorSpec([None, None], tf.uint8))
+
+    # map_fn over no element cannot give the shape of one.
+    masks = tf.cond(count > 0, decoded, lambda: tf.zeros(tf.concat([[0], stored], 0),
+                                                         tf.uint8))
+    return tf.ensure_shape(tf.reshape(masks, tf.concat([[count], stored], 0)),
+                           [None, None, None])
+
+
+def _resized_nearest(pixels, image_size: Sequence[int]):
+    """Annotation pixels ([..., height, width, channels]) at `image_size`, by nearest
+    neighbour: their values stay those of the source (0/1, class ids)."""
+    import tensorflow as tf
+
+    return tf.image.resize(pixels, image_size, method="nearest")
 
 
 def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
@@ -463,8 +609,7 @@ def _basic_augmentation(seed: int | None) -> Callable:
     """Random horizontal flips, crops (to 90% and back) and brightness changes."""
     import tensorflow as tf
 
-    generator = tf.random.Generator.from_seed(seed) if seed is not None else \
-        tf.random.Generator.from_non_deterministic_state()
+    generator = _generator(seed)
 
     def augment(image):
         seeds = generator.make_seeds(3)
@@ -478,3 +623,69 @@ def _basic_augmentation(seed: int | None) -> Callable:
         return tf.ensure_shape(image, image.shape)
 
     return augment
+
+
+def _generator(seed: int | None):
+    """The random numbers of augmentation: seeded, or fresh every run."""
+    import tensorflow as tf
+
+    return tf.random.Generator.from_seed(seed) if seed is not None else \
+        tf.random.Generator.from_non_deterministic_state()
+
+
+def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callable:
+    """The augmentation of a detection or segmentation element (a dict -> a dict), so that
+    whatever moves the pixels moves their annotations too: "basic" flips the image with
+    its boxes and masks and changes its brightness (no crop: cutting objects would take
+    clipping boxes, dropping objects and redrawing their areas); a function gets the
+    whole element and must return it."""
+    import tensorflow as tf
+
+    if augment != "basic":
+        return augment  # `_pipeline` checks that it returns a dict
+    generator = _generator(seed)
+
+    def basic(features):
+        seeds = generator.make_seeds(2)
+        flip = tf.random.stateless_uniform([], seeds[:, 0]) < 0.5
+        features = tf.cond(flip, lambda: _flipped_left_right(features), lambda: dict(features))
+        image = tf.image.stateless_random_brightness(features["image"], 0.2, seeds[:, 1])
+        features["image"] = tf.ensure_shape(image, features["image"].shape)
+        return features
+
+    return basic
+
+
+def _flipped_left_right(features: dict) -> dict:
+    """An element flipped left to right: its image, its boxes (xmin' = 1 - xmax,
+    xmax' = 1 - xmin) and its instance and segmentation masks."""
+    import tensorflow as tf
+
+    found = dict(features)
+    found["image"] = tf.reverse(features["image"], axis=[-2])
+    if BBOX in features:
+        ymin, xmin, ymax, xmax = tf.unstack(features[BBOX], num=4, axis=-1)
+        found[BBOX] = tf.stack([ymin, 1 - xmax, ymax, 1 - xmin], axis=-1)
+    if MASK in features:
+        found[MASK] = tf.reverse(features[MASK], axis=[-1])
+    if SEGMENTATION_MASK in features:
+        found[SEGMENTATION_MASK] = tf.reverse(features[SEGMENTATION_MASK], axis=[-2])
+    return found
+
+
+def _padded_objects(features: dict, max_boxes: int) -> dict:
+    """A detection element's objects padded (or cut) to `max_boxes` (`OBJECT_PADDING`
+    says with what), and `objects/num`, how many are real."""
+    import tensorflow as tf
+
+    count = tf.shape(features[BBOX], out_type=tf.int64)[0]
+    found = dict(features)
+    for name, fill in OBJECT_PADDING.items():
+        if name in features:
+            value = features[name][:max_boxes]
+            padding = [[0, max_boxes - tf.shape(value)[0]]] + [[0, 0]] * (value.shape.rank - 1)
+            found[name] = tf.ensure_shape(
+                tf.pad(value, padding, constant_values=tf.cast(fill, value.dtype)),
+                [max_boxes, *value.shape[1:]])
+    found[NUM_OBJECTS] = tf.minimum(count, max_boxes)
+    return found

@@ -6,9 +6,14 @@ Checks run in three layers, cheapest first, each on what passed the one before:
    unlisted shard, a crashed run's `*.tmp-*` file) is, since a glob would pick it up;
 2. framing: every record's length and data checksum (`read_records`, which names the byte
    offset of a bad one), and every count, size and SHA-256 against the manifest;
-3. records (`decode_images=True`): every record parses, its ids and split are sound and
-   its image decodes as recorded. That takes TensorFlow, so it lives in `verify_records`,
-   imported only then. A shard whose framing is broken is not parsed.
+3. records (`decode_images=True`): every record parses, its ids and split are sound, its
+   image decodes as recorded, and a detection or segmentation record's boxes, objects and
+   masks are sound. That takes TensorFlow, so it lives in `verify_records`, imported only
+   then. A shard whose framing is broken is not parsed.
+
+Records of either layout (`tfrecorder.layouts`) are checked: the layout says under which
+keys it stores each feature, and which files besides the shards it writes (tf_models'
+`label_map.pbtxt`, checked against the manifest's classes).
 
 Every problem is collected as a `Problem` naming the file (and the record), so one run
 lists them all.
@@ -28,8 +33,10 @@ from enum import StrEnum
 
 from tfrecorder import fs
 from tfrecorder.errors import StorageError, VerificationError
+from tfrecorder.layouts import layout_named
 from tfrecorder.load import shard_records
 from tfrecorder.manifest import (
+    LABEL_MAP,
     LOCK,
     MANIFEST,
     Manifest,
@@ -54,6 +61,7 @@ class Check(StrEnum):
     TEMPORARY = "temporary"  # a `*.tmp-*` file left by an interrupted run
     LOCK = "lock"  # the lock of a run writing now, or of one that was killed
     REJECTED = "rejected"  # rejected.csv holds another number of rows than listed
+    LABEL_MAP = "label_map"  # label_map.pbtxt does not list the manifest's classes
     # The manifest itself.
     MANIFEST = "manifest"  # it contradicts itself, or cannot be checked against
     EMPTY = "empty"  # it lists no records
@@ -70,6 +78,9 @@ class Check(StrEnum):
     SHAPE = "shape"  # its image decodes to another shape than recorded
     FORMAT = "format"  # its image bytes are not in the recorded image_format
     STRICT = "strict"  # its image fails the writer's strict checks (damaged data)
+    BOXES = "boxes"  # a detection record's box is outside [0, 1], or its min >= its max
+    OBJECTS = "objects"  # a detection record has another number of classes than boxes
+    MASK = "mask"  # a mask is not of its image's size, or an object's not 0s and 1s
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,12 +234,38 @@ def _check_files(path: str, manifest: Manifest) -> tuple[list[Problem], set[str]
     problems = [Problem(file=name, check=Check.MISSING, detail="missing; the manifest lists it")
                 for name in sorted(missing)]
     rejected = manifest.rejected
-    expected = shards | {MANIFEST} | ({rejected.file} if rejected else set())
+    label_map = _label_map(manifest)
+    expected = shards | {MANIFEST} | ({rejected.file} if rejected else set()) | (
+        {LABEL_MAP} if label_map is not None else set())
     ours = set(dataset_files(path))
     problems += [_unlisted(name, ours) for name in sorted(present - expected)]
     if rejected:
         problems += _check_rejected(path, rejected, present)
+    if label_map is not None:
+        problems += _check_label_map(path, label_map, present)
     return problems, missing
+
+
+def _label_map(manifest: Manifest) -> str | None:
+    """The `label_map.pbtxt` the dataset must hold (the tf_models layout writes one for
+    detection, its classes with ids from 1), or None."""
+    labels = manifest.labels
+    layout = layout_named(manifest.layout, labels.vocabulary if labels else None)
+    if layout.writes_label_map and manifest.task == "detection":
+        return layout.label_map()
+    return None
+
+
+def _check_label_map(path: str, expected: str, present: set[str]) -> list[Problem]:
+    if LABEL_MAP not in present:
+        return [Problem(file=LABEL_MAP, check=Check.MISSING,
+                        detail="missing; the models that read this layout take their "
+                               "classes from it")]
+    if fs.read_bytes(fs.join(path, LABEL_MAP)).decode("utf-8", "replace") != expected:
+        return [Problem(file=LABEL_MAP, check=Check.LABEL_MAP,
+                        detail="does not list the manifest's classes (ids from 1, in the "
+                               "order of its labels' vocabulary)")]
+    return []
 
 
 def _unlisted(name: str, ours: set[str]) -> Problem:

@@ -6,9 +6,14 @@ this module only when asked to decode, so checking files, framing, checksums and
 
 Decoding is nearly all of the cost, so every record goes through one `tf.data` pipeline
 (a parallel map) that only says which records failed; those few are then parsed again,
-eagerly, one by one, to say why. Each value rule (ids in range, the split of the shard)
-is stated once, in `offending`, which works on graph and eager tensors alike: the pipeline
+eagerly, one by one, to say why. Each value rule (ids in range, the split of the shard,
+a detection record's boxes and how many of each per-object value it has, its masks) is
+stated once, in `offending`, which works on graph and eager tensors alike: the pipeline
 asks whether it found anything, the describing pass words what it found.
+
+Records are read through their layout's read form (`Layout.canonical`), so the rules and
+the image checks name features by their canonical names (`image`, `objects/bbox`, ...)
+in either layout; messages name the stored key where it differs.
 """
 
 from __future__ import annotations
@@ -25,6 +30,16 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tfrecorder import fs
+from tfrecorder.layouts import (
+    AREA,
+    BBOX,
+    IS_CROWD,
+    MASK,
+    OBJECT_LABEL,
+    SEGMENTATION_MASK,
+    Layout,
+    layout_named,
+)
 from tfrecorder.load import decode_image, shard_reader, shard_records
 from tfrecorder.manifest import DECODE_FEATURES, LABEL, MANIFEST, SIGNATURES, SPLIT, Manifest
 from tfrecorder.verify import Check, Problem, ReadableShard
@@ -34,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 _BATCH = 256  # records per batch handed from the checking pipeline to Python
 _SHOWN_IDS = 5  # out-of-range ids quoted per record
+_SHOWN_BOXES = 3  # bad boxes quoted per record
 
 
 def check_records(manifest: Manifest, shards: Sequence[ReadableShard], progress: bool
@@ -69,9 +85,10 @@ class _IdRange:
     """The ids a feature's values must be: 0 to `size` - 1."""
 
     check: ClassVar[Check] = Check.IDS
-    feature: str
+    feature: str  # the canonical name
     size: int
     described: str  # what the ids index, for the message
+    stored: str | None = None  # the key the layout stores it under, where not its name
 
     def offending(self, features: dict, split) -> tf.Tensor:
         ids = _flat(features[self.feature])
@@ -81,7 +98,8 @@ class _IdRange:
         bad = offending.tolist()
         shown = ", ".join(map(str, bad[:_SHOWN_IDS])) + (", ..." if len(bad) > _SHOWN_IDS
                                                           else "")
-        return (f"{self.feature} id{'s' if len(bad) > 1 else ''} {shown} "
+        read = f" (as load() reads {self.stored})" if self.stored else ""
+        return (f"{self.feature} id{'s' if len(bad) > 1 else ''} {shown}{read} "
                 f"{'are' if len(bad) > 1 else 'is'} outside {self.described}")
 
 
@@ -101,44 +119,155 @@ class _SplitOfShard:
 
 
 @dataclass(frozen=True)
+class _Boxes:
+    """A detection record's boxes are (ymin, xmin, ymax, xmax) inside [0, 1], with
+    ymin < ymax and xmin < xmax, as the writer's sources require."""
+
+    check: ClassVar[Check] = Check.BOXES
+
+    def offending(self, features: dict, split) -> tf.Tensor:
+        boxes = tf.reshape(features[BBOX], [-1, 4])
+        inside = tf.reduce_all((boxes >= 0) & (boxes <= 1), axis=1)  # NaN is not
+        ordered = (boxes[:, 0] < boxes[:, 2]) & (boxes[:, 1] < boxes[:, 3])
+        return tf.boolean_mask(boxes, ~(inside & ordered))
+
+    def describe(self, offending: np.ndarray, split: str) -> str:
+        shown = "; ".join(
+            "[" + ", ".join(f"{v:.6g}" for v in box.tolist()) + "]"
+            for box in offending[:_SHOWN_BOXES]) + ("; ..." if len(offending) > _SHOWN_BOXES
+                                                    else "")
+        return (f"{count(len(offending), 'box', 'boxes')} of {BBOX} "
+                f"{'is' if len(offending) == 1 else 'are'} not (ymin, xmin, ymax, xmax) "
+                f"inside [0, 1] with ymin < ymax and xmin < xmax: {shown}")
+
+
+@dataclass(frozen=True)
+class _ObjectCounts:
+    """A detection record has as many of each per-object value (classes, areas,
+    is_crowd, masks) as it has boxes."""
+
+    check: ClassVar[Check] = Check.OBJECTS
+    features: tuple[str, ...]  # the per-object features besides the boxes, canonical
+
+    def offending(self, features: dict, split) -> tf.Tensor:
+        """Every count, the boxes' first, if any differs; none otherwise."""
+        counts = tf.stack([tf.shape(features[BBOX], out_type=tf.int64)[0]] + [
+            tf.size(features[name], out_type=tf.int64) for name in self.features])
+        differ = tf.reduce_any(tf.not_equal(counts, counts[0]))
+        return tf.boolean_mask(counts, tf.fill(tf.shape(counts), differ))
+
+    def describe(self, offending: np.ndarray, split: str) -> str:
+        boxes, *others = offending.tolist()
+        wrong = [f"{number} {name}" for name, number in zip(self.features, others)
+                 if number != boxes]
+        return (f"{count(boxes, 'box', 'boxes')}, but {' and '.join(wrong)}: each object "
+                "has one box and one of each of its values")
+
+
+@dataclass(frozen=True)
+class _Masks:
+    """Each instance mask is a PNG of the image's size holding only 0s and 1s; a
+    segmentation mask a one-channel PNG of the image's size."""
+
+    check: ClassVar[Check] = Check.MASK
+    objects: bool  # the record has instance masks
+    segmentation: bool  # the record has a segmentation mask
+
+    def offending(self, features: dict, split) -> tf.Tensor:
+        """(index, height, width, channels, largest value) of each mask at fault; index
+        -1 for the segmentation mask."""
+        size = tf.stack([features["image_height"], features["image_width"]])
+
+        def fault(index, png, instance: bool):
+            pixels = tf.io.decode_png(png)
+            shape = tf.shape(pixels, out_type=tf.int64)
+            largest = tf.cast(tf.reduce_max(pixels), tf.int64)
+            bad = tf.reduce_any(tf.not_equal(shape[:2], size)) | tf.not_equal(shape[2], 1)
+            if instance:
+                bad |= largest > 1
+            return tf.concat([[index], shape, [largest], [tf.cast(bad, tf.int64)]], 0)
+
+        found = [tf.zeros([0, 6], tf.int64)]
+        if self.objects:
+            pngs = features[MASK]
+            found.append(tf.map_fn(
+                lambda item: fault(item[0], item[1], True),
+                (tf.range(tf.size(pngs, out_type=tf.int64)), pngs),
+                fn_output_signature=tf.TensorSpec([6], tf.int64)))
+        if self.segmentation:
+            found.append(fault(tf.constant(-1, tf.int64), features[SEGMENTATION_MASK],
+                               False)[None])
+        found = tf.concat(found, 0)
+        return tf.boolean_mask(found[:, :5], tf.cast(found[:, 5], tf.bool))
+
+    def describe(self, offending: np.ndarray, split: str) -> str:
+        details = []
+        for index, height, width, channels, largest in offending.tolist():
+            what = "segmentation_mask" if index < 0 else f"{MASK} {index}"
+            details.append(f"{what} is {height}x{width}x{channels}" + (
+                f" with values up to {largest}" if index >= 0 and largest > 1 else ""))
+        return (f"{'; '.join(details)}: a mask is one channel of the image's height x "
+                "width" + (", of 0s and 1s for an object" if any(
+                    i >= 0 for i in offending[:, 0].tolist()) else ""))
+
+
+@dataclass(frozen=True)
 class _Checks:
     """What is checked in each record besides parsing, as the manifest allows."""
 
     images: bool  # decode the image to its recorded shape and format
-    values: tuple[_ValueRule, ...]  # ids inside their vocabularies, the shard's split
+    values: tuple[_ValueRule, ...]  # ids, the shard's split, boxes, objects, masks
+    layout: Layout  # reads the records' features by their canonical names
 
 
 def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
-    """The checks the manifest allows, and its problems that rule some out."""
+    """The checks the manifest allows, and its problems that rule some out. Features are
+    looked up by the keys the manifest's layout stores them under."""
     features, problems = manifest.features, []
-    present = [name for name in DECODE_FEATURES if name in features]
+    layout = layout_named(manifest.layout)
+    stored = {name: layout.key(name) for name in (
+        *DECODE_FEATURES, LABEL, OBJECT_LABEL, SPLIT, BBOX, AREA, IS_CROWD, MASK,
+        SEGMENTATION_MASK)}
+    has = {name for name, key in stored.items() if key is not None and key in features}
+    present = [name for name in DECODE_FEATURES if name in has]
     if present:  # a dataset without images has none of them
-        problems += [_manifest_problem(f"lists no {name!r} feature, so images cannot be "
-                                       "checked")
-                     for name in DECODE_FEATURES if name not in features]
+        problems += [_manifest_problem(f"lists no {stored[name]!r} feature, so images "
+                                       "cannot be checked")
+                     for name in DECODE_FEATURES if name not in has]
     rules: list[_ValueRule] = []
     labels = manifest.labels
-    if labels and LABEL in features:
+    for name in (LABEL, OBJECT_LABEL):
+        if not labels or name not in has:
+            continue
         vocabulary = labels.vocabulary
         size = labels.num_classes if labels.num_classes is not None or vocabulary is None \
             else len(vocabulary)
+        key = stored[name] if stored[name] != name else None
         if vocabulary is not None and size != len(vocabulary):
             problems.append(_manifest_problem(f"labels has num_classes {size}, but a "
                                               f"vocabulary of {len(vocabulary)} classes"))
         elif vocabulary is not None:
-            rules.append(_IdRange(LABEL, size, f"the {count(size, 'class', 'classes')} "
-                                  f"of the manifest's labels (ids 0 to {size - 1})"))
+            rules.append(_IdRange(name, size, f"the {count(size, 'class', 'classes')} "
+                                  f"of the manifest's labels (ids 0 to {size - 1})", key))
         elif size is not None:  # integer labels: num_classes is the largest id + 1
-            rules.append(_IdRange(LABEL, size,
-                                  f"the manifest's num_classes {size} (ids 0 to {size - 1})"))
-    for name, feature in features.items():
-        if feature.vocabulary is not None:
-            size = len(feature.vocabulary)
+            rules.append(_IdRange(name, size, f"the manifest's num_classes {size} (ids 0 "
+                                  f"to {size - 1})", key))
+    for name in manifest.inputs:  # inputs keep their names in every layout
+        vocabulary = features[name].vocabulary
+        if vocabulary is not None:
+            size = len(vocabulary)
             rules.append(_IdRange(name, size, f"the {count(size, 'value')} of its "
                                   f"vocabulary (ids 0 to {size - 1})"))
-    if SPLIT in features:
+    if SPLIT in has:  # tf_models records carry no split: their shard names it
         rules.append(_SplitOfShard())
-    return _Checks(len(present) == len(DECODE_FEATURES), tuple(rules)), problems
+    if BBOX in has:
+        rules.append(_Boxes())
+        rules.append(_ObjectCounts(tuple(name for name in (OBJECT_LABEL, AREA, IS_CROWD, MASK)
+                                         if name in has)))
+    images = len(present) == len(DECODE_FEATURES)
+    if images and (MASK in has or SEGMENTATION_MASK in has):
+        rules.append(_Masks(MASK in has, SEGMENTATION_MASK in has))
+    return _Checks(images, tuple(rules), layout), problems
 
 
 def _check_records(manifest: Manifest, shards: Sequence[ReadableShard], checks: _Checks,
@@ -188,11 +317,12 @@ def _checking_pipeline(shards: Sequence[ReadableShard], spec: dict, checks: _Che
         return read(file).enumerate().map(lambda number, record: (index, split, number, record))
 
     def summary(index, split, number, record):
-        features = tf.io.parse_single_example(record, spec)
+        parsed = tf.io.parse_single_example(record, spec)
         # Lists of k-value rows are cut into rows after parsing, by ops that run only if
         # an output uses them (graph optimization drops mere control dependencies), so
         # every feature's values are counted: that checks every feature.
-        parts = tf.nest.flatten(features, expand_composites=True)
+        parts = tf.nest.flatten(parsed, expand_composites=True)
+        features = checks.layout.canonical(parsed)
         found = {"index": index, "number": number,
                  "values_ok": _values_sound(features, checks.values, split),
                  "num_values": tf.add_n([tf.constant(0, tf.int64)] + [
@@ -293,15 +423,34 @@ def _describe_failures(shard: ReadableShard, failed: set[int], flagged: set[int]
         for number, record in enumerate(records):
             if number in failed or number in flagged:
                 try:
-                    features = tf.io.parse_single_example(record, spec)
+                    stored = tf.io.parse_single_example(record, spec)
                 except tf.errors.OpError as error:
                     problems.append(_record_problem(
                         shard.name, number, b"", Check.PARSE, "does not parse with the "
                         f"manifest's features: {_parse_errors(record, spec, error)}"))
                     continue
+                try:
+                    features = checks.layout.canonical(stored)
+                except (tf.errors.OpError, ValueError) as error:  # e.g. box coordinates
+                    lists = ", ".join(  # in lists of different lengths
+                        f"{int(tf.size(value))} {key}" for key, value in stored.items()
+                        if isinstance(spec[key], tf.io.RaggedFeature))
+                    name_key = checks.layout.key("image_name")
+                    problems.append(_record_problem(
+                        shard.name, number, stored[name_key].numpy() if name_key in stored
+                        else b"", Check.PARSE, f"its features do not make a "
+                        f"{checks.layout.name} record ({_error_text(error)}); its lists "
+                        f"hold {lists}"))
+                    continue
                 name = features["image_name"].numpy() if "image_name" in features else b""
                 for rule in checks.values:
-                    offending = rule.offending(features, shard.split).numpy()
+                    try:
+                        offending = rule.offending(features, shard.split).numpy()
+                    except tf.errors.OpError as error:  # a mask that does not decode
+                        problems.append(_record_problem(
+                            shard.name, number, name, rule.check,
+                            f"its {rule.check} check fails: {_tf_message(error)}"))
+                        continue
                     if offending.size:
                         problems.append(_record_problem(
                             shard.name, number, name, rule.check,
@@ -353,6 +502,10 @@ def _hwc(shape) -> str:
 
 def _text(value: bytes) -> str:
     return value.decode("utf-8", errors="backslashreplace")
+
+
+def _error_text(error) -> str:
+    return _tf_message(error) if isinstance(error, tf.errors.OpError) else str(error)
 
 
 def _tf_message(error) -> str:
