@@ -80,15 +80,15 @@ def pixel_box(box, height: int, width: int) -> np.ndarray:
 
 
 def check_mask(mask: np.ndarray, box, height: int, width: int) -> None:
-    """An object's mask is its rectangle as Pillow draws a polygon: edges included (the
-    scene's rectangle [x, x + w) fills columns x to x + w), corners that fall between
-    pixels rounded either way."""
+    """An object's mask is its rectangle as COCO's tools draw a polygon (the scene's
+    rectangle [x, x + w) fills columns x to x + w - 1), corners that fall between pixels
+    rounded either way."""
     y0, x0, y1, x1 = pixel_box(box, height, width)
     rows, columns = np.arange(height)[:, None], np.arange(width)[None, :]
-    inner = ((rows >= math.ceil(y0)) & (rows <= math.floor(y1))
-             & (columns >= math.ceil(x0)) & (columns <= math.floor(x1)))
-    outer = ((rows >= math.floor(y0)) & (rows <= math.ceil(y1))
-             & (columns >= math.floor(x0)) & (columns <= math.ceil(x1)))
+    inner = ((rows >= math.ceil(y0)) & (rows < math.floor(y1))
+             & (columns >= math.ceil(x0)) & (columns < math.floor(x1)))
+    outer = ((rows >= math.floor(y0)) & (rows < math.ceil(y1))
+             & (columns >= math.floor(x0)) & (columns < math.ceil(x1)))
     assert set(np.unique(mask)) <= {0, 1}
     assert mask[inner].all() and not mask[~outer].any()
 
