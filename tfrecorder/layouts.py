@@ -87,6 +87,12 @@ class Layout:
         """Parsed features (tensors) by canonical name: as they are, here."""
         return parsed
 
+    def values(self, features: Mapping[str, list]) -> dict[str, list]:
+        """The read form without TensorFlow: a record's features as stored (lists, as
+        `example.decode_example` gives them) by canonical name, boxes flat as (ymin,
+        xmin, ymax, xmax, ...), object classes 0-based."""
+        return dict(features)
+
 
 # The tf_models layout's keys for the canonical image features (image/channels is ours:
 # TensorFlow's decoders ignore it, and it gives raw readers the image's shape).
@@ -202,6 +208,21 @@ class TFModelsLayout(Layout):
                 found[key] = value  # an input
         if _TF_BOX[0] in parsed:
             found[BBOX] = tf.stack([parsed[key] for key in _TF_BOX], axis=-1)
+        return found
+
+    def values(self, features: Mapping[str, list]) -> dict[str, list]:
+        names = {value: name for name, value in {**_TF_IMAGE, **_TF_OBJECTS}.items()}
+        names.update({_TF_CLASS: LABEL, _TF_SEGMENTATION: SEGMENTATION_MASK})
+        dropped = {*_TF_BOX, _TF_SOURCE_ID, _TF_SHA256, _TF_CLASS_TEXT, _TF_OBJECT_TEXT,
+                   _TF_SEGMENTATION_FORMAT}
+        found = {names.get(key, key): value for key, value in features.items()
+                 if key not in dropped and key != _TF_OBJECT_CLASS}
+        if _TF_OBJECT_CLASS in features:
+            found[OBJECT_LABEL] = [i - 1 for i in features[_TF_OBJECT_CLASS]]
+        if any(key in features for key in _TF_BOX):
+            corners = [features.get(key, []) for key in _TF_BOX]
+            count = min(map(len, corners))
+            found[BBOX] = [corner[i] for i in range(count) for corner in corners]
         return found
 
     def label_map(self) -> str:

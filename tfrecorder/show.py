@@ -32,7 +32,7 @@ from PIL import Image, ImageDraw, ImageFont
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
-from tfrecorder.layouts import BBOX, MASK, SEGMENTATION_MASK, layout_named
+from tfrecorder.layouts import BBOX, MASK, OBJECT_LABEL, SEGMENTATION_MASK, layout_named
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
@@ -377,91 +377,37 @@ class RecordValues:
     segmentation: bytes | None = None
 
 
-# What the layouts' write form is asked, to learn where it stores a detection record's
-# boxes and classes (see RecordReader): distinct corners, exact in float32.
-_PROBE_BOX = (0.125, 0.25, 0.5, 0.75)  # ymin, xmin, ymax, xmax
-_PROBE_CLASS = 5
-_PROBE_MASK, _PROBE_SEGMENTATION = b"\0probe: instance mask", b"\0probe: class mask"
-
-
 class RecordReader:
     """A record's canonical values from its features as stored (`decode_example`'s dict
-    of lists), for the manifest's layout, in pure Python (no TensorFlow).
-
-    `Layout.key` names where a one-value feature is stored. Boxes and object classes it
-    cannot name alone: a layout may split the corners over four keys or count classes
-    from 1. So the layout's write form (`Layout.record`) is asked once where it stores a
-    probe record's box, class and masks, and reading undoes what it did: which key holds
-    which corner, at which stride, and by how much class ids were shifted. No layout is
-    named here, and a new layout is read as soon as it can write."""
+    of lists), for the manifest's layout, in pure Python (no TensorFlow): the layout's
+    read form (`Layout.values`) names them; nothing here names a layout."""
 
     def __init__(self, manifest: Manifest):
-        layout = layout_named(manifest.layout)
-        self.image_keys = {name: layout.key(name) for name in IMAGE_FEATURES}
+        self.layout = layout_named(manifest.layout)
         labels = manifest.labels
-        vocabulary = labels.class_names if labels is not None else ()
-        detection = _stored(manifest.layout, "detection")
-        self.box_keys: tuple[tuple[str, tuple[int, ...]], ...] = detection["boxes"]
-        if self.box_keys and detection["classes"][0] in manifest.features:
-            self.class_key, self.class_shift = detection["classes"]
-        else:
-            self.class_key, self.class_shift = _stored(manifest.layout, "label")["classes"]
-        self.mask_key = detection["mask"]
-        self.segmentation_key = _stored(manifest.layout, "segmentation")["mask"]
-        self.class_names = vocabulary if self.class_key in manifest.features else ()
-        self.detection = bool(self.box_keys) and self.box_keys[0][0] in manifest.features
+        self.class_names = labels.class_names if labels is not None else ()
+        self.detection = manifest.task == "detection"
 
     def read(self, features: dict[str, list]) -> RecordValues:
-        image = {name: features[key][0] for name, key in self.image_keys.items()
-                 if key is not None and features.get(key)}
+        values = self.layout.values(features)
+        image = {name: values[name][0] for name in IMAGE_FEATURES if values.get(name)}
         names = self.class_names
-        ids = tuple(i - self.class_shift for i in features.get(self.class_key, ()))
+        ids = tuple(values.get(OBJECT_LABEL if self.detection else LABEL, ()))
         known = tuple(i for i in ids if 0 <= i < len(names))
         objects = ()
         if self.detection:
-            corners = self._boxes(features)
+            flat = values.get(BBOX, [])
+            corners = [tuple(float(v) for v in flat[i:i + 4])
+                       for i in range(0, len(flat) - 3, 4)]
             objects = tuple(
                 Box(*box, ids[i] if i < len(ids) else None,
                     names[ids[i]] if i < len(ids) and 0 <= ids[i] < len(names) else None)
                 for i, box in enumerate(corners))
-        segmentation = features.get(self.segmentation_key) if self.segmentation_key else None
+        segmentation = values.get(SEGMENTATION_MASK)
         return RecordValues(
             image, _text(image.get("image_name", b"")), known,
-            tuple(names[i] for i in known), objects,
-            tuple(features.get(self.mask_key, ())) if self.mask_key else (),
+            tuple(names[i] for i in known), objects, tuple(values.get(MASK, ())),
             segmentation[0] if segmentation else None)
-
-    def _boxes(self, features: dict[str, list]) -> list[tuple[float, ...]]:
-        """Each box's (ymin, xmin, ymax, xmax), however the layout spreads them."""
-        columns = {}  # corner -> its values, one per object
-        for key, corners in self.box_keys:
-            values = features.get(key, [])
-            for offset, corner in enumerate(corners):
-                columns[corner] = values[offset::len(corners)]
-        count = min((len(v) for v in columns.values()), default=0)
-        return [tuple(float(columns[c][i]) for c in range(4)) for i in range(count)]
-
-
-@functools.lru_cache(maxsize=16)
-def _stored(layout: str | None, kind: str) -> dict:
-    """Where `layout` stores a probe record of `kind`: "detection" (a box, its class and
-    an instance mask), "label" (a classification label) or "segmentation" (a mask)."""
-    probe = {"detection": {BBOX: list(_PROBE_BOX), LABEL: [_PROBE_CLASS],
-                           MASK: [_PROBE_MASK]},
-             "label": {LABEL: _PROBE_CLASS},
-             "segmentation": {SEGMENTATION_MASK: _PROBE_SEGMENTATION}}[kind]
-    stored = layout_named(layout).record(dict(probe), 0)
-    found = {"boxes": [], "classes": (None, 0), "mask": None}
-    for key, value in stored.items():
-        values = value if isinstance(value, list) else [value]
-        if values and all(isinstance(v, float) and v in _PROBE_BOX for v in values):
-            found["boxes"].append((key, tuple(_PROBE_BOX.index(v) for v in values)))
-        elif len(values) == 1 and isinstance(values[0], int):
-            found["classes"] = (key, values[0] - _PROBE_CLASS)
-        elif values in ([_PROBE_MASK], [_PROBE_SEGMENTATION]):
-            found["mask"] = key
-    found["boxes"] = tuple(found["boxes"])
-    return found
 
 
 def _text(value: bytes) -> str:
