@@ -113,6 +113,8 @@ def test_coco_areas_crowds_and_masks_are_kept_per_object():
     assert masks[1] is None
     assert masks[0] == {"size": [100, 200], "masks": [
         [[20, 20, 60, 20, 60, 60, 20, 60]], {"size": [100, 200], "counts": "a1b2c3"}]}
+    dropped = load_table(str(DATA / "coco.json"), schema={AREA: None})
+    assert [column.name for column in dropped.inputs] == [BBOX, IS_CROWD]
 
 
 def test_coco_file_names_are_relative_to_image_root(tmp_path):

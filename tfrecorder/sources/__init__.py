@@ -12,6 +12,7 @@ dispatcher that picks one.
     vertex_jsonl.py Vertex AI JSONL import files (classes or boxes)
     coco.py         COCO object-detection JSON files
     detection.py    what detection sources share: the objects' columns and checks
+    segmentation.py tables of images and their masks (`mask_uri`)
     validate.py     the checks every source shares (with labels.py, image_paths.py)
 
 A file format is a module with two functions: `claims(path, folder)`, whether the path
@@ -20,6 +21,10 @@ is of that format (by its name, or by its content where the name does not say), 
 against `base_dir`: a folder source's own, or a file's folder). `FILE_FORMATS` asks them
 in order; a new format is one module and one entry there. Every reader ends in `validate`, so every
 source is checked alike, before a single image is read.
+
+A reader reads for the `task` asked where its source allows (a detection CSV read for
+classification reads its cells as labels), and the dispatcher refuses a table of
+another task than the one asked, saying what that task needs.
 """
 
 from __future__ import annotations
@@ -69,7 +74,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         source: the DataFrame; the path of a CSV file; a Parquet file (`.parquet` or `.pq`)
             or a folder of them (`part-*.parquet`, as pandas and Spark write, or in hive
             partitions such as `split=TRAIN/`); an image folder laid out as `label/file`
-            or `split/label/file`; or images in memory (`memory`).
+            or `split/label/file`; an AutoML object-detection CSV, a Vertex AI JSONL file
+            or a COCO JSON file (docs/detection.md); or images in memory (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
             task, image_root).
 

@@ -43,18 +43,10 @@ def claims(path: str, folder: bool) -> bool:
 
 
 def _first_records(path: str) -> list[list[str]]:
-    """The records in the file's first megabyte (the last, maybe cut short, left out);
-    none for a file that cannot be read as text (`csv` says why)."""
+    """The records in the file's first megabyte (whole lines); none for a file that
+    cannot be read as text (`csv` says why)."""
     try:
-        with fs.open_read(path) as file:
-            head = file.read(_SNIFFED)
-        text = head.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError, ValueError):
-        return []
-    if len(head) == _SNIFFED:
-        text = text[:text.rfind("\n") + 1]
-    try:
-        return csv.records_of(text, path)[1]
+        return csv.records_of(csv.head_text(path, _SNIFFED), path)[1]
     except SchemaError:
         return []
 
@@ -144,7 +136,7 @@ class _Lines:
     coordinates is an object; a line with the path alone is none."""
 
     def __init__(self, path: str, lines: list[int], records: list[list[str]], lead: int):
-        self.lines, self.records, self.lead = lines, records, lead
+        self.path, self.lines, self.records, self.lead = path, lines, records, lead
         self.entry, self.labels, boxes = [], [], []
         problems: dict[str, list[int]] = {}
         for i, record in enumerate(records):
@@ -176,7 +168,7 @@ class _Lines:
     def objects(self, image_of: np.ndarray) -> Objects:
         return Objects.of([image_of[i] for i in self.entry], self.labels, self.boxes,
                           [self.lines[i] for i in self.entry],
-                          lambda k: self.where(self.entry[k]))
+                          lambda k: self.where(self.entry[k]), f"the CSV file {self.path!r}")
 
 
 def _box(cells: list[str]) -> tuple[str | None, list[float] | None]:

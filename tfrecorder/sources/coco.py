@@ -23,6 +23,7 @@ from tfrecorder import fs
 from tfrecorder.errors import SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.schema import STRING_LABEL
+from tfrecorder.sources import csv
 from tfrecorder.sources.detection import AREA, BBOX, IS_CROWD, Objects, objects_table
 from tfrecorder.table import Table
 from tfrecorder.wording import count
@@ -39,11 +40,7 @@ def claims(path: str, folder: bool) -> bool:
         return True
     if path.lower().endswith((".csv", ".jsonl", ".parquet", ".pq")):
         return False
-    try:
-        with fs.open_read(path) as file:
-            head = file.read(_SNIFFED).decode("utf-8-sig", errors="replace")
-    except (OSError, ValueError):
-        return False
+    head = csv.head_text(path, _SNIFFED)
     return head.lstrip().startswith("{") and '"images"' in head
 
 
@@ -211,7 +208,8 @@ def _objects(path: str, annotations: list, images: pd.DataFrame, position: dict,
                           column=AREA, rows=[rows[k]])
     if any("iscrowd" in a for a in annotations if isinstance(a, dict)):
         extras[IS_CROWD] = crowds
-    objects = Objects.of(image, labels, boxes, rows, where, **extras)
+    objects = Objects.of(image, labels, boxes, rows, where, f"the COCO file {path!r}",
+                         **extras)
     masks = None
     if any(s is not None for s in segmentations):
         masks = [None] * len(images)

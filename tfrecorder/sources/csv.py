@@ -52,6 +52,23 @@ def read_records(path: str) -> tuple[list[int], list[list[str]]]:
     return records_of(_decode(fs.read_bytes(path), path), path)
 
 
+def head_text(path: str, size: int) -> str:
+    """The text of a file's first `size` bytes, up to its last whole line when there is
+    more (one request for a remote file), for a format to tell its files by their content;
+    "" for a file that cannot be read as UTF-8 text (the format that reads it says why)."""
+    try:
+        if fs.is_remote(path):
+            with fs.storage_errors(path):
+                data = fs.filesystem(path).cat_file(path, start=0, end=size)
+        else:
+            with fs.open_read(path) as file:
+                data = file.read(size)
+        text = data.decode("utf-8-sig", errors="ignore" if len(data) == size else "strict")
+    except (OSError, ValueError):  # StorageError is an OSError; UnicodeError a ValueError
+        return ""
+    return text[:text.rfind("\n") + 1] if len(data) == size else text
+
+
 def records_of(text: str, path: str) -> tuple[list[int], list[list[str]]]:
     """The non-blank records of a CSV file's `text`, and the line each starts on."""
     return next(_records(io.StringIO(text, newline=""), path))

@@ -61,6 +61,7 @@ class Objects:
         rows: each object's table row (its index label), for errors' `rows`.
         where: an object's position -> where the user finds it, as written ("line 4:
             'car,0.1,0.1,,,1.3,0.3,,'"), for messages.
+        source: the source, for messages ("the CSV file 'boxes.csv'").
         extras: the objects' other inputs (AREA, IS_CROWD) where the source gives them,
             one value an object.
     """
@@ -70,13 +71,15 @@ class Objects:
     boxes: np.ndarray
     rows: Sequence
     where: Callable[[int], str]
+    source: str = "the table"
     extras: Mapping[str, Sequence] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, image: Sequence[int], labels: Sequence, boxes: Sequence, rows: Sequence,
-           where: Callable[[int], str], **extras) -> Objects:
+           where: Callable[[int], str], source: str = "the table", **extras) -> Objects:
         return cls(np.asarray(image, dtype=np.int64).reshape(-1), labels,
-                   np.asarray(boxes, dtype=np.float64).reshape(-1, 4), rows, where, extras)
+                   np.asarray(boxes, dtype=np.float64).reshape(-1, 4), rows, where, source,
+                   extras)
 
 
 def check_objects(objects: Objects, column: str = BBOX) -> None:
@@ -112,7 +115,8 @@ def _refuse(objects: Objects, bad: np.ndarray, column: str, words: tuple[str, st
     what, fix = words
     shown = "; ".join(objects.where(int(i)) for i in positions[:_EXAMPLES])
     more = f"; and {len(positions) - _EXAMPLES} more" if len(positions) > _EXAMPLES else ""
-    raise SchemaError(f"{count(len(positions), 'object')} {what}: {shown}{more}. {fix}",
+    raise SchemaError(f"{objects.source} has {count(len(positions), 'object')} {what}: "
+                      f"{shown}{more}. {fix}",
                       column=column,
                       rows=list(dict.fromkeys(objects.rows[i] for i in positions)))
 

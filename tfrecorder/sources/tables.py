@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from tfrecorder import fs
+from tfrecorder.errors import SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv, detection, parquet, segmentation
 from tfrecorder.sources.validate import validate
@@ -37,11 +38,10 @@ def _column_names(path: str, folder: bool) -> list[str]:
             return parquet.column_names(path)
         if folder or path.lower().endswith((".json", ".jsonl")):
             return []
-        with fs.open_read(path) as file:
-            head = file.read(_SNIFFED).decode("utf-8-sig")
+        head = csv.head_text(path, _SNIFFED)
         records = csv.records_of(head[:head.find("\n") + 1] or head, path)[1]
         return [cell.strip() for cell in records[0]] if records else []
-    except Exception:  # noqa: BLE001 - not ours to judge: the format that reads it will
+    except (SchemaError, OSError):  # not ours to report: the format that reads it does
         return []
 
 

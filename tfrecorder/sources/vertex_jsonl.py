@@ -22,6 +22,7 @@ from tfrecorder import fs
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.schema import STRING_LABEL
+from tfrecorder.sources import csv
 from tfrecorder.sources.detection import Objects, images_in_order, objects_table
 from tfrecorder.sources.validate import validate
 from tfrecorder.table import Table
@@ -42,12 +43,7 @@ def claims(path: str, folder: bool) -> bool:
         return True
     if path.lower().endswith((".csv", ".parquet", ".pq")):
         return False
-    try:
-        with fs.open_read(path) as file:
-            head = file.read(_SNIFFED).decode("utf-8-sig", errors="replace")
-    except (OSError, ValueError):
-        return False
-    line = head.lstrip().split("\n", 1)[0]
+    line = csv.head_text(path, _SNIFFED).lstrip().split("\n", 1)[0]
     return line.startswith("{") and f'"{IMAGE}"' in line
 
 
@@ -173,7 +169,8 @@ def _boxes(path: str, lines: list[int], entries: list[dict], image_of: np.ndarra
             boxes.append(_corners(annotation, where, line))
             rows.append(line)
             written.append(where)
-    return Objects.of(image, labels, boxes, rows, written.__getitem__)
+    return Objects.of(image, labels, boxes, rows, written.__getitem__,
+                      f"the JSONL file {path!r}")
 
 
 def _corners(annotation, where: str, line: int) -> list[float]:
