@@ -44,7 +44,6 @@ BBOX, AREA, IS_CROWD, MASK = (f"{OBJECTS}bbox", f"{OBJECTS}area", f"{OBJECTS}is_
 OBJECT_INPUTS = {BBOX: "FloatInput", AREA: "FloatInput", IS_CROWD: "IntegerInput"}
 # A DataFrame's column of boxes, by name (any case).
 BOX_COLUMNS = ("boxes", "bbox", "bboxes", BBOX)
-CORNERS = ("ymin", "xmin", "ymax", "xmax")
 _EXAMPLES = 3  # objects an error shows
 
 

@@ -23,7 +23,7 @@ from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.schema import STRING_LABEL
 from tfrecorder.sources import csv
-from tfrecorder.sources.detection import Objects, images_in_order, objects_table
+from tfrecorder.sources.detection import BBOX, Objects, images_in_order, objects_table
 from tfrecorder.sources.validate import validate
 from tfrecorder.table import Table
 
@@ -186,7 +186,7 @@ def _corners(annotation, where: str, line: int) -> list[float]:
             "has a coordinate that is not a number"
         raise SchemaError(f"a box {lacks}: {where}. A box has xMin, yMin, xMax and yMax, "
                           "fractions of the image's size from 0 to 1.",
-                          column="objects/bbox", rows=[line])
+                          column=BBOX, rows=[line])
     return values
 
 
