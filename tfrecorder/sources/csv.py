@@ -21,6 +21,7 @@ from tfrecorder.errors import SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.schema import role_by_name, synonym_role
 from tfrecorder.sources import chunked
+from tfrecorder.sources.detection import refuse_automl_boxes
 from tfrecorder.sources.image_paths import first_local_file_is_image, looks_like_path
 from tfrecorder.sources.validate import SAMPLE, split_cell
 from tfrecorder.table import Table
@@ -35,14 +36,46 @@ def claims(path: str, folder: bool) -> bool:
 def read(path: str, base_dir: str, options: TableOptions) -> Table:
     """The file's table."""
     names = set(options.schema or ())
+    # Unless the task is said, coordinates after an AutoML row's label are an error, not
+    # class names: the rows of an AutoML detection file `automl_detection` did not claim.
+    boxes = options.task == "auto"
     return chunked.read_whole_or_in_chunks(
         path, base_dir, options, text_numbers=True,
-        whole=lambda: read_csv(path, options.header, names, base_dir),
-        chunks=lambda rows: chunks(path, options.header, names, base_dir, rows))
+        whole=lambda: read_csv(path, options.header, names, base_dir, refuse_boxes=boxes),
+        chunks=lambda rows: chunks(path, options.header, names, base_dir, rows,
+                                   refuse_boxes=boxes))
+
+
+def read_records(path: str) -> tuple[list[int], list[list[str]]]:
+    """The file's non-blank records, parsed as `read_csv` parses them, and the line each
+    starts on."""
+    return records_of(_decode(fs.read_bytes(path), path), path)
+
+
+def head_text(path: str, size: int) -> str:
+    """The text of a file's first `size` bytes, up to its last whole line when there is
+    more (one request for a remote file), for a format to tell its files by their content;
+    "" for a file that cannot be read as UTF-8 text (the format that reads it says why)."""
+    try:
+        if fs.is_remote(path):
+            with fs.storage_errors(path):
+                data = fs.filesystem(path).cat_file(path, start=0, end=size)
+        else:
+            with fs.open_read(path) as file:
+                data = file.read(size)
+        text = data.decode("utf-8-sig", errors="ignore" if len(data) == size else "strict")
+    except (OSError, ValueError):  # StorageError is an OSError; UnicodeError a ValueError
+        return ""
+    return text[:text.rfind("\n") + 1] if len(data) == size else text
+
+
+def records_of(text: str, path: str) -> tuple[list[int], list[list[str]]]:
+    """The non-blank records of a CSV file's `text`, and the line each starts on."""
+    return next(_records(io.StringIO(text, newline=""), path))
 
 
 def read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
-              base_dir: str = "") -> pd.DataFrame:
+             base_dir: str = "", refuse_boxes: bool = False) -> pd.DataFrame:
     """Reads an AutoML-style CSV as text; the index holds the line each record starts on.
 
     Records are parsed by the csv module over the whole text, so a quoted cell keeps its
@@ -50,14 +83,18 @@ def read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
 
     Without `header`, a first record is a header when it names a column (`role_by_name`,
     `synonym_role`, or a column of the schema: `names`) and holds no image path.
+
+    Args:
+        refuse_boxes: raise for AutoML rows with coordinates after their label
+            (`detection.refuse_automl_boxes`).
     """
     text = _decode(fs.read_bytes(path), path)
     batches = _records(io.StringIO(text, newline=""), path)
-    return next(_csv_frames(batches, path, header, names, base_dir))
+    return next(_csv_frames(batches, path, header, names, base_dir, refuse_boxes))
 
 
 def chunks(path: str, header: bool | None, names: set[str], base_dir: str,
-               chunk_rows: int) -> Iterator[pd.DataFrame]:
+           chunk_rows: int, refuse_boxes: bool = False) -> Iterator[pd.DataFrame]:
     """`read_csv`'s table in frames of `chunk_rows` records, read as a stream: the
     columns are found in the first chunk (a header, or AutoML's columns) and kept."""
     binary = fs.open_read(path)
@@ -66,12 +103,12 @@ def chunks(path: str, header: bool | None, names: set[str], base_dir: str,
         _refuse_utf16(path)
     with io.TextIOWrapper(binary, encoding="utf-8-sig", newline="") as text:
         yield from _csv_frames(_records(text, path, chunk_rows), path, header, names,
-                               base_dir)
+                               base_dir, refuse_boxes)
 
 
 def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
-                header: bool | None, names: set[str], base_dir: str
-                ) -> Iterator[pd.DataFrame]:
+                header: bool | None, names: set[str], base_dir: str,
+                refuse_boxes: bool = False) -> Iterator[pd.DataFrame]:
     """A DataFrame of text cells for each batch of records (`_records`), under the
     columns the first batch names or implies."""
     lines, records = next(batches, ([], []))
@@ -79,7 +116,7 @@ def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
         raise SchemaError(f"the CSV file {path!r} has no rows.")
     _check_delimiter(records, path, names)
     if header is None:
-        header = any(_names_a_column(cell, names) for cell in records[0]) and not any(
+        header = any(names_a_column(cell, names) for cell in records[0]) and not any(
             looks_like_path(cell) for cell in records[0])
     lead = None  # AutoML multi-label rows: the cells from `lead` on are the labels
     if header:
@@ -99,6 +136,8 @@ def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
             lead = len(names) - 1
     width = len(names)
     while records:
+        if lead is not None and refuse_boxes:
+            refuse_automl_boxes(lines, records, lead, path)
         if lead is not None:
             records = [r[:lead] + [""] * (lead - len(r)) + [
                 [cell.strip() for cell in r[lead:] if cell.strip()]] for r in records]
@@ -169,7 +208,7 @@ def _records(text: io.TextIOBase, path: str, batch: int | None = None
         yield lines, records
 
 
-def _names_a_column(cell: str, names: set[str] = frozenset()) -> bool:
+def names_a_column(cell: str, names: set[str] = frozenset()) -> bool:
     cell = cell.strip()
     return cell in names or bool(role_by_name(cell) or synonym_role(cell))
 
@@ -187,7 +226,7 @@ def _check_delimiter(records: list[list[str]], path: str, names: set[str]) -> No
         if len(counts) > 1 or counts == {0}:
             continue
         first = [part.strip() for r in records for part in r[0].split(separator)[:1]]
-        if any(_names_a_column(cell, names) for cell in records[0][0].split(separator)) or \
+        if any(names_a_column(cell, names) for cell in records[0][0].split(separator)) or \
                 all(cell and split_cell(cell) is not None for cell in first):
             raise SchemaError(
                 f"the CSV file {path!r} looks {what}-separated: its first line "

@@ -97,6 +97,16 @@ def read_parquet(path: str, header: bool | None) -> pd.DataFrame:
                                                           filesystem=filesystem))
 
 
+def column_names(path: str) -> list[str]:
+    """The columns of a Parquet file or folder, from its schema (no rows are read)."""
+    import pyarrow.dataset as ds
+
+    where, filesystem = _parquet_where(path, None)
+    return _reading_parquet(path, lambda: ds.dataset(
+        where, format="parquet", filesystem=filesystem, partitioning="hive",
+        ignore_prefixes=[".", "_"]).schema.names)
+
+
 def chunks(path: str, header: bool | None, chunk_rows: int
                    ) -> Iterator[pd.DataFrame]:
     """`read_parquet`'s table in frames of about `chunk_rows` rows, read as a stream,

@@ -1,0 +1,442 @@
+"""Object detection, shared by every source of boxes: the objects' columns, the checks
+every box passes, and the detection `Table` they make; also the shape of an AutoML
+row's cells, which tells a detection CSV from a classification one.
+
+An AutoML detection CSV, a Vertex AI JSONL file, a COCO JSON file and a DataFrame with a
+`boxes` column each describe objects their own way. Each reader turns its objects into
+`Objects` (columns with one entry per object, in file order) and hands them here, so
+that a box is checked alike whichever file it came from, before any image is read, and
+every detection table has the same columns (see `Table`): one row per image, `label`
+the list of its objects' classes and the input `objects/bbox` their boxes as [ymin,
+xmin, ymax, xmax], fractions of the image's size (TensorFlow Datasets' order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tfrecorder.errors import Option, SchemaError
+from tfrecorder.options import TableOptions
+from tfrecorder.schema import (
+    column_types,
+    is_list,
+    is_missing,
+    label_columns,
+    synonym_role,
+)
+from tfrecorder.sources.validate import split_cell, validate
+from tfrecorder.table import Table
+from tfrecorder.wording import count
+
+logger = logging.getLogger(__name__)
+
+OBJECTS = "objects/"  # the prefix of the objects' columns
+BBOX, AREA, IS_CROWD, MASK = (f"{OBJECTS}bbox", f"{OBJECTS}area", f"{OBJECTS}is_crowd",
+                              f"{OBJECTS}mask")
+# The objects' inputs, as validate types them; MASK is no input (the layout writes it).
+OBJECT_INPUTS = {BBOX: "FloatInput", AREA: "FloatInput", IS_CROWD: "IntegerInput"}
+# A DataFrame's column of boxes, by name (any case).
+BOX_COLUMNS = ("boxes", "bbox", "bboxes", BBOX)
+_EXAMPLES = 3  # objects an error shows
+
+
+@dataclass(frozen=True)
+class Objects:
+    """A source's objects, one entry per object in file order: columns, not an object a
+    box (COCO's training set has 860,000 boxes).
+
+    Attributes:
+        image: each object's image, by its position in the table's rows.
+        labels: each object's class; None where the source gives a box without one.
+        boxes: an (n, 4) array of [ymin, xmin, ymax, xmax], fractions of the image's
+            size; NaN where the source gives a label without a box.
+        rows: each object's table row (its index label), for errors' `rows`.
+        where: an object's position -> where the user finds it, as written ("line 4:
+            'car,0.1,0.1,,,1.3,0.3,,'"), for messages.
+        source: the source, for messages ("the CSV file 'boxes.csv'").
+        extras: the objects' other inputs (AREA, IS_CROWD) where the source gives them,
+            one value an object.
+    """
+
+    image: np.ndarray
+    labels: Sequence
+    boxes: np.ndarray
+    rows: Sequence
+    where: Callable[[int], str]
+    source: str = "the table"
+    extras: Mapping[str, Sequence] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, image: Sequence[int], labels: Sequence, boxes: Sequence, rows: Sequence,
+           where: Callable[[int], str], source: str = "the table", **extras) -> Objects:
+        return cls(np.asarray(image, dtype=np.int64).reshape(-1), labels,
+                   np.asarray(boxes, dtype=np.float64).reshape(-1, 4), rows, where, source,
+                   extras)
+
+
+def check_objects(objects: Objects, column: str = BBOX) -> None:
+    """Raises for a box without a label, a label without a box, a box outside the image
+    (a coordinate outside 0..1), and a box whose minimum is not below its maximum.
+
+    Raises:
+        SchemaError: naming the first objects at fault where the user finds them, with
+            `rows` all the rows that hold one.
+    """
+    has_box = ~np.isnan(objects.boxes).any(axis=1)
+    labelled = np.array([not is_missing(label) for label in objects.labels], dtype=bool)
+    _refuse(objects, has_box & ~labelled, "label", (
+        "with no label", "Every box needs its object's class: add it, or drop the box."))
+    _refuse(objects, labelled & ~has_box, "label", (
+        "with a label but no box", "Every object needs its box; an image without "
+        "objects is listed without labels."))
+    boxes = np.where(has_box[:, None], objects.boxes, 0.5)
+    # NaN in a box never passes: a comparison with NaN is False.
+    inside = ((boxes >= 0) & (boxes <= 1)).all(axis=1)
+    _refuse(objects, ~inside, column, (
+        "outside the image", "Box coordinates are fractions of the image's height and "
+        "width, from 0 to 1 (divide pixels by the image's size)."))
+    _refuse(objects, (boxes[:, 0] >= boxes[:, 2]) | (boxes[:, 1] >= boxes[:, 3]), column, (
+        "whose minimum is not below its maximum (empty, or upside down)", "A box needs "
+        "ymin < ymax and xmin < xmax."))
+
+
+def _refuse(objects: Objects, bad: np.ndarray, column: str, words: tuple[str, str]) -> None:
+    positions = np.flatnonzero(bad)
+    if not len(positions):
+        return
+    what, fix = words
+    shown = "; ".join(objects.where(int(i)) for i in positions[:_EXAMPLES])
+    more = f"; and {len(positions) - _EXAMPLES} more" if len(positions) > _EXAMPLES else ""
+    raise SchemaError(f"{objects.source} has {count(len(positions), 'object')} {what}: "
+                      f"{shown}{more}. {fix}",
+                      column=column,
+                      rows=list(dict.fromkeys(objects.rows[i] for i in positions)))
+
+
+def images_in_order(uris: Sequence[str], splits: Sequence | None, lines: Sequence,
+                    where: str = "line") -> tuple[list[int], np.ndarray]:
+    """The entries (a source's lines) that first name each image, in order of first
+    appearance, and each entry's image by that order: a source of one line an object
+    becomes a table of one row an image.
+
+    Raises:
+        SchemaError: for an image whose entries name two splits, naming the lines.
+    """
+    first: list[int] = []
+    seen: dict[str, int] = {}
+    image_of = np.empty(len(uris), dtype=np.int64)
+    conflicts: dict[int, int] = {}  # image -> the first entry that disagrees
+    for i, uri in enumerate(uris):
+        image = seen.setdefault(uri, len(first))
+        if image == len(first):
+            first.append(i)
+        elif splits is not None and image not in conflicts and \
+                _split_of(splits[i]) != _split_of(splits[first[image]]):
+            conflicts[image] = i
+        image_of[i] = image
+    if conflicts:
+        shown = "; ".join(
+            f"{uris[i]!r} is {_shown(splits[first[image]])} at {where} "
+            f"{lines[first[image]]} and {_shown(splits[i])} at {where} {lines[i]}"
+            for image, i in list(conflicts.items())[:_EXAMPLES])
+        more = f"; and {len(conflicts) - _EXAMPLES} more images" \
+            if len(conflicts) > _EXAMPLES else ""
+        raise SchemaError(
+            f"{count(len(conflicts), 'image')} under two splits: {shown}{more}. An image "
+            "belongs to one split (a test image the model trains on tests nothing): give "
+            "all the lines of an image the same one.", column="split",
+            rows=[lines[i] for image, i in conflicts.items()])
+    return first, image_of
+
+
+def _split_of(cell) -> str:
+    found = split_cell(cell)
+    return found if found is not None else str(cell).strip()
+
+
+def _shown(cell) -> str:
+    return repr(cell) if not is_missing(cell) else "unassigned (blank)"
+
+
+def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
+                  base_dir: str, options: TableOptions, masks: Sequence | None = None,
+                  label_type: str | None = None) -> Table:
+    """The detection table of a file's images and objects, checked.
+
+    Args:
+        images: one row an image, indexed as the user names it (the line of its first
+            row, its COCO id): `image_uri`, and `split` where the source names splits.
+        source: one row an image, as the user would recognise it (the report's rows).
+        masks: per image, None or COCO's {"size": [h, w], "masks": [...]} (`MASK`).
+        label_type: StringLabel where the source's labels are names ("1" included).
+    """
+    check_objects(objects)
+    ends = np.cumsum(np.bincount(objects.image, minlength=len(images)))
+    order = np.argsort(objects.image, kind="stable")
+
+    def per_image(values) -> pd.Series:
+        ordered = [values[i] for i in order]
+        return pd.Series([ordered[start:end] for start, end in zip([0, *ends[:-1]], ends)],
+                         index=images.index, dtype=object)
+
+    columns = {"label": per_image(objects.labels), BBOX: per_image(objects.boxes.tolist())}
+    columns.update((name, per_image(values)) for name, values in objects.extras.items())
+    schema = {name: OBJECT_INPUTS[name] for name in columns if name in OBJECT_INPUTS}
+    if label_type is not None:
+        schema["label"] = label_type
+    table = validate(images.assign(**columns), base_dir=base_dir,
+                     schema={**schema, **(options.schema or {})},
+                     fill_missing=options.fill_missing, split=options.split)
+    return as_detection(table, source, masks)
+
+
+def as_detection(table: Table, source: pd.DataFrame, masks: Sequence | None) -> Table:
+    """A validated table as a detection one: its `source`, its masks (`MASK`), and
+    boxes typed (None, 4) even when no image has one (validate cannot tell then)."""
+    inputs = tuple(dataclasses.replace(column, shape=(None, 4)) if column.name == BBOX
+                   else column for column in table.inputs)
+    rows = table.rows
+    if masks is not None:
+        rows = rows.assign(**{MASK: pd.Series(list(masks), index=rows.index, dtype=object)})
+    return dataclasses.replace(table, rows=rows, source=source, inputs=inputs,
+                               multi_label=True, task="detection")
+
+
+# --- DataFrames with a column of boxes ----------------------------------------------
+
+def box_column(frame: pd.DataFrame, schema: Mapping) -> str | None:
+    """The frame's column of boxes, by name (`BOX_COLUMNS`, any case), unless the schema
+    drops it."""
+    found = [name for name in frame.columns if isinstance(name, str)
+             and name.lower() in BOX_COLUMNS and not _dropped(schema, name)]
+    if len(found) > 1:
+        raise SchemaError(
+            f"columns {found} all name the objects' boxes, so which one is meant is "
+            "unclear. Keep one: drop the others with ",
+            Option("schema", dict.fromkeys(found[1:])), ".")
+    return found[0] if found else None
+
+
+def _dropped(schema: Mapping, name: str) -> bool:
+    declared = schema.get(name, "")
+    return declared is None or (isinstance(declared, str) and declared.lower() == "drop")
+
+
+def object_columns(frame: pd.DataFrame, schema: Mapping) -> list[str]:
+    """The frame's columns named as the objects' (`objects/...`), unless dropped."""
+    return [name for name in frame.columns if isinstance(name, str)
+            and name.startswith(OBJECTS) and not _dropped(schema, name)]
+
+
+def frame_is_detection(frame: pd.DataFrame, schema: Mapping) -> bool:
+    """Whether a DataFrame is a detection table, told from its columns: a column of
+    boxes beside a label column of lists as long, row by row (one class a box), or
+    columns named `objects/...`. Any other column of boxes stays an input, as before
+    detection tables existed: beside no label column (examples/object_detection.py's
+    `boxes` and `classes` inputs), or beside labels of whole images."""
+    boxes = box_column(frame, schema)
+    if object_columns(frame, schema):
+        return True
+    if boxes is None:
+        return False
+    labels = label_columns(column_types(frame, schema))
+    if len(labels) == 1 and _one_label_a_box(frame[boxes], frame[labels[0]]):
+        logger.info("Reading columns %r and %r as a detection table (one class a box); "
+                    "to keep them an input and multi-label classes, pass "
+                    "task='classification'.", boxes, labels[0])
+        return True
+    if _holds_lists(frame[boxes]):
+        logger.info("Reading column %r as an input: a detection table also needs a label "
+                    "column of lists, one class a box.", boxes)
+    return False
+
+
+def _one_label_a_box(boxes: pd.Series, labels: pd.Series) -> bool:
+    """Whether every row's labels are a list as long as its list of boxes (some row
+    having one)."""
+    pairs = list(zip(boxes.tolist(), labels.tolist()))
+    return any(is_list(b) and len(b) for b, _ in pairs) and all(
+        (is_list(b) or is_missing_cell(b)) and (is_list(n) or is_missing_cell(n))
+        and (len(b) if is_list(b) else 0) == (len(n) if is_list(n) else 0)
+        for b, n in pairs)
+
+
+def _holds_lists(column: pd.Series) -> bool:
+    return column.dtype == object and any(map(is_list, column.head(100)))
+
+
+def frame_table(frame: pd.DataFrame, base_dir: str, options: TableOptions,
+                schema: Mapping, asked: bool) -> Table:
+    """A DataFrame of one row an image, with a column of boxes (a list of [ymin, xmin,
+    ymax, xmax] an image) and a label column of lists, one class a box, as the
+    detection table; its other columns pass through as inputs.
+
+    Args:
+        schema: the options' schema, with what an in-memory source implies.
+        asked: whether task="detection" was asked (else it was told from the columns:
+            an error then also says how to keep the columns as inputs).
+    """
+    boxes = box_column(frame, schema)
+    if boxes is None:
+        raise SchemaError(
+            "a detection table needs a column of boxes: 'boxes' (or 'bbox', 'bboxes', "
+            f"{BBOX!r}) holding each image's list of [ymin, xmin, ymax, xmax], fractions of "
+            f"its size; the table's columns are {list(frame.columns)}.")
+    strangers = [n for n in object_columns(frame, schema)
+                 if n not in (BBOX, AREA, IS_CROWD, MASK) and n != boxes]
+    if strangers:
+        name = strangers[0]
+        raise SchemaError(
+            f"column {name!r} takes a name of the objects' features "
+            f"({', '.join((BBOX, AREA, IS_CROWD, MASK))}). Rename it, or drop it with ",
+            Option("schema", {name: None}), ".", column=name)
+    try:
+        labels = _label_column(frame, schema, boxes)
+        objects = _frame_objects(frame, boxes, labels)
+        check_objects(objects, column=boxes)
+    except SchemaError as error:
+        if asked:
+            raise
+        raise SchemaError(
+            *error.parts, f" (The table is read as a detection table, for its column "
+            f"{boxes!r}; to keep its columns as inputs instead, pass ",
+            Option("task", "classification"), ".)", column=error.column,
+            rows=error.rows) from None
+    ours = {name: kind for name, kind in OBJECT_INPUTS.items()
+            if name in frame.columns or name == BBOX}
+    if MASK in frame.columns:
+        ours[MASK] = None
+    table = validate(frame.rename(columns={boxes: BBOX}), base_dir=base_dir,
+                     schema={**ours, **{n: k for n, k in schema.items() if n != boxes}},
+                     fill_missing=options.fill_missing, split=options.split)
+    return as_detection(table, frame, frame[MASK].tolist() if MASK in frame else None)
+
+
+def _label_column(frame: pd.DataFrame, schema: Mapping, boxes: str) -> str:
+    labels = label_columns(column_types(frame.drop(columns=[boxes]), {
+        n: k for n, k in schema.items() if n != boxes}))
+    if len(labels) == 1 and all(is_missing_cell(v) or is_list(v)
+                                for v in frame[labels[0]].tolist()):
+        return labels[0]
+    named = next((n for n in frame.columns if synonym_role(n) == "label"), "classes")
+    if labels:
+        what = f"its label column {labels[0]!r} holds one value an image, not a list" \
+            if len(labels) == 1 else f"it has several label columns {labels}"
+    else:
+        what = "it has no label column"
+    raise SchemaError(
+        f"a detection table needs a label column holding each image's list of classes, "
+        f"one a box (in the order of column {boxes!r}), but {what}. Name the column "
+        f"'label', or declare it: ", Option("schema", {named: "StringLabel"}), ".",
+        column=labels[0] if len(labels) == 1 else None)
+
+
+def _frame_objects(frame: pd.DataFrame, boxes: str, labels: str) -> Objects:
+    """A DataFrame's objects: each row's boxes and labels, paired in order (and its
+    objects' areas and crowd flags checked to be one a box)."""
+    image, object_labels, object_boxes, rows, written = [], [], [], [], []
+    extras = [name for name in (AREA, IS_CROWD) if name in frame.columns]
+    for position, (row, cell, names) in enumerate(zip(
+            frame.index.tolist(), frame[boxes].tolist(), frame[labels].tolist())):
+        found = _box_cell(cell, boxes, row)
+        names = [] if is_missing_cell(names) else list(names)
+        for name in extras:
+            given = frame[name].iat[position]
+            given = [] if is_missing_cell(given) else list(given)
+            if len(given) != len(found):
+                raise SchemaError(
+                    f"column {name!r} holds {count(len(given), 'value')} at row {row}, for "
+                    f"{count(len(found), 'box', 'boxes')} in column {boxes!r}: one a box.",
+                    column=name, rows=[row])
+        for j in range(max(len(found), len(names))):
+            image.append(position)
+            rows.append(row)
+            object_labels.append(names[j] if j < len(names) else None)
+            object_boxes.append(found[j] if j < len(found) else [np.nan] * 4)
+            written.append((row, j, object_labels[-1],
+                            found[j].tolist() if j < len(found) else None))
+
+    def where(i: int) -> str:
+        row, j, label, box = written[i]
+        return f"row {row}, object {j}: label {label!r}, box {box}"
+
+    return Objects.of(image, object_labels, object_boxes, rows, where)
+
+
+def is_missing_cell(cell) -> bool:
+    """A cell with no list: None or NaN (an image without objects)."""
+    return not is_list(cell) and is_missing(cell)
+
+
+def _box_cell(cell, column: str, row) -> np.ndarray:
+    if is_missing_cell(cell):
+        return np.empty((0, 4))
+    try:
+        found = np.asarray(cell, dtype=np.float64)
+    except (TypeError, ValueError):
+        found = None
+    if found is not None and found.size == 0:
+        return np.empty((0, 4))
+    if found is None or found.ndim != 2 or found.shape[1] != 4:
+        raise SchemaError(
+            f"column {column!r} holds {cell!r} at row {row}: a cell of boxes is a list of "
+            "[ymin, xmin, ymax, xmax] (one box: [[ymin, xmin, ymax, xmax]]; none: []).",
+            column=column, rows=[row])
+    return found
+
+
+# --- AutoML rows: what the cells after the image's path hold --------------------------
+
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_TWO_VERTICES = (True, True, False, False, True, True, False, False)  # x1,y1,,,x3,y3,,
+
+
+def automl_cells(cells: Sequence[str]) -> str:
+    """What the cells after an AutoML row's image path hold: "image" (nothing: an image
+    without labels or boxes), "label" (one label alone), "box" (a label and coordinates:
+    a number with a fraction among them, or integers with blanks where a two-vertex box
+    has them), "ambiguous"
+    (eight 0s and 1s: a box's corners, or eight class ids), or "labels" (labels only:
+    multi-label classification)."""
+    cells = [cell.strip() for cell in cells]
+    while cells and not cells[-1]:
+        cells.pop()
+    if len(cells) <= 1:
+        return "label" if cells else "image"
+    coordinates = cells[1:]
+    if any(_NUMBER.match(cell) and not _INTEGER.match(cell) for cell in coordinates):
+        return "box"  # a number with a fraction (or an exponent) is no class name
+    if not all(not cell or _INTEGER.match(cell) for cell in coordinates):
+        return "labels"
+    given = tuple(bool(cell) for cell in coordinates)
+    if given == _TWO_VERTICES[:len(given)] and len(given) > 4:
+        return "box"
+    if len(coordinates) == 8 and all(given) and set(coordinates) <= {"0", "1"}:
+        return "ambiguous"
+    return "labels"
+
+
+def refuse_automl_boxes(lines: Sequence[int], records: Sequence[Sequence[str]],
+                        lead: int, path: str) -> None:
+    """Raises for a header-less CSV read as classification whose rows carry coordinates
+    after their label: read as labels, they would become class names ('0.1')."""
+    found = next(((line, record) for line, record in zip(lines, records)
+                  if len(record) > lead + 1
+                  and automl_cells(record[lead:]) in ("box", "ambiguous")), None)
+    if found is not None:
+        line, record = found
+        raise SchemaError(
+            f"the CSV file {path!r} has coordinates after the label at line {line} "
+            f"({','.join(record[lead:])!r}): it looks like an AutoML object-detection CSV. "
+            "Pass ", Option("task", "detection"), " to read its boxes, or ",
+            Option("task", "classification"), " to read every cell after the path as a "
+            "class name.", rows=[line], option="task")
+

@@ -1,0 +1,200 @@
+"""Vertex AI's JSON Lines import files for images: one JSON object a line, naming its
+image (`imageGcsUri`), its split (`dataItemResourceLabels`, key
+"aiplatform.googleapis.com/ml_use": training, validation or test; none is UNASSIGNED)
+and its annotations: a class (`classificationAnnotation`), classes
+(`classificationAnnotations`), or boxes (`boundingBoxAnnotations`, each with its
+`displayName` and `xMin`, `yMin`, `xMax`, `yMax`, fractions of the image's size).
+
+Classes make a classification table, one row a line; boxes a detection table, one row
+an image (its lines merged, in file order). Rows are named by their line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from tfrecorder import fs
+from tfrecorder.errors import Option, SchemaError
+from tfrecorder.options import TableOptions
+from tfrecorder.schema import STRING_LABEL
+from tfrecorder.sources import csv
+from tfrecorder.sources.detection import BBOX, Objects, images_in_order, objects_table
+from tfrecorder.sources.validate import validate
+from tfrecorder.table import Table
+
+IMAGE, SPLITS, ML_USE = "imageGcsUri", "dataItemResourceLabels", \
+    "aiplatform.googleapis.com/ml_use"
+CLASS, CLASSES, BOXES = "classificationAnnotation", "classificationAnnotations", \
+    "boundingBoxAnnotations"
+_CORNERS = ("yMin", "xMin", "yMax", "xMax")  # a box's keys, in the table's order
+_SNIFFED = 1 << 16
+
+
+def claims(path: str, folder: bool) -> bool:
+    """A `.jsonl` file, or one whose first line is a JSON object naming `imageGcsUri`."""
+    if folder:
+        return False
+    if path.lower().endswith(".jsonl"):
+        return True
+    if path.lower().endswith((".csv", ".parquet", ".pq")):
+        return False
+    line = csv.head_text(path, _SNIFFED).lstrip().split("\n", 1)[0]
+    return line.startswith("{") and f'"{IMAGE}"' in line
+
+
+def read(path: str, base_dir: str, options: TableOptions) -> Table:
+    """The file's classification or detection table (by its annotations, or `task`)."""
+    lines, entries = _entries(path)
+    has_boxes = [line for line, entry in zip(lines, entries) if BOXES in entry]
+    has_classes = [line for line, entry in zip(lines, entries)
+                   if CLASS in entry or CLASSES in entry]
+    task = options.task
+    if task == "auto" and has_boxes and has_classes:
+        raise SchemaError(
+            f"the JSONL file {path!r} has boxes (line {has_boxes[0]}: {BOXES}) and classes "
+            f"(line {has_classes[0]}: {CLASS}): pass ", Option("task", "detection"),
+            " to read its boxes, or ", Option("task", "classification"), " to read its "
+            "classes.", option="task")
+    if task == "auto":
+        task = "detection" if has_boxes else "classification"
+    uris = [entry[IMAGE] for entry in entries]
+    splits = [_split(path, line, entry) for line, entry in zip(lines, entries)]
+    index = pd.Index(lines, name="line")
+    if task != "detection":
+        labels = _classes(path, lines, entries)
+        frame = pd.DataFrame({"split": splits, "image_uri": uris, "label": labels},
+                             index=index)
+        table = validate(frame, base_dir=base_dir, schema={"label": STRING_LABEL,
+                                                           **(options.schema or {})},
+                         fill_missing=options.fill_missing, split=options.split)
+        source = pd.DataFrame({IMAGE: uris, ML_USE: splits, "displayName": labels},
+                              index=index)
+        return dataclasses.replace(table, source=source)
+    first, image_of = images_in_order(uris, splits, lines)
+    objects = _boxes(path, lines, entries, image_of)
+    at_first = pd.Index([lines[i] for i in first], name="line")
+    images = pd.DataFrame({"split": [splits[i] for i in first],
+                           "image_uri": [uris[i] for i in first]}, index=at_first)
+    names = [[] for _ in first]
+    for image, label in zip(objects.image, objects.labels):
+        names[image].append(label)
+    source = pd.DataFrame({IMAGE: images["image_uri"], ML_USE: images["split"],
+                           "displayName": names}, index=at_first)
+    return objects_table(images, objects, source, base_dir, options,
+                         label_type=STRING_LABEL)
+
+
+def _entries(path: str) -> tuple[list[int], list[dict]]:
+    """Every non-blank line's object, and its line number."""
+    data = fs.read_bytes(path)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise SchemaError(f"the JSONL file {path!r} is not UTF-8 (byte {error.start}). Save "
+                          "it as UTF-8.") from None
+    lines, entries = [], []
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SchemaError(
+                f"line {number} of the JSONL file {path!r} is not JSON ({error.msg} at "
+                f"column {error.colno}): {_clip(line)!r}. A JSONL file holds one JSON "
+                "object a line.", rows=[number]) from None
+        if not isinstance(entry, dict) or not isinstance(entry.get(IMAGE), str):
+            raise SchemaError(
+                f"line {number} of the JSONL file {path!r} names no image: {_clip(line)!r}. "
+                f'Each line is an object with its image\'s "{IMAGE}".', rows=[number])
+        lines.append(number)
+        entries.append(entry)
+    if not entries:
+        raise SchemaError(f"the JSONL file {path!r} has no lines.")
+    return lines, entries
+
+
+def _clip(text: str, width: int = 120) -> str:
+    text = text.strip()
+    return text if len(text) <= width else text[:width] + "..."
+
+
+def _split(path: str, line: int, entry: dict) -> str:
+    """The line's ml_use as written ("" when none: UNASSIGNED)."""
+    labels = entry.get(SPLITS) or {}
+    split = labels.get(ML_USE, "") if isinstance(labels, dict) else None
+    if not isinstance(split, str):
+        raise SchemaError(f'line {line} of the JSONL file {path!r} has "{SPLITS}" '
+                          f"{labels!r}: an object whose {ML_USE!r} is training, validation "
+                          "or test.", column="split", rows=[line])
+    return split
+
+
+def _classes(path: str, lines: list[int], entries: list[dict]) -> list:
+    """Each line's class (single-label), or list of classes (when any line lists them)."""
+    multi = any(CLASSES in entry for entry in entries)
+    found = []
+    for line, entry in zip(lines, entries):
+        given = ([entry[CLASS]] if CLASS in entry else []) + list(entry.get(CLASSES) or [])
+        names = [_name(path, line, annotation) for annotation in given]
+        found.append(names if multi else (names[0] if names else None))
+    return found
+
+
+def _name(path: str, line: int, annotation) -> str | None:
+    name = annotation.get("displayName") if isinstance(annotation, dict) else None
+    if name is not None and not isinstance(name, str):
+        raise SchemaError(f"line {line} of the JSONL file {path!r} has the displayName "
+                          f"{name!r}: a class name is text.", column="label", rows=[line])
+    return name
+
+
+def _boxes(path: str, lines: list[int], entries: list[dict], image_of: np.ndarray
+           ) -> Objects:
+    image, labels, boxes, rows, written = [], [], [], [], []
+    for i, (line, entry) in enumerate(zip(lines, entries)):
+        annotations = entry.get(BOXES) or []
+        if not isinstance(annotations, list):
+            raise SchemaError(f'line {line} of the JSONL file {path!r} has "{BOXES}" '
+                              f"{annotations!r}: a list of boxes.", rows=[line])
+        for k, annotation in enumerate(annotations):
+            where = f"line {line}, box {k}: {_clip(json.dumps(annotation))}"
+            image.append(image_of[i])
+            labels.append(_name(path, line, annotation))
+            boxes.append(_corners(annotation, where, line))
+            rows.append(line)
+            written.append(where)
+    return Objects.of(image, labels, boxes, rows, written.__getitem__,
+                      f"the JSONL file {path!r}")
+
+
+def _corners(annotation, where: str, line: int) -> list[float]:
+    """[ymin, xmin, ymax, xmax] of a box annotation (NaN where it has no coordinates)."""
+    given = [annotation.get(key) if isinstance(annotation, dict) else None
+             for key in _CORNERS]
+    if all(value is None for value in given):
+        return [np.nan] * 4
+    missing = [key for key, value in zip(_CORNERS, given) if value is None]
+    values = [_number(value) for value in given]
+    if missing or None in values:
+        lacks = f"lacks {', '.join(missing)}" if missing else \
+            "has a coordinate that is not a number"
+        raise SchemaError(f"a box {lacks}: {where}. A box has xMin, yMin, xMax and yMax, "
+                          "fractions of the image's size from 0 to 1.",
+                          column=BBOX, rows=[line])
+    return values
+
+
+def _number(value) -> float | None:
+    """A coordinate, given as a number or as text ("0.25"); None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
