@@ -1,16 +1,14 @@
 """Small detection and segmentation datasets whose annotations are known exactly: scenes
 of filled rectangles (boxes) and the class-id masks of them, written by `convert`.
 
-The table is given as a DataFrame with the canonical detection columns (`label` lists of
-class names, `objects/bbox` lists of [ymin, xmin, ymax, xmax]); `objects/mask` holds
-COCO polygons when `masks=True`, and segmentation rows a `mask_uri`.
+The table is a DataFrame with the detection columns (`label` lists of class names,
+`objects/bbox` lists of [ymin, xmin, ymax, xmax]); `objects/mask` holds COCO polygons when
+`masks=True`, and segmentation rows a `mask_uri`: what `sources/tables.py` reads.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import sys
 
 import numpy as np
 import pandas as pd
@@ -76,27 +74,6 @@ def write_segmentation(folder: str, drawn: list[dict], **options):
 
 
 def _convert(frame: pd.DataFrame, folder: str, task: str, **options):
-    """Until the detection sources read such DataFrames themselves: the table validated
-    as usual, then given its task and annotation columns."""
-    module = sys.modules["tfrecorder.convert"]
-    real = module.load_table
-    extra = [c for c in ("objects/mask", "mask_uri") if c in frame]
-
-    def load_table(source, **table_options):
-        table_options.pop("task", None)
-        table_options.pop("image_root", None)
-        table = real(source.drop(columns=extra), schema={"objects/bbox": "FloatInput"}
-                     if "objects/bbox" in source else None,
-                     **{k: v for k, v in table_options.items() if k != "schema"})
-        rows = table.rows.copy()
-        for name in extra:
-            rows[name] = source[name].to_numpy()
-        if "mask_uri" in extra:
-            rows["mask_file"] = rows["mask_uri"]
-        return dataclasses.replace(table, rows=rows, task=task)
-
-    module.load_table = load_table
-    try:
-        return tfrecorder.convert(frame, folder, overwrite=True, progress=False, **options)
-    finally:
-        module.load_table = real
+    """`convert` of the DataFrame, which the detection sources read as a `task` table."""
+    return tfrecorder.convert(frame, folder, overwrite=True, progress=False, task=task,
+                              **options)

@@ -30,14 +30,23 @@ def test_quickstart_converts_and_loads_the_samples(tmp_path):
     assert (tmp_path / "samples-report.html").stat().st_size > 10_000
 
 
-def test_object_detection_writes_and_loads_boxes_and_classes(tmp_path):
+def test_object_detection_reads_automl_and_coco_into_both_layouts(tmp_path):
     lines = run_example("object_detection.py", tmp_path)
-    assert lines[0].startswith("Wrote 48 records: ")
-    assert lines[1:4] == ["  boxes: float32 [None, 4]",
-                          "  classes: int64 [None] vocabulary ['circle', 'square']",
-                          "  num_objects: int64 []"]
-    assert lines[4].startswith("a batch: image (8, 96, 128, 3), boxes (8, None, 4), "
-                               "classes (8, None)")
+    boxes = re.compile(r"^(from_csv|from_coco): 48 images, (\d+) boxes, ")
+    found = [m.groups() for m in map(boxes.match, lines) if m]
+    # The CSV and the COCO file describe the same shapes: the same boxes, in two layouts.
+    assert [name for name, _ in found] == ["from_csv", "from_coco"]
+    assert found[0][1] == found[1][1] and int(found[0][1]) > 48
+    assert any(line.startswith('label_map.pbtxt: item { id: 1 name: "circle"')
+               for line in lines)
+    assert any(line.startswith("a padded batch: image (8, 96, 128, 3), objects/bbox "
+                               "(8, 4, 4), objects/label (8, 4), objects/num [")
+               for line in lines)
+    assert any(re.match(r"a tf_models record loads the same way: objects/bbox \((\d+), 4\), "
+                        r"objects/mask \(\1, 96, 128\)", line) for line in lines)
+    assert (tmp_path / "from_coco" / "label_map.pbtxt").exists()
+    assert read_manifest(tmp_path / "from_coco")["layout"] == "tf_models"
+    assert (tmp_path / "show.png").stat().st_size > 10_000
 
 
 def test_cifar_arrays_converts_numpy_splits_and_learns_the_classes(tmp_path):
