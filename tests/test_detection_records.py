@@ -145,12 +145,19 @@ def test_run_length_encoded_masks_decode_as_pycocotools_writes_them():
     np.testing.assert_array_equal(rle_decode({"size": [4, 5], "counts": "5220003"}), mask)
 
 
-def test_both_engines_write_the_same_detection_bytes(drawn, tmp_path):
+def test_both_engines_write_the_same_detection_and_segmentation_bytes(drawn, tmp_path):
     write_detection(str(tmp_path / "local"), drawn, masks=True, layout="tf_models")
     write_detection(str(tmp_path / "beam"), drawn, masks=True, layout="tf_models",
                     runner="DirectRunner")
     for name in ("train-00000-of-00001.tfrecord", "label_map.pbtxt", "dataset.json"):
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "beam" / name).read_bytes()
+    write_segmentation(str(tmp_path / "local-seg"), drawn, image_size=(24, 32))
+    write_segmentation(str(tmp_path / "beam-seg"), drawn, image_size=(24, 32),
+                       runner="DirectRunner")
+    for name in ("train-00000-of-00001.tfrecord", "dataset.json"):
+        assert (tmp_path / "local-seg" / name).read_bytes() == \
+            (tmp_path / "beam-seg" / name).read_bytes()
+    assert records(tmp_path / "beam-seg")["scene_01.png"]["segmentation_mask"]
 
 
 def test_tf_models_needs_images_that_decode(drawn, tmp_path):
