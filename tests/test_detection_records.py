@@ -209,3 +209,35 @@ def test_run_length_encoded_masks_decode_as_pycocotools_does(coco_mask):
         rle = coco_mask.encode(np.asfortranarray(mask))
         as_json = {"size": rle["size"], "counts": rle["counts"].decode()}  # as COCO stores it
         np.testing.assert_array_equal(rle_decode(as_json), mask)
+
+
+def test_automl_csv_jsonl_and_coco_of_the_same_objects_write_the_same_records(tmp_path):
+    """tests/data/detection's three files describe the same objects: the CSV and the
+    JSONL give the same shard bytes; COCO (no splits; areas and crowds besides) the same
+    boxes and classes, image by image."""
+    import shutil
+
+    data = os.path.join(os.path.dirname(__file__), "data", "detection")
+    (tmp_path / "img").mkdir()
+    for name, size in (("a", (200, 100)), ("b", (50, 50)), ("c", (400, 300))):
+        Image.new("RGB", size, (40, 90, 140)).save(tmp_path / "img" / f"{name}.jpg")
+    for name in ("automl.csv", "vertex.jsonl", "coco.json"):
+        shutil.copy(os.path.join(data, name), tmp_path / name)
+    written = {}
+    for name in ("automl.csv", "vertex.jsonl", "coco.json"):
+        out = tmp_path / f"out-{name}"
+        tfrecorder.convert(str(tmp_path / name), str(out), progress=False,
+                           **({"split": "train"} if name == "coco.json" else {}))
+        written[name] = out
+    shards = sorted(os.listdir(written["automl.csv"]))
+    assert shards == sorted(os.listdir(written["vertex.jsonl"]))
+    for name in shards:
+        if name.endswith(".tfrecord"):
+            assert (written["automl.csv"] / name).read_bytes() == \
+                (written["vertex.jsonl"] / name).read_bytes()
+    csv_records, coco_records = records(written["automl.csv"]), records(written["coco.json"])
+    assert csv_records.keys() == coco_records.keys() == {"a.jpg", "b.jpg", "c.jpg"}
+    for name, record in csv_records.items():
+        np.testing.assert_allclose(record.get("objects/bbox", []),
+                                   coco_records[name].get("objects/bbox", []), atol=1e-6)
+        assert record.get("objects/label", []) == coco_records[name].get("objects/label", [])

@@ -102,6 +102,10 @@ def test_splits_and_row_names_are_each_sources_own():
     assert coco_table.source["annotations"].tolist() == [[2, 3], [], [1]]
 
 
+# pycocotools' RLE of annotation 3's box (rows 10-79, columns 100-179 of 100 x 200).
+RLE_BOX = "jh9V2n" + "0" * 158 + "Vn1"
+
+
 def test_coco_areas_crowds_and_masks_are_kept_per_object():
     table = load_table(str(DATA / "coco.json"))
     assert table.rows[AREA].tolist() == [[1600.0, 5600.0], [], [30000.0]]
@@ -112,7 +116,7 @@ def test_coco_areas_crowds_and_masks_are_kept_per_object():
     masks = table.rows[MASK].tolist()
     assert masks[1] is None
     assert masks[0] == {"size": [100, 200], "masks": [
-        [[20, 20, 60, 20, 60, 60, 20, 60]], {"size": [100, 200], "counts": "a1b2c3"}]}
+        [[20, 20, 60, 20, 60, 60, 20, 60]], {"size": [100, 200], "counts": RLE_BOX}]}
     dropped = load_table(str(DATA / "coco.json"), schema={AREA: None})
     assert [column.name for column in dropped.inputs] == [BBOX, IS_CROWD]
 
@@ -393,3 +397,17 @@ def test_segmentation_without_masks_or_images_is_refused():
     with pytest.raises(SchemaError, match=r"column 'mask_uri' has empty.*row 1") as error:
         load_table(pd.DataFrame({"image_uri": ["a.jpg", "b.jpg"], "mask_uri": ["a.png", ""]}))
     assert error.value.rows == [1]
+
+
+@pytest.mark.parametrize("segmentation, expected", [
+    ({"size": [100, 200], "counts": "a1b2c3"}, "RLE counts a1b2c3 cover 246 pixels, not "
+                                              "100 x 200"),
+    ({"size": [50, 50], "counts": [2500]}, "an RLE mask of size [50, 50], not the image's "
+                                           "[100, 200]"),
+    ([[1, 2, 3, 4]], "polygon [1, 2, 3, 4] is not x, y pairs (three or more)"),
+])
+def test_coco_masks_that_do_not_fit_their_image_are_named(tmp_path, segmentation, expected):
+    data = json.loads((DATA / "coco.json").read_text())
+    data["annotations"][2]["segmentation"] = segmentation
+    text = message(write(tmp_path, "coco.json", json.dumps(data)))
+    assert f"annotation id 3: {expected}" in text and "as pycocotools writes it" in text

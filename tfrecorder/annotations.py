@@ -121,9 +121,13 @@ def rle_decode(rle: Mapping) -> np.ndarray:
     or COCO's compressed string}) as an h x w array of 0s and 1s. Runs alternate 0s and
     1s, starting with 0s, down the columns (Fortran order), as pycocotools writes them."""
     height, width = rle["size"]
+    return _runs_to_mask(rle_runs(rle), height, width)
+
+
+def rle_runs(rle: Mapping) -> list[int]:
+    """An RLE mask's run lengths, from a list or COCO's compressed string."""
     counts = rle["counts"]
-    runs = _compressed_runs(counts) if isinstance(counts, (str, bytes)) else list(counts)
-    return _runs_to_mask(runs, height, width)
+    return _compressed_runs(counts) if isinstance(counts, (str, bytes)) else list(counts)
 
 
 def _runs_to_mask(runs: list[int], height: int, width: int) -> np.ndarray:

@@ -173,6 +173,12 @@ def _objects(path: str, annotations: list, images: pd.DataFrame, position: dict,
             problems.setdefault("with a bbox outside its image", []).append(
                 f"{name}: bbox {box} in image {image_ids[at]!r} of {width} x {height} pixels")
             continue
+        segmentation = annotation.get("segmentation")
+        problem = _segmentation_problem(segmentation, height, width)
+        if problem:
+            problems.setdefault("with a segmentation that is neither polygons nor an RLE "
+                                "mask of its image", []).append(f"{name}: {problem}")
+            continue
         x, y, w, h = box if box is not None else [np.nan] * 4
         image.append(at)
         labels.append(names[category] if names is not None else category)
@@ -183,15 +189,17 @@ def _objects(path: str, annotations: list, images: pd.DataFrame, position: dict,
         rows.append(image_ids[at])
         areas.append(annotation.get("area"))
         crowds.append(annotation.get("iscrowd", 0))
-        segmentations.append(annotation.get("segmentation"))
+        segmentations.append(segmentation)
     if problems:
         what, found = next(iter(problems.items()))
         more = f"; and {len(found) - _EXAMPLES} more" if len(found) > _EXAMPLES else ""
         raise SchemaError(
             f"the COCO file {path!r} has {count(len(found), 'annotation')} {what}: "
-            f"{'; '.join(found[:_EXAMPLES])}{more}. A COCO bbox is [x, y, width, height] "
-            "in pixels, inside its image; image_id and category_id name an entry of "
-            "'images' and 'categories'.", column=BBOX if "bbox" in what else None)
+            f"{'; '.join(found[:_EXAMPLES])}{more}. "
+            + (_SEGMENTATION_ADVICE if "segmentation" in what else
+               "A COCO bbox is [x, y, width, height] in pixels, inside its image; image_id "
+               "and category_id name an entry of 'images' and 'categories'."),
+            column=BBOX if "bbox" in what else None)
 
     def where(i: int) -> str:
         at, box = image[i], annotations[entries[i]].get("bbox")
@@ -218,6 +226,40 @@ def _objects(path: str, annotations: list, images: pd.DataFrame, position: dict,
                 masks[at] = {"size": [heights[at], widths[at]], "masks": []}
             masks[at]["masks"].append(segmentation if segmentation is not None else [])
     return objects, masks
+
+
+_SEGMENTATION_ADVICE = (
+    "A COCO segmentation is a list of polygons [x0, y0, x1, y1, ...] in pixels, or an RLE "
+    "mask {'size': [height, width], 'counts': ...} of its image, as pycocotools writes it.")
+
+
+def _segmentation_problem(segmentation, height: int, width: int) -> str | None:
+    """What is wrong with an annotation's segmentation (None: nothing, or none given):
+    polygons are lists of at least three x, y pairs; an RLE mask is its image's size and
+    its runs cover it exactly."""
+    if segmentation is None or segmentation == []:
+        return None
+    if isinstance(segmentation, list):
+        for polygon in segmentation:
+            if not (isinstance(polygon, list) and len(polygon) >= 6 and len(polygon) % 2 == 0
+                    and all(map(_is_number, polygon))):
+                return f"polygon {_clip(polygon)} is not x, y pairs (three or more)"
+        return None
+    if not isinstance(segmentation, dict) or "counts" not in segmentation:
+        return f"segmentation {_clip(segmentation)}"
+    from tfrecorder.annotations import rle_runs
+
+    if list(segmentation.get("size") or []) != [height, width]:
+        return (f"an RLE mask of size {segmentation.get('size')!r}, not the image's "
+                f"[{height}, {width}]")
+    try:
+        covered = sum(rle_runs(segmentation))
+    except (TypeError, ValueError, IndexError):
+        covered = None
+    if covered != height * width:
+        return (f"RLE counts {_clip(segmentation['counts'], 40)} cover {covered} pixels, not "
+                f"{height} x {width}")
+    return None
 
 
 def _per_image(values: list, image: np.ndarray, images: int) -> list[list]:
