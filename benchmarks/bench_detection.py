@@ -13,7 +13,10 @@ box: `TRAIN,path,label,x_min,y_min,,,x_max,y_max,,`), then reports images/s for:
   of `image/...` keys with `tf.train.Feature`, write it with `tf.io.TFRecordWriter`, one
   process;
 - tfrecorder, `layout="tf_models"`, `validate=True` (every image fully checked), the
-  local engine's two workers.
+  local engine's two workers;
+- the validation ceiling: each image read and checked as tfrecorder checks it (a strict
+  decode at 1/8 DCT scale) and nothing else, in one bare process per core: the most any
+  validating writer reaches on the machine.
 
 The target (issue 28) is tfrecorder >= 3x the hand-written loop's images/s. Then the
 driver's peak memory (VmHWM) reading and validating a CSV of 1,000,000 box rows
@@ -34,6 +37,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
 import harness  # noqa: E402
 from sample_crops import make_crops  # noqa: E402
 
@@ -123,6 +127,27 @@ def tfrecorder_run(csv_path: str, output: str) -> float:
     return seconds
 
 
+def validation_ceiling(csv_path: str) -> float:
+    """The most any validating writer reaches here: every image read and checked as
+    tfrecorder checks it (a strict decode at 1/8 DCT scale), nothing else, in one bare
+    process per core."""
+    import pandas as pd
+    from bench_write import in_processes, scaled_decode
+
+    paths = pd.read_csv(csv_path, header=None, usecols=[1])[1].unique().tolist()
+
+    def work(some):
+        datas = []
+        for path in some:
+            with open(path, "rb") as f:
+                datas.append(f.read())
+        scaled_decode(datas)
+
+    start = time.perf_counter()
+    in_processes(work, paths, os.cpu_count() or 1)
+    return time.perf_counter() - start
+
+
 def driver_memory(csv_path: str) -> str:
     """Peak RSS of reading and validating the CSV (`load_table`), and the table's rows."""
     from tfrecorder.sources import load_table
@@ -143,6 +168,8 @@ def contender(name: str, csv_path: str, out: str) -> str:
         return str(handwritten(csv_path, output))
     if name == "tfrecorder":
         return str(tfrecorder_run(csv_path, output))
+    if name == "ceiling":
+        return str(validation_ceiling(csv_path))
     if name == "memory":
         return driver_memory(csv_path)
     raise ValueError(name)
@@ -167,14 +194,19 @@ def main() -> None:
     def seconds(name):
         return harness.seconds_in_fresh_process(script, name, csv_path, args.out)
 
-    results = harness.rounds(["handwritten", "tfrecorder"], seconds, len(paths), args.rounds)
+    results = harness.rounds(["handwritten", "tfrecorder", "ceiling"], seconds, len(paths),
+                             args.rounds)
     for r in results:
         print("round: " + ", ".join(f"{k} {v:.0f} images/s" for k, v in r.items())
-              + f", ratio {r['tfrecorder'] / r['handwritten']:.2f}")
+              + f", ratio {r['tfrecorder'] / r['handwritten']:.2f}, ceiling ratio "
+              f"{r['ceiling'] / r['handwritten']:.2f}")
     ratio = harness.median_ratio(results, "tfrecorder", "handwritten")
     print(f"median: hand-written {harness.median(results, 'handwritten'):.0f} images/s, "
           f"tfrecorder {harness.median(results, 'tfrecorder'):.0f} images/s, "
-          f"tfrecorder / hand-written {ratio:.2f} (target >= 3)")
+          f"tfrecorder / hand-written {ratio:.2f} (target >= 3); the validation ceiling "
+          f"{harness.median(results, 'ceiling'):.0f} images/s, "
+          f"{harness.median_ratio(results, 'ceiling', 'handwritten'):.2f}x hand-written, "
+          f"tfrecorder at {harness.median_ratio(results, 'tfrecorder', 'ceiling'):.0%} of it")
 
     # A million box rows, of about 95,000 images: links to the JPEGs above (the driver
     # checks that every image exists, and reads none).
