@@ -208,6 +208,12 @@ def main() -> None:
           f"{harness.median_ratio(results, 'ceiling', 'handwritten'):.2f}x hand-written, "
           f"tfrecorder at {harness.median_ratio(results, 'tfrecorder', 'ceiling'):.0%} of it")
 
+    if args.box_rows:
+        box_rows_memory(args, paths, script)
+
+
+def box_rows_memory(args, paths: list[str], script: str) -> None:
+    """The driver's peak memory and seconds reading `args.box_rows` box rows."""
     # A million box rows, of about 95,000 images: links to the JPEGs above (the driver
     # checks that every image exists, and reads none).
     big = os.path.join(args.out, "detection-1m.csv")
