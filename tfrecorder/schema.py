@@ -280,6 +280,9 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, Seque
     if numbers is not None:
         return Column(name, kind), numbers
     if kind in ("int64", "float32") and column.dtype == object:
+        rows = _row_arrays(column, kind)
+        if rows is not None:
+            return rows
         cells = _number_lists(column, kind)
         if cells is not None:
             return Column(name, kind, (None,)), cells
@@ -442,6 +445,31 @@ def _number_lists(column: pd.Series, kind: str) -> np.ndarray | None:
     elif kinds == {list} and set(map(type, itertools.chain.from_iterable(values))) == {plain}:
         return values  # lists of Python numbers of the stored kind: kept
     return _objects_of(np.concatenate(grids))
+
+
+def _row_arrays(column: pd.Series, kind: str) -> tuple[Column, list] | None:
+    """A column whose cells are all 2-D arrays of k-value rows of the stored kind (a
+    detection table's boxes: each image's (n, 4) array), checked as one array: what the
+    value-by-value path stores (a flat list of Python numbers a cell), without a Python
+    object a box on the way. None leaves anything else to that path."""
+    values = column.to_numpy(dtype=object)
+    if not len(values) or set(map(type, values)) != {np.ndarray}:
+        return None
+    dtypes = {(v.ndim, v.dtype.kind, v.shape[-1] if v.ndim else None) for v in values}
+    if len(dtypes) != 1:
+        return None
+    ndim, dtype_kind, width = dtypes.pop()
+    if ndim != 2 or dtype_kind != ("f" if kind == "float32" else "i"):
+        return None
+    joined = np.concatenate(values.tolist())
+    if kind == "float32" and (np.isnan(joined).any() or
+                              (np.abs(joined[np.isfinite(joined)]) > _FLOAT32_MAX).any()):
+        return None
+    flat = joined.reshape(-1).tolist()
+    ends = np.cumsum([v.size for v in values]).tolist()
+    cells = [flat[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+    shape = (None, width) if len(flat) else (None,)
+    return Column(column.name, kind, shape), cells
 
 
 def _number_grid(values: np.ndarray, kind: str) -> np.ndarray | None:

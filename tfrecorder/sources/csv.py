@@ -49,7 +49,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
 def read_records(path: str) -> tuple[list[int], list[list[str]]]:
     """The file's non-blank records, parsed as `read_csv` parses them, and the line each
     starts on."""
-    return records_of(_decode(fs.read_bytes(path), path), path)
+    return records_of(decode(fs.read_bytes(path), path), path)
 
 
 def head_text(path: str, size: int) -> str:
@@ -88,7 +88,7 @@ def read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
         refuse_boxes: raise for AutoML rows with coordinates after their label
             (`detection.refuse_automl_boxes`).
     """
-    text = _decode(fs.read_bytes(path), path)
+    text = decode(fs.read_bytes(path), path)
     batches = _records(io.StringIO(text, newline=""), path)
     return next(_csv_frames(batches, path, header, names, base_dir, refuse_boxes))
 
@@ -160,8 +160,9 @@ def _refuse_utf16(path: str):
                       "order mark). Save it as UTF-8 (Excel: 'CSV UTF-8').")
 
 
-def _decode(data: bytes, path: str) -> str:
-    """The text of a UTF-8 file (a byte order mark dropped)."""
+def decode(data: bytes, path: str) -> str:
+    """The text of a UTF-8 file (a byte order mark dropped); shared with
+    `automl_detection`, which parses the text itself."""
     if data.startswith(_UTF16_MARKS):
         _refuse_utf16(path)
     try:

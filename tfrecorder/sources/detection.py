@@ -90,7 +90,10 @@ def check_objects(objects: Objects, column: str = BBOX) -> None:
             `rows` all the rows that hold one.
     """
     has_box = ~np.isnan(objects.boxes).any(axis=1)
-    labelled = np.array([not is_missing(label) for label in objects.labels], dtype=bool)
+    codes, labels = pd.factorize(np.asarray(objects.labels, dtype=object).reshape(-1))
+    # (each distinct label asked once; code -1, a missing one, reads the last: False)
+    labelled = np.array([not is_missing(label) for label in labels] + [False],
+                        dtype=bool)[codes]
     _refuse(objects, has_box & ~labelled, "label", (
         "with no label", "Every box needs its object's class: add it, or drop the box."))
     _refuse(objects, labelled & ~has_box, "label", (
@@ -117,11 +120,16 @@ def _refuse(objects: Objects, bad: np.ndarray, column: str, words: tuple[str, st
     raise SchemaError(f"{objects.source} has {count(len(positions), 'object')} {what}: "
                       f"{shown}{more}. {fix}",
                       column=column,
-                      rows=list(dict.fromkeys(objects.rows[i] for i in positions)))
+                      rows=list(dict.fromkeys(_plain(objects.rows[i]) for i in positions)))
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (as messages and `rows` show it)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def images_in_order(uris: Sequence[str], splits: Sequence | None, lines: Sequence,
-                    where: str = "line") -> tuple[list[int], np.ndarray]:
+                    where: str = "line") -> tuple[np.ndarray, np.ndarray]:
     """The entries (a source's lines) that first name each image, in order of first
     appearance, and each entry's image by that order: a source of one line an object
     becomes a table of one row an image.
@@ -129,22 +137,24 @@ def images_in_order(uris: Sequence[str], splits: Sequence | None, lines: Sequenc
     Raises:
         SchemaError: for an image whose entries name two splits, naming the lines.
     """
-    first: list[int] = []
-    seen: dict[str, int] = {}
-    image_of = np.empty(len(uris), dtype=np.int64)
+    # pd.factorize numbers the images in order of first appearance, in C.
+    image_of, _ = pd.factorize(np.asarray(uris, dtype=object), use_na_sentinel=False)
+    image_of = image_of.astype(np.int64)
+    first = np.unique(image_of, return_index=True)[1]
     conflicts: dict[int, int] = {}  # image -> the first entry that disagrees
-    for i, uri in enumerate(uris):
-        image = seen.setdefault(uri, len(first))
-        if image == len(first):
-            first.append(i)
-        elif splits is not None and image not in conflicts and \
-                _split_of(splits[i]) != _split_of(splits[first[image]]):
-            conflicts[image] = i
-        image_of[i] = image
+    if splits is not None:
+        codes, cells = pd.factorize(np.asarray(splits, dtype=object), use_na_sentinel=False)
+        named, _ = pd.factorize(np.array([_split_of(c) for c in cells], dtype=object))
+        named = named[codes]
+        differ = np.flatnonzero(named != named[first[image_of]])
+        at = np.unique(image_of[differ], return_index=True)[1]
+        for i in sorted(differ[at].tolist()):
+            conflicts[int(image_of[i])] = i
     if conflicts:
         shown = "; ".join(
-            f"{uris[i]!r} is {_shown(splits[first[image]])} at {where} "
-            f"{lines[first[image]]} and {_shown(splits[i])} at {where} {lines[i]}"
+            f"{_plain(uris[i])!r} is {_shown(splits[first[image]])} at {where} "
+            f"{_plain(lines[first[image]])} and {_shown(splits[i])} at {where} "
+            f"{_plain(lines[i])}"
             for image, i in list(conflicts.items())[:_EXAMPLES])
         more = f"; and {len(conflicts) - _EXAMPLES} more images" \
             if len(conflicts) > _EXAMPLES else ""
@@ -152,7 +162,7 @@ def images_in_order(uris: Sequence[str], splits: Sequence | None, lines: Sequenc
             f"{count(len(conflicts), 'image')} under two splits: {shown}{more}. An image "
             "belongs to one split (a test image the model trains on tests nothing): give "
             "all the lines of an image the same one.", column="split",
-            rows=[lines[i] for image, i in conflicts.items()])
+            rows=[_plain(lines[i]) for image, i in conflicts.items()])
     return first, image_of
 
 
@@ -162,6 +172,7 @@ def _split_of(cell) -> str:
 
 
 def _shown(cell) -> str:
+    cell = _plain(cell)
     return repr(cell) if not is_missing(cell) else "unassigned (blank)"
 
 
@@ -182,11 +193,16 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
     order = np.argsort(objects.image, kind="stable")
 
     def per_image(values) -> pd.Series:
-        ordered = [values[i] for i in order]
+        ordered = np.asarray(values, dtype=object)[order].tolist() \
+            if isinstance(values, np.ndarray) else [values[i] for i in order]
         return pd.Series([ordered[start:end] for start, end in zip([0, *ends[:-1]], ends)],
                          index=images.index, dtype=object)
 
-    columns = {"label": per_image(objects.labels), BBOX: per_image(objects.boxes.tolist())}
+    # Boxes go to validate as each image's (n, 4) array (views of one array): typed a
+    # column at a time (`schema.input_column`), with no list a box.
+    boxes = np.split(objects.boxes[order], ends[:-1])
+    columns = {"label": per_image(objects.labels),
+               BBOX: pd.Series(_objects_of(boxes), index=images.index, dtype=object)}
     columns.update((name, per_image(values)) for name, values in objects.extras.items())
     schema = {name: OBJECT_INPUTS[name] for name in columns if name in OBJECT_INPUTS}
     if label_type is not None:
@@ -195,6 +211,12 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
                      schema={**schema, **(options.schema or {})},
                      fill_missing=options.fill_missing, split=options.split)
     return as_detection(table, source, masks)
+
+
+def _objects_of(values: list) -> np.ndarray:
+    found = np.empty(len(values), dtype=object)
+    found[:] = values
+    return found
 
 
 def as_detection(table: Table, source: pd.DataFrame, masks: Sequence | None) -> Table:
