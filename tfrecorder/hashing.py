@@ -113,17 +113,41 @@ def _list_words(values: np.ndarray) -> np.ndarray:
     for length in np.unique(lengths).tolist():
         at = np.flatnonzero(lengths == length)
         grid = _number_grid(values[at], length)
-        words[at] = grid_words(grid) if grid is not None else np.fromiter(
-            (_value_word(v) for v in values[at]), np.uint64, len(at))
+        if grid is not None:
+            words[at] = grid_words(grid)
+            continue
+        items = _scalar_items(values[at])  # lists of text (a detection row's classes)
+        words[at] = _folded(_scalar_words(items).reshape(len(at), length)) \
+            if items is not None else np.fromiter(
+                (_value_word(v) for v in values[at]), np.uint64, len(at))
     return words
+
+
+def _scalar_items(cells: np.ndarray) -> np.ndarray | None:
+    """The items of list cells, flat, as objects, when none is itself a list; else None."""
+    flat = [x for cell in cells.tolist()
+            for x in (cell.tolist() if isinstance(cell, np.ndarray) else cell)]
+    if any(isinstance(x, _LIST_TYPES) for x in flat):
+        return None
+    found = np.empty(len(flat), dtype=object)
+    found[:] = flat
+    return found
 
 
 def grid_words(grid: np.ndarray) -> np.ndarray:
     """The words of list cells held as one rows x k array of float64s (or int64s): the
     same words as the cells' (`_value_word`), a column of items at a time."""
-    folded = _mix(np.full(len(grid), _LIST_SEED ^ grid.shape[1], dtype=np.uint64))
-    for item in range(grid.shape[1]):
-        folded = _mix(folded ^ cell_words(grid[:, item]))
+    return _folded(np.stack([cell_words(grid[:, item]) for item in range(grid.shape[1])],
+                            axis=1) if grid.shape[1] else np.empty((len(grid), 0), np.uint64))
+
+
+def _folded(item_words: np.ndarray) -> np.ndarray:
+    """The words of list cells from their items' words (rows x k): `_value_word`'s fold,
+    a column of items at a time."""
+    folded = _mix(np.full(len(item_words), _LIST_SEED ^ item_words.shape[1],
+                          dtype=np.uint64))
+    for item in range(item_words.shape[1]):
+        folded = _mix(folded ^ item_words[:, item])
     return folded
 
 
