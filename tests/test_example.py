@@ -46,9 +46,22 @@ def test_bytes_do_not_depend_on_key_order():
     assert encode_example({"a": 1, "b": b"x"}) == encode_example({"b": b"x", "a": 1})
 
 
+@pytest.mark.parametrize("values, kind", [
+    ([0.1, 0.2, 0.6, 0.3], "float"), ([3, 1, 2], "int64"), ([1, 2.5], "float"),
+    ([0.5, True], "float"), ([True, 2, -7, 2**40], "int64"), ([2.0, 3], "float"),
+    ([-1.5, 1e30, 0.0], "float"),
+])
+def test_lists_of_numbers_are_the_bytes_tensorflow_writes(values, kind):
+    """Lists of numbers are packed in one pass (`example._numbers`); the kind is the one
+    the item-by-item rules give: ints only -> int64, any float -> float."""
+    theirs = tf_example(x=(kind, values)).SerializeToString()
+    assert encode_example({"x": values}) == theirs
+
+
 def test_rejects_values_tf_example_cannot_hold():
-    with pytest.raises(TypeError, match="cannot store"):
-        encode_example({"mixed": [1, b"x"]})
+    for mixed in ([1, b"x"], [0.5, "a"], [1.5, None], [2, [3]]):
+        with pytest.raises(TypeError, match="cannot store"):
+            encode_example({"mixed": mixed})
 
 
 # --- decoding ----------------------------------------------------------------------------
