@@ -26,7 +26,7 @@ from tfrecorder.errors import (
     TooManyRejectedError,
 )
 from tfrecorder.example import decode_example
-from tfrecorder.layouts import MASK, OBJECT_FEATURES, layout_named
+from tfrecorder.layouts import MASK, OBJECT_FEATURES, label_map_of, layout_named
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
     LABEL,
@@ -217,9 +217,9 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
             statistics[split] = split_statistics([_facts(w) for w in shards], num_classes,
                                                  objects=header.task == "detection")
     rejected = Rejected(REJECTED, len(written.rejections), rejection_reasons(written.rejections))
-    layout = layout_named(header.layout, header.labels.vocabulary if header.labels else None)
-    if layout.writes_label_map and header.task == "detection":
-        folder.write_bytes(LABEL_MAP, layout.label_map().encode())
+    label_map = label_map_of(header)
+    if label_map is not None:
+        folder.write_bytes(LABEL_MAP, label_map.encode())
     manifest = header.finished(splits, rejected, statistics, duplicates)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])

@@ -48,7 +48,6 @@ class Layout:
     record's classes are `objects/label`, following TFDS's detection datasets."""
 
     name = "tfrecorder"
-    writes_label_map = False
 
     def __init__(self, vocabulary: tuple[str, ...] | None = None):
         self.vocabulary = vocabulary  # the classes' names (None: integer labels)
@@ -87,6 +86,10 @@ class Layout:
         """Parsed features (tensors) by canonical name: as they are, here."""
         return parsed
 
+    def label_map(self, task: str) -> str | None:
+        """The `label_map.pbtxt` a dataset of `task` holds (None: none)."""
+        return None
+
     def values(self, features: Mapping[str, list]) -> dict[str, list]:
         """The read form without TensorFlow: a record's features as stored (lists, as
         `example.decode_example` gives them) by canonical name, boxes flat as (ymin,
@@ -108,6 +111,17 @@ _TF_OBJECT_CLASS, _TF_OBJECT_TEXT = "image/object/class/label", "image/object/cl
 _TF_SEGMENTATION = "image/segmentation/class/encoded"
 _TF_SEGMENTATION_FORMAT = "image/segmentation/class/format"
 _TF_SOURCE_ID, _TF_SHA256 = "image/source_id", "image/key/sha256"
+# Canonical name -> stored key, for the features stored under one key of their own (None:
+# not stored); and the way back, for the read forms. Boxes and object classes, which
+# are stored otherwise (four lists; ids from 1), are handled apart.
+_TF_KEYS = {**_TF_IMAGE, **_TF_OBJECTS, LABEL: _TF_CLASS, SEGMENTATION_MASK: _TF_SEGMENTATION,
+            "image_uri": None, SPLIT: None}
+_TF_NAMES = {key: name for name, key in _TF_KEYS.items() if key is not None}
+# `key`: where each canonical name is found (boxes: their first corner's list).
+_TF_KEY_OF = {**_TF_KEYS, OBJECT_LABEL: _TF_OBJECT_CLASS, BBOX: _TF_BOX[0]}
+# Stored for TensorFlow's models, never read back: the read forms leave them out.
+_TF_UNREAD = {_TF_SOURCE_ID, _TF_SHA256, _TF_CLASS_TEXT, _TF_OBJECT_TEXT,
+              _TF_SEGMENTATION_FORMAT}
 
 
 class TFModelsLayout(Layout):
@@ -121,7 +135,6 @@ class TFModelsLayout(Layout):
     it."""
 
     name = "tf_models"
-    writes_label_map = True
 
     def record(self, values: dict, position: int) -> dict:
         found = {_TF_IMAGE[name]: values.pop(name) for name in list(values)
@@ -183,40 +196,22 @@ class TFModelsLayout(Layout):
         return found
 
     def key(self, name: str) -> str | None:
-        keys = {**_TF_IMAGE, **_TF_OBJECTS, LABEL: _TF_CLASS, OBJECT_LABEL: _TF_OBJECT_CLASS,
-                SEGMENTATION_MASK: _TF_SEGMENTATION, BBOX: _TF_BOX[0],
-                "image_uri": None, SPLIT: None}
-        return keys.get(name, name)
+        return _TF_KEY_OF.get(name, name)
 
     def canonical(self, parsed: dict) -> dict:
         """Parsed features by canonical name: boxes stacked to [n, 4] as (ymin, xmin,
         ymax, xmax), object classes 0-based again."""
         import tensorflow as tf
 
-        found = {}
-        keys = {value: name for name, value in {**_TF_IMAGE, **_TF_OBJECTS}.items()}
-        keys.update({_TF_CLASS: LABEL, _TF_SEGMENTATION: SEGMENTATION_MASK})
-        for key, value in parsed.items():
-            if key in keys:
-                found[keys[key]] = value
-            elif key == _TF_OBJECT_CLASS:
-                found[OBJECT_LABEL] = value - 1
-            elif key in _TF_BOX or key in (_TF_SOURCE_ID, _TF_SHA256, _TF_CLASS_TEXT,
-                                           _TF_OBJECT_TEXT, _TF_SEGMENTATION_FORMAT):
-                continue
-            else:
-                found[key] = value  # an input
+        found = _renamed(parsed)
+        if _TF_OBJECT_CLASS in parsed:
+            found[OBJECT_LABEL] = parsed[_TF_OBJECT_CLASS] - 1
         if _TF_BOX[0] in parsed:
             found[BBOX] = tf.stack([parsed[key] for key in _TF_BOX], axis=-1)
         return found
 
     def values(self, features: Mapping[str, list]) -> dict[str, list]:
-        names = {value: name for name, value in {**_TF_IMAGE, **_TF_OBJECTS}.items()}
-        names.update({_TF_CLASS: LABEL, _TF_SEGMENTATION: SEGMENTATION_MASK})
-        dropped = {*_TF_BOX, _TF_SOURCE_ID, _TF_SHA256, _TF_CLASS_TEXT, _TF_OBJECT_TEXT,
-                   _TF_SEGMENTATION_FORMAT}
-        found = {names.get(key, key): value for key, value in features.items()
-                 if key not in dropped and key != _TF_OBJECT_CLASS}
+        found = _renamed(features)
         if _TF_OBJECT_CLASS in features:
             found[OBJECT_LABEL] = [i - 1 for i in features[_TF_OBJECT_CLASS]]
         if any(key in features for key in _TF_BOX):
@@ -225,11 +220,21 @@ class TFModelsLayout(Layout):
             found[BBOX] = [corner[i] for i in range(count) for corner in corners]
         return found
 
-    def label_map(self) -> str:
-        """`label_map.pbtxt`: the Object Detection API's StringIntLabelMap, ids from 1."""
+    def label_map(self, task: str) -> str | None:
+        """`label_map.pbtxt` of a detection dataset: the Object Detection API's
+        StringIntLabelMap, ids from 1."""
+        if task != "detection":
+            return None
         return "".join(f"item {{\n  id: {i}\n  name: {_quoted(name)}\n  display_name: "
                        f"{_quoted(name)}\n}}\n"
                        for i, name in enumerate(self.vocabulary or (), start=1))
+
+
+def _renamed(stored: Mapping) -> dict:
+    """tf_models features by canonical name, but for boxes and object classes (which
+    the read forms put together themselves) and the keys never read back."""
+    return {_TF_NAMES.get(key, key): value for key, value in stored.items()
+            if key not in _TF_UNREAD and key not in _TF_BOX and key != _TF_OBJECT_CLASS}
 
 
 def _quoted(text: str) -> str:
@@ -237,6 +242,13 @@ def _quoted(text: str) -> str:
 
 
 LAYOUTS = {"tfrecorder": Layout, "tf_models": TFModelsLayout}
+
+
+def label_map_of(manifest) -> str | None:
+    """The `label_map.pbtxt` a dataset with this manifest (or header) holds, or None."""
+    labels = manifest.labels
+    return layout_named(manifest.layout, labels.vocabulary if labels else None
+                        ).label_map(manifest.task)
 
 
 @functools.lru_cache(maxsize=8)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import numbers
 import os
@@ -298,6 +299,15 @@ class ImageOptions(_Checked):
         "Detection API decoders read, with a `label_map.pbtxt`). `load`, `verify`, `info` "
         "and `show` read both.", "choice", choices=LAYOUTS,
         help="feature names: tfrecorder's, or tf_models (image/encoded, image/object/...)")
+
+    @functools.cached_property
+    def record_layout(self):
+        """The `layouts.Layout` that names the records' features, built once per options
+        object (a worker encodes every row with it): with the classes' names, where the
+        plan gave them (`RecordOptions`)."""
+        from tfrecorder.layouts import layout_named
+
+        return layout_named(self.layout, getattr(self, "class_names", None))
 
     def __post_init__(self):
         self._require("layout", self.layout in LAYOUTS,

@@ -53,7 +53,6 @@ from tfrecorder.image_checks import (
     png_header,
     with_pillow,
 )
-from tfrecorder.layouts import layout_named
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
     SIGNATURES,
@@ -77,7 +76,7 @@ def encode_row(row: Row, options: ImageOptions,
     file is read now. The engines pass readers that fetched ahead (`prefetch`).
     """
     features = record_features(row.split, row.label, row.inputs)
-    layout = layout_named(options.layout, getattr(options, "class_names", None))
+    layout = options.record_layout
     if row.image is not None:  # held in memory: bytes as a file's, or pixels
         data = image_data(row.image)
         if isinstance(data, bytes) and not data:

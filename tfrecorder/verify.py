@@ -33,7 +33,7 @@ from enum import StrEnum
 
 from tfrecorder import fs
 from tfrecorder.errors import StorageError, VerificationError
-from tfrecorder.layouts import layout_named
+from tfrecorder.layouts import label_map_of
 from tfrecorder.load import shard_records
 from tfrecorder.manifest import (
     LABEL_MAP,
@@ -249,11 +249,7 @@ def _check_files(path: str, manifest: Manifest) -> tuple[list[Problem], set[str]
 def _label_map(manifest: Manifest) -> str | None:
     """The `label_map.pbtxt` the dataset must hold (the tf_models layout writes one for
     detection, its classes with ids from 1), or None."""
-    labels = manifest.labels
-    layout = layout_named(manifest.layout, labels.vocabulary if labels else None)
-    if layout.writes_label_map and manifest.task == "detection":
-        return layout.label_map()
-    return None
+    return label_map_of(manifest)
 
 
 def _check_label_map(path: str, expected: str, present: set[str]) -> list[Problem]:

@@ -67,15 +67,6 @@ def _has_header(records: list[list[str]]) -> bool:
         looks_like_path(cell) for cell in records[0])
 
 
-def _lead(records: list[list[str]], base_dir: str) -> int:
-    """Where the label is: 2 after a split column, else 1. The first column is the split
-    unless every first cell looks like an image path (as `csv` tells AutoML's columns)."""
-    first = [r[0] for r in records]
-    paths = all(looks_like_path(cell) for cell in first) or \
-        first_local_file_is_image(first[:SAMPLE], base_dir)
-    return 1 if paths else 2
-
-
 def read(path: str, base_dir: str, options: TableOptions) -> Table:
     """The file's detection table; with task="classification", its classification
     table, as `csv` reads it.
