@@ -164,22 +164,49 @@ def _with_protocol(uri: str, path: str) -> str:
 
 def read_bytes(uri: str) -> bytes:
     if not is_remote(uri):
-        with _open_regular(local_path(uri)) as f:
-            return f.read()
+        return _read_regular(local_path(uri))
     with storage_errors(uri):
         return filesystem(uri).cat_file(uri)
+
+
+def _read_regular(path: str) -> bytes:
+    """A regular file's bytes, read with raw system calls into one buffer of its size:
+    13 us for a 55 KB JPEG, against 19-44 us through a buffered file object, which
+    matters when every image of a run is read here (docs/performance.md)."""
+    fd, size = _regular_fd(path)
+    try:
+        data = os.read(fd, size + 1)  # one byte more: a file that grew is read to its end
+        if len(data) == size:
+            return data
+        parts = [data]  # a file that changed size, or a read cut short (over 2 GB)
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def _open_regular(path: str) -> BinaryIO:
     """Opens a regular file to read. Anything else (a FIFO, a device, a folder) is an
     OSError: opening a FIFO would wait for a writer forever, a device never ends."""
+    fd, _ = _regular_fd(path)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _regular_fd(path: str) -> tuple[int, int]:
+    """A blocking descriptor open on the regular file at `path`, and the file's size
+    (see `_open_regular`)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, not_regular(mode), path)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, not_regular(status.st_mode), path)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd, status.st_size
     except BaseException:
         os.close(fd)
         raise

@@ -1,0 +1,32 @@
+"""`fs`: local reads, whatever the file's size says."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tfrecorder import fs
+
+
+def test_a_file_is_read_whole(tmp_path):
+    data = os.urandom(300_000)
+    (tmp_path / "a.bin").write_bytes(data)
+    assert fs.read_bytes(str(tmp_path / "a.bin")) == data
+    (tmp_path / "empty").write_bytes(b"")
+    assert fs.read_bytes(str(tmp_path / "empty")) == b""
+
+
+def test_a_file_larger_than_its_size_says_is_read_to_its_end():
+    # /proc files are regular files whose size reads 0: one read of the stated size
+    # would give a byte, not the file.
+    with open("/proc/self/maps", "rb") as f:
+        expected_start = f.read(40)
+    found = fs.read_bytes("/proc/self/maps")
+    assert len(found) > 1_000 and found.startswith(expected_start)
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(OSError, match="a FIFO, not a regular file"):
+        fs.read_bytes(str(tmp_path / "pipe"))
