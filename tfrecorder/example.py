@@ -44,10 +44,15 @@ def _header(number: int, length: int) -> bytes:
 
 def _feature(value: FeatureValue) -> list[bytes]:
     """The parts of one Feature message (headers and payloads, not yet joined)."""
-    if type(value) is int:  # the commonest feature: one int64, written in one go
+    kind = type(value)
+    if kind is int:  # the commonest feature: one int64, written in one go
         packed = _varint(value)
         int64s = _header(1, len(packed)) + packed
         return [_header(_INT64_LIST, len(int64s)) + int64s]
+    if kind is bytes or kind is str:  # one image, name or text: no list built
+        data = value.encode() if kind is str else value
+        item = _header(1, len(data))
+        return [_header(_BYTES_LIST, len(item) + len(data)), item, data]
     values = [value] if isinstance(value, (bytes, str, int, float)) else list(value)
     if not values:  # an empty Feature, which TensorFlow parses as an empty list of any type
         return []
