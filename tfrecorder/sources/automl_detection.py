@@ -145,7 +145,7 @@ class _Cells:
         fields = np.diff(bounds) + 1
         del raw, commas, bounds
         width = int(fields.max())
-        frame = pd.read_csv(io.StringIO(text), header=None, names=range(width), dtype=str,
+        frame = pd.read_csv(io.StringIO(text), header=None, names=range(width), dtype=object,
                             keep_default_na=False, na_filter=False, skip_blank_lines=False,
                             engine="c")
         del text
