@@ -21,6 +21,7 @@ from helpers import (
     read_split,
     shard_bytes,
     start_slow_run,
+    write_image,
 )
 
 import tfrecorder
@@ -367,3 +368,29 @@ def test_an_unknown_keyword_is_a_type_error_that_suggests_the_option(tmp_path):
     with pytest.raises(TypeError, match="unexpected keyword argument 'zzz'$"):
         table.tensorflow.to_tfrecord(tmp_path / "out", zzz=2)
     assert not (tmp_path / "out").exists()
+
+
+def test_rejected_csv_names_a_csv_files_physical_lines_and_reads_back_whole(tmp_path):
+    """A CSV source's rejected rows are named by the physical line their record starts
+    on (as its errors are), past a file name quoted over two lines and a blank line; and
+    a cell holding a lone carriage return is quoted, so rejected.csv holds one record a
+    rejected row."""
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("a.jpg", "b.jpg", "two\nlines.jpg"):
+        write_image(images / name, seed=len(name))
+    (images / "bad.jpg").write_text("hello")
+    (images / "carriage\rreturn.jpg").write_text("hello")
+    source = tmp_path / "t.csv"
+    source.write_text('TRAIN,images/a.jpg,cat\nTRAIN,"images/two\nlines.jpg",dog\n\n'
+                      'TRAIN,images/bad.jpg,cat\nTRAIN,"images/carriage\rreturn.jpg",dog\n'
+                      "TRAIN,images/b.jpg,dog\n", newline="")
+    out = tmp_path / "out"
+    result = tfrecorder.convert(str(source), str(out), progress=False, num_workers=1)
+
+    assert (result.num_records, result.num_rejected) == (3, 2)
+    with open(out / "rejected.csv", newline="") as f:
+        rejected = list(csv.DictReader(f))
+    assert [(r["line"], r["image_uri"]) for r in rejected] == [
+        ("5", "images/bad.jpg"), ("6", "images/carriage\rreturn.jpg")]
+    assert tfrecorder.verify(str(out)).ok
