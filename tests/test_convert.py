@@ -16,6 +16,7 @@ from helpers import (
     download,
     image_bytes,
     make_image,
+    partly_labelled_csv,
     pixels,
     read_manifest,
     read_split,
@@ -394,3 +395,40 @@ def test_rejected_csv_names_a_csv_files_physical_lines_and_reads_back_whole(tmp_
     assert [(r["line"], r["image_uri"]) for r in rejected] == [
         ("5", "images/bad.jpg"), ("6", "images/carriage\rreturn.jpg")]
     assert tfrecorder.verify(str(out)).ok
+
+
+def test_unlabelled_rows_are_written_without_a_label_and_counted(tmp_path):
+    """A partly labelled AutoML CSV converts: a blank label's record holds no label
+    feature at all (no id a reader could train on), and the manifest counts it."""
+    source = partly_labelled_csv(tmp_path)
+    out = str(tmp_path / "out")
+    result = tfrecorder.convert(source, out, progress=False, num_workers=1)
+    assert (result.num_records, result.num_rejected) == (8, 0)
+    import tensorflow as tf
+
+    labels = {}
+    for split in ("train", "validation", "test"):
+        for path in tf.io.gfile.glob(os.path.join(out, f"{split}-*")):
+            for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+                features = tf.train.Example.FromString(record).features.feature
+                name = features["image_name"].bytes_list.value[0].decode()
+                labels[name] = (list(features["label"].int64_list.value)
+                                if "label" in features else None)
+    assert labels == {"0.jpg": [0], "1.jpg": None, "2.jpg": [1], "3.jpg": None,
+                      "4.jpg": [0], "5.jpg": [1], "6.jpg": None, "7.jpg": [1]}
+    manifest = read_manifest(out)
+    assert {split: s["unlabeled"] for split, s in manifest["statistics"].items()} == {
+        "train": 2, "validation": 0, "test": 1}
+    assert manifest["labels"]["vocabulary"] == ["cat", "dog"]
+    chunked = str(tmp_path / "chunked")
+    tfrecorder.convert(source, chunked, progress=False, num_workers=1, chunk_rows=3)
+    assert shard_bytes(chunked) == shard_bytes(out)
+
+
+def test_unlabeled_error_refuses_a_partly_labelled_csv_naming_its_lines(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(tfrecorder.SchemaError, match=r"column 'label' is blank at rows 2, 4, "
+                       r"7 \(3 of 8 rows\)\. .* unlabeled='keep'"):
+        tfrecorder.convert(partly_labelled_csv(tmp_path), str(out), progress=False,
+                           unlabeled="error")
+    assert not out.exists()

@@ -154,3 +154,30 @@ def test_same_input_same_plan():
 def test_bad_plan_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         plan_for(5, **options)
+
+
+def test_unlabelled_rows_get_no_id_and_no_label_in_their_rows():
+    """A blank label is no class: id -1 in the plan (never stored), None in the rows the
+    workers encode, whichever way ids are given."""
+    table, plan = plan_for(4, labels=["dog", None, "cat", ""])
+    assert plan.label_vocabulary == ("cat", "dog") and plan.label_ids == (1, -1, 0, -1)
+    labels = {row.position: row.label for row in planned_rows(plan, table)}
+    assert labels == {0: 1, 1: None, 2: 0, 3: None}
+    _, plan = plan_for(3, labels=[2, None, 0], class_names=["a", "b", "c"])
+    assert plan.label_ids == (2, -1, 0)
+    _, plan = plan_for(3, labels=["dog", None, "emu"], label_vocabulary=["emu", "dog"])
+    assert plan.label_ids == (1, -1, 0)
+
+
+def test_unlabeled_error_refuses_blank_labels_naming_the_rows():
+    frame = pd.DataFrame({"image_uri": ["/a.jpg", "/b.jpg", "/c.jpg"],
+                          "label": ["a", None, "b"]}, index=[100, 200, 300])
+    options = ConvertOptions.from_keywords(unlabeled="error").split
+    with pytest.raises(SchemaError) as caught:
+        plan_labels(load_table(frame), options)
+    assert str(caught.value) == (
+        "column 'label' is blank at row 200 (1 of 3 rows). Give those rows a label, or "
+        "pass unlabeled='keep' to write them without one (supervised pairs leave them out).")
+    assert (caught.value.column, caught.value.rows, caught.value.option) == (
+        "label", [200], "unlabeled")
+    assert caught.value.fix == (Option("unlabeled", "keep"),)

@@ -35,6 +35,7 @@ IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
 DUPLICATES = ("warn", "drop", "error")
 NEW_LABELS = ("error", "append")
+UNLABELED = ("keep", "error")
 # What a table's labels describe ("auto": told from the source's columns and content).
 TASKS = ("auto", "classification", "detection", "segmentation")
 # Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
@@ -208,6 +209,15 @@ class SplitOptions(_Checked):
         help="labels that --label-vocabulary lacks: error refuses them, naming their rows; "
              "append gives them the next ids, in sorted order")
 
+    unlabeled: str = option(
+        "keep", "what becomes of a row whose label cell is blank (AutoML imports unlabelled "
+        "images): \"keep\" writes its record without a label feature and counts it "
+        "(`info`, the manifest's statistics; `load(as_supervised=True)` leaves it out); "
+        "\"error\" refuses the table before any image is read, naming the rows.",
+        "choice", choices=UNLABELED,
+        help="rows with a blank label: keep writes them without a label (load's supervised "
+             "pairs leave them out); error refuses the table, naming them")
+
     def __post_init__(self):
         try:
             fractions = tuple(float(f) for f in self.unassigned_split)
@@ -241,6 +251,8 @@ class SplitOptions(_Checked):
                                   "one of them.", option="class_names")
         self._require("new_labels", self.new_labels in NEW_LABELS,
                       f"one of {', '.join(map(repr, NEW_LABELS))}")
+        self._require("unlabeled", self.unlabeled in UNLABELED,
+                      f"one of {', '.join(map(repr, UNLABELED))}")
 
     @property
     def fractions(self) -> tuple[float, float, float]:

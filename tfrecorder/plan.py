@@ -152,6 +152,8 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
                               "has no label column. Leave it out, or say which column is "
                               "the label (", Option("schema"), ").", option="label_vocabulary")
         return None, None
+    if not table.multi_label:
+        _check_unlabeled(table, options)
     if names is not None and given is None:
         return _named_classes(table, names, options.class_names is not None)
     if not table.multi_label:
@@ -164,12 +166,36 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
     return vocabulary, _ids(labels, vocabulary, table.multi_label)
 
 
+def unlabeled_rows(table: Table) -> pd.Index:
+    """The rows whose label cell is blank (`sources.labels.row_labels` gives them None)."""
+    if not table.has_labels or table.multi_label:
+        return table.rows.index[:0]
+    return table.rows.index[table.rows[LABEL].isna().to_numpy()]
+
+
+def _check_unlabeled(table: Table, options: SplitOptions) -> None:
+    """Raises for unlabelled rows when `unlabeled="error"`; by default they are kept, and
+    their records hold no label."""
+    missing = unlabeled_rows(table)
+    if len(missing) and options.unlabeled == "error":
+        raise SchemaError(
+            f"column {LABEL!r} is blank at {name_rows(missing)} ({len(missing):,} of "
+            f"{len(table.rows):,} rows). Give those rows a label, or pass ",
+            Option("unlabeled", "keep"), " to write them without one (supervised pairs "
+            "leave them out).", column=LABEL, rows=missing.tolist(), option="unlabeled")
+    if len(missing):
+        logger.info("%d of %d rows have no label; their records hold none",
+                    len(missing), len(table.rows))
+
+
 def _named_classes(table: Table, names: tuple[str, ...], given: bool
                    ) -> tuple[tuple[str, ...], RowColumn | tuple]:
     """`plan_labels` for integer labels that `class_names` (or the source's ClassLabel)
     names: the ids are the labels themselves, the vocabulary the names."""
     column = table.rows[LABEL]
     labels = column.tolist() if table.multi_label else None
+    if labels is None:  # unlabelled rows (None) keep id -1, as in `_single_labels`
+        column = column.dropna()
     flat = pd.Series([v for row in labels for v in row]) if labels is not None else column
     where = "class_names" if given else "the source's class names"
     if len(flat) and not pd.api.types.is_integer_dtype(flat.infer_objects()):
@@ -192,15 +218,18 @@ def _named_classes(table: Table, names: tuple[str, ...], given: bool
             option="class_names" if given else None)
     if labels is not None:
         return names, tuple([int(v) for v in row] for row in labels)
-    return names, RowColumn(column.to_numpy(dtype=np.int64))
+    ids = np.full(len(table.rows), -1, dtype=np.int64)
+    ids[table.rows.index.get_indexer(column.index)] = column.to_numpy(dtype=np.int64)
+    return names, RowColumn(ids)
 
 
 def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | None,
                                                                     RowColumn]:
     """`plan_labels` for one label a row, each distinct label looked at once: the ids
-    are the codes pandas' C factorizer gives, renumbered by the vocabulary."""
+    are the codes pandas' C factorizer gives, renumbered by the vocabulary. An
+    unlabelled row (None) has id -1, which no record stores (`PlannedTable.labels_at`)."""
     column = table.rows[LABEL]
-    codes, distinct = pd.factorize(column, use_na_sentinel=False)
+    codes, distinct = pd.factorize(column, use_na_sentinel=True)
     distinct = list(distinct)
     vocabulary = _with_given(table, column.tolist, distinct, options)
     if vocabulary is None:
@@ -208,7 +237,8 @@ def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...]
     else:
         index = {value: i for i, value in enumerate(vocabulary)}
         ids = np.array([index[value] for value in distinct], dtype=np.int64)
-    return vocabulary, RowColumn(ids[codes] if len(ids) else np.empty(0, np.int64))
+    ids = np.append(ids, -1)  # code -1, a missing label, takes the last
+    return vocabulary, RowColumn(ids[codes])
 
 
 def _with_given(table: Table, labels: Callable[[], list], every_label: list,
@@ -432,8 +462,13 @@ class PlannedTable:
                 self.inputs[c.name] = column.to_numpy(dtype=object)
 
     def labels_at(self, positions: np.ndarray) -> list:
-        return [None] * len(positions) if self.labels is None else \
-            self.labels[positions].tolist()
+        """The labels at `positions`; None for an unlabelled row (id -1 in the plan)."""
+        if self.labels is None:
+            return [None] * len(positions)
+        taken = self.labels[positions]
+        if taken.dtype == object or not (taken < 0).any():
+            return taken.tolist()
+        return [None if label < 0 else label for label in taken.tolist()]
 
     def rows(self, positions: np.ndarray, split: Split) -> list[Row]:
         """The rows at `positions`, all of `split`, as `records.encode_row` takes them."""

@@ -98,7 +98,10 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
                                        [split_cell(split)])
     multi_label = False
     if label_columns(types):
-        rows["label"], multi_label = row_labels(frame, label_columns(types), types)
+        labels, multi_label = row_labels(frame, label_columns(types), types)
+        # Unlabelled rows' None kept as it is: pandas would make ids with a NaN floats.
+        rows["label"] = labels if multi_label or None not in labels else \
+            pd.Series(labels, index=frame.index, dtype=object)
     columns = []
     for name in inputs:
         type_name = types[name]
