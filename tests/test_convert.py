@@ -432,3 +432,18 @@ def test_unlabeled_error_refuses_a_partly_labelled_csv_naming_its_lines(tmp_path
         tfrecorder.convert(partly_labelled_csv(tmp_path), str(out), progress=False,
                            unlabeled="error")
     assert not out.exists()
+
+
+def test_stratify_is_recorded_and_gives_exact_splits(tmp_path):
+    """90 UNASSIGNED rows of 3 labels: 72/9/9 with stratify, recorded in the manifest
+    (a resumed run with other splits is refused); without it the manifest is as before."""
+    table = pd.DataFrame({"x": np.arange(90.0), "label": ["a", "b", "c"] * 30})
+    out = tmp_path / "out"
+    tfrecorder.convert(table, str(out), progress=False, stratify=True)
+    manifest = read_manifest(out)
+    assert manifest["options"]["stratify"] is True
+    assert [manifest["splits"][s]["num_records"] for s in ("train", "validation", "test")] \
+        == [72, 9, 9]
+    assert [manifest["statistics"]["test"]["class_counts"]] == [[3, 3, 3]]
+    tfrecorder.convert(table, str(tmp_path / "hashed"), progress=False)
+    assert "stratify" not in read_manifest(tmp_path / "hashed")["options"]

@@ -344,9 +344,10 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
     `labels` what `plan_labels` decided already (a caller that checks labels first)."""
     fractions, seed = options.split.fractions, options.split.seed
     rows = table.rows
-    codes = split_codes(table, fractions)
     vocabulary, label_ids = labels if labels is not None else plan_labels(table,
                                                                           options.split)
+    codes = split_codes(table, fractions,
+                        label_strata(label_ids, len(rows)) if options.split.stratify else None)
     vocabularies = {c.name: c.categories or _categories(rows[c.name], bool(c.shape))
                     for c in table.inputs if c.kind == "categorical"}
 
@@ -366,16 +367,61 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
                 splits, tuple(shards), vocabularies)
 
 
-def split_codes(table: Table, fractions: Sequence[float]) -> np.ndarray:
+def split_codes(table: Table, fractions: Sequence[float],
+                strata: np.ndarray | None = None) -> np.ndarray:
     """Each row's split, as its index in SPLITS: the table's, or for an UNASSIGNED row,
-    drawn from its hash (`split_points`)."""
+    drawn from its hash (`split_points`); with `strata` (`stratify=True`), cut exactly
+    at the fractions within each stratum (`stratified_codes`)."""
     given = table.rows["split"].astype("category").cat
     by_category = np.array([-1 if c == UNASSIGNED else SPLITS.index(Split(c))
                             for c in given.categories.tolist()], dtype=np.int8)
     codes = by_category[given.codes.to_numpy()]
     unassigned = codes < 0
     if unassigned.any():
-        codes[unassigned] = _split_codes(split_points(table, unassigned), fractions)
+        points = split_points(table, unassigned)
+        codes[unassigned] = _split_codes(points, fractions) if strata is None else \
+            stratified_codes(points, strata[unassigned], fractions)
+    return codes
+
+
+def label_strata(label_ids: RowColumn | tuple | None, num_rows: int) -> np.ndarray:
+    """Each row's stratum for `stratify`, numbered in the order of the labels (not of the
+    rows): its label id (-1 unlabelled), a multi-label row's set of ids, or one stratum
+    for a table without labels."""
+    if label_ids is None:
+        return np.zeros(num_rows, dtype=np.int64)
+    if isinstance(label_ids, RowColumn):
+        return label_ids.values
+    sets = [tuple(sorted(ids)) for ids in label_ids]
+    index = {ids: i for i, ids in enumerate(sorted(set(sets)))}
+    return np.array([index[ids] for ids in sets], dtype=np.int64)
+
+
+def exact_counts(num_rows: int, fractions: Sequence[float]) -> np.ndarray:
+    """Rows per split: the fractions of `num_rows`, rounded so that they sum to it (the
+    largest remainders round up; on a tie, the earlier split)."""
+    shares = num_rows * np.asarray(fractions, dtype=np.float64)
+    counts = np.floor(shares + 1e-9).astype(np.int64)
+    short = num_rows - int(counts.sum())
+    counts[np.argsort(-(shares - counts), kind="stable")[:short]] += 1
+    return counts
+
+
+def stratified_codes(points: np.ndarray, strata: np.ndarray,
+                     fractions: Sequence[float]) -> np.ndarray:
+    """The splits of rows cut exactly at `fractions` (`exact_counts`), and within two
+    rows of them in each stratum (most often one): the rows are ranked by stratum, then
+    by their hash point, and each split takes evenly spaced places in that ranking (split
+    k's j-th at (j + 1/2) / count_k of the way), so every run of ranks, a stratum's,
+    holds about each split's share of it. The same rows and labels give the same splits
+    in any order."""
+    counts = exact_counts(len(points), fractions)
+    places = np.concatenate([(np.arange(n) + 0.5) / n for n in counts if n])
+    pattern = np.repeat(np.arange(len(counts), dtype=np.int8), counts)[
+        np.argsort(places, kind="stable")]
+    ranked = np.lexsort((points, strata))
+    codes = np.empty(len(points), dtype=np.int8)
+    codes[ranked] = pattern
     return codes
 
 
