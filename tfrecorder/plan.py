@@ -166,7 +166,7 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
     return vocabulary, _ids(labels, vocabulary, table.multi_label)
 
 
-def unlabeled_rows(table: Table) -> pd.Index:
+def _unlabeled_rows(table: Table) -> pd.Index:
     """The rows whose label cell is blank (`sources.labels.row_labels` gives them None)."""
     if not table.has_labels or table.multi_label:
         return table.rows.index[:0]
@@ -176,7 +176,7 @@ def unlabeled_rows(table: Table) -> pd.Index:
 def _check_unlabeled(table: Table, options: SplitOptions) -> None:
     """Raises for unlabelled rows when `unlabeled="error"`; by default they are kept, and
     their records hold no label."""
-    missing = unlabeled_rows(table)
+    missing = _unlabeled_rows(table)
     if len(missing) and options.unlabeled == "error":
         raise SchemaError(
             f"column {LABEL!r} is blank at {name_rows(missing)} ({len(missing):,} of "

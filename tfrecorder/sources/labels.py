@@ -64,7 +64,8 @@ def _distinct_labels(column: pd.Series, what: str, declared: str | None,
     else:
         return None
     blank = [i for i, v in enumerate(uniques) if is_missing(v)]  # text: "" or spaces
-    codes = np.where(np.isin(codes, blank), -1, codes)
+    if blank:
+        codes = np.where(np.isin(codes, blank), -1, codes)
     present = [v for v in uniques if not is_missing(v)]
     if not present or len({type(v) for v in present}) > 1:
         return None
