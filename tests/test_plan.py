@@ -221,3 +221,11 @@ def test_stratified_splits_are_stable_per_image_whatever_the_rows_order():
     assert dict(zip(frame["image_uri"], again.splits)) == by_uri
     _, hashed = plan_for(50, labels=labels, splits=["UNASSIGNED"] * 45 + ["TEST"] * 5)
     assert list(hashed.splits) != list(plan.splits)  # the default is unchanged: the hash
+
+
+def test_unlabeled_error_names_the_label_column_as_the_source_spells_it():
+    frame = pd.DataFrame({"image_uri": ["/a.jpg", "/b.jpg"], "Labels": ["a", ""]})
+    options = ConvertOptions.from_keywords(unlabeled="error").split
+    with pytest.raises(SchemaError, match=r"^column 'Labels' is blank at row 1 ") as caught:
+        plan_labels(load_table(frame), options)
+    assert caught.value.column == "Labels"

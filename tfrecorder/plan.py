@@ -178,11 +178,12 @@ def _check_unlabeled(table: Table, options: SplitOptions) -> None:
     their records hold no label."""
     missing = _unlabeled_rows(table)
     if len(missing) and options.unlabeled == "error":
+        column = table.label_column or LABEL
         raise SchemaError(
-            f"column {LABEL!r} is blank at {name_rows(missing)} ({len(missing):,} of "
+            f"column {column!r} is blank at {name_rows(missing)} ({len(missing):,} of "
             f"{len(table.rows):,} rows). Give those rows a label, or pass ",
             Option("unlabeled", "keep"), " to write them without one (supervised pairs "
-            "leave them out).", column=LABEL, rows=missing.tolist(), option="unlabeled")
+            "leave them out).", column=column, rows=missing.tolist(), option="unlabeled")
     if len(missing):
         logger.info("%d of %d rows have no label; their records hold none",
                     len(missing), len(table.rows))

@@ -335,7 +335,7 @@ class _Spill:
                                if name.startswith("\0source:")}, index=index, copy=False)
         table = Table(rows=pd.DataFrame(columns, index=index, copy=False), source=source,
                       inputs=tuple(self.inputs), multi_label=self.first.multi_label,
-                      base_dir=self.first.base_dir)
+                      base_dir=self.first.base_dir, label_column=self.first.label_column)
         table.__dict__["value_hashes"] = mapped["\0hashes"]  # as validated, chunk by chunk
         return table
 
