@@ -232,3 +232,17 @@ def wait_gone(pid: int, seconds: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def partly_labelled_csv(folder) -> str:
+    """An AutoML CSV of 8 tiny images, 3 of them unlabelled (a blank label cell), as
+    AutoML imports them: rows 2 and 7 in train, row 4 in test."""
+    rows = [("TRAIN", "cat"), ("TRAIN", ""), ("TRAIN", "dog"), ("TEST", ""), ("TEST", "cat"),
+            ("VALIDATION", "dog"), ("TRAIN", " "), ("TRAIN", "dog")]
+    for i in range(len(rows)):
+        write_image(os.path.join(folder, "images", f"{i}.jpg"), size=(12, 10), seed=i)
+    path = os.path.join(folder, "partly_labelled.csv")
+    with open(path, "w") as f:
+        f.writelines(f"{split},images/{i}.jpg,{label}\n"
+                     for i, (split, label) in enumerate(rows))
+    return path

@@ -16,11 +16,13 @@ from helpers import (
     download,
     image_bytes,
     make_image,
+    partly_labelled_csv,
     pixels,
     read_manifest,
     read_split,
     shard_bytes,
     start_slow_run,
+    write_image,
 )
 
 import tfrecorder
@@ -367,3 +369,81 @@ def test_an_unknown_keyword_is_a_type_error_that_suggests_the_option(tmp_path):
     with pytest.raises(TypeError, match="unexpected keyword argument 'zzz'$"):
         table.tensorflow.to_tfrecord(tmp_path / "out", zzz=2)
     assert not (tmp_path / "out").exists()
+
+
+def test_rejected_csv_names_a_csv_files_physical_lines_and_reads_back_whole(tmp_path):
+    """A CSV source's rejected rows are named by the physical line their record starts
+    on (as its errors are), past a file name quoted over two lines and a blank line; and
+    a cell holding a lone carriage return is quoted, so rejected.csv holds one record a
+    rejected row."""
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("a.jpg", "b.jpg", "two\nlines.jpg"):
+        write_image(images / name, seed=len(name))
+    (images / "bad.jpg").write_text("hello")
+    (images / "carriage\rreturn.jpg").write_text("hello")
+    source = tmp_path / "t.csv"
+    source.write_text('TRAIN,images/a.jpg,cat\nTRAIN,"images/two\nlines.jpg",dog\n\n'
+                      'TRAIN,images/bad.jpg,cat\nTRAIN,"images/carriage\rreturn.jpg",dog\n'
+                      "TRAIN,images/b.jpg,dog\n", newline="")
+    out = tmp_path / "out"
+    result = tfrecorder.convert(str(source), str(out), progress=False, num_workers=1)
+
+    assert (result.num_records, result.num_rejected) == (3, 2)
+    with open(out / "rejected.csv", newline="") as f:
+        rejected = list(csv.DictReader(f))
+    assert [(r["line"], r["image_uri"]) for r in rejected] == [
+        ("5", "images/bad.jpg"), ("6", "images/carriage\rreturn.jpg")]
+    assert tfrecorder.verify(str(out)).ok
+
+
+def test_unlabelled_rows_are_written_without_a_label_and_counted(tmp_path):
+    """A partly labelled AutoML CSV converts: a blank label's record holds no label
+    feature at all (no id a reader could train on), and the manifest counts it."""
+    source = partly_labelled_csv(tmp_path)
+    out = str(tmp_path / "out")
+    result = tfrecorder.convert(source, out, progress=False, num_workers=1)
+    assert (result.num_records, result.num_rejected) == (8, 0)
+    import tensorflow as tf
+
+    labels = {}
+    for split in ("train", "validation", "test"):
+        for path in tf.io.gfile.glob(os.path.join(out, f"{split}-*")):
+            for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+                features = tf.train.Example.FromString(record).features.feature
+                name = features["image_name"].bytes_list.value[0].decode()
+                labels[name] = (list(features["label"].int64_list.value)
+                                if "label" in features else None)
+    assert labels == {"0.jpg": [0], "1.jpg": None, "2.jpg": [1], "3.jpg": None,
+                      "4.jpg": [0], "5.jpg": [1], "6.jpg": None, "7.jpg": [1]}
+    manifest = read_manifest(out)
+    assert {split: s["unlabeled"] for split, s in manifest["statistics"].items()} == {
+        "train": 2, "validation": 0, "test": 1}
+    assert manifest["labels"]["vocabulary"] == ["cat", "dog"]
+    chunked = str(tmp_path / "chunked")
+    tfrecorder.convert(source, chunked, progress=False, num_workers=1, chunk_rows=3)
+    assert shard_bytes(chunked) == shard_bytes(out)
+
+
+def test_unlabeled_error_refuses_a_partly_labelled_csv_naming_its_lines(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(tfrecorder.SchemaError, match=r"column 'label' is blank at rows 2, 4, "
+                       r"7 \(3 of 8 rows\)\. .* unlabeled='keep'"):
+        tfrecorder.convert(partly_labelled_csv(tmp_path), str(out), progress=False,
+                           unlabeled="error")
+    assert not out.exists()
+
+
+def test_stratify_is_recorded_and_gives_exact_splits(tmp_path):
+    """90 UNASSIGNED rows of 3 labels: 72/9/9 with stratify, recorded in the manifest
+    (a resumed run with other splits is refused); without it the manifest is as before."""
+    table = pd.DataFrame({"x": np.arange(90.0), "label": ["a", "b", "c"] * 30})
+    out = tmp_path / "out"
+    tfrecorder.convert(table, str(out), progress=False, stratify=True)
+    manifest = read_manifest(out)
+    assert manifest["options"]["stratify"] is True
+    assert [manifest["splits"][s]["num_records"] for s in ("train", "validation", "test")] \
+        == [72, 9, 9]
+    assert [manifest["statistics"]["test"]["class_counts"]] == [[3, 3, 3]]
+    tfrecorder.convert(table, str(tmp_path / "hashed"), progress=False)
+    assert "stratify" not in read_manifest(tmp_path / "hashed")["options"]

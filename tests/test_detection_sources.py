@@ -363,8 +363,8 @@ def test_jsonl_of_boxes_and_classes_asks_for_the_task(tmp_path):
         {"imageGcsUri": "gs://b/2.jpg", "classificationAnnotation": {"displayName": "cat"}}))
     assert "task='detection'" in message(path)
     assert load_table(path, task="detection").rows["label"].tolist() == [["car"], []]
-    # Read for its classes, line 1 has none: named as validate names a missing label.
-    assert "is empty at row 1" in message(path, task="classification")
+    # Read for its classes, line 1 has none: an unlabelled row, as Vertex AI imports it.
+    assert load_table(path, task="classification").rows["label"].tolist() == [None, "cat"]
 
 
 # --- segmentation -------------------------------------------------------------------------

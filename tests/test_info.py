@@ -11,7 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import LABELS
-from helpers import read_manifest, read_split, run_cli, run_without_tensorflow, write_image
+from helpers import (
+    partly_labelled_csv,
+    read_manifest,
+    read_split,
+    run_cli,
+    run_without_tensorflow,
+    write_image,
+)
 
 import tfrecorder
 from tfrecorder import DatasetWarning, DuplicateImagesError
@@ -299,3 +306,17 @@ def test_the_cli_warns_in_its_own_words_and_drops_duplicates_when_asked(tmp_path
     dropped = run_cli("convert", table, tmp_path / "dropped", "--duplicates", "drop")
     assert dropped.returncode == 0, dropped.stderr
     assert tfrecorder.info(tmp_path / "dropped").num_records == 6
+
+
+def test_unlabelled_records_are_counted_per_split_apart_from_the_classes(tmp_path):
+    out = str(tmp_path / "out")
+    tfrecorder.convert(partly_labelled_csv(tmp_path), out, progress=False)
+    info = tfrecorder.info(out)
+    assert info.unlabeled == {"train": 2, "validation": 0, "test": 1}
+    assert info.class_counts["train"] == {"cat": 1, "dog": 2}
+    assert "2 classes, 3 without a label" in repr(info)
+    assert "<th>(no label)</th><td>2</td><td>0</td><td>1</td>" in info._repr_html_()
+    assert info.to_json()["unlabeled"] == info.unlabeled
+    shown = run_cli("info", out)
+    assert shown.returncode == 0, shown.stderr
+    assert "  (no label)           2           0           1" in shown.stdout

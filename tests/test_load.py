@@ -9,7 +9,15 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 from conftest import LABELS
-from helpers import download, image_bytes, make_image, pixels, read_manifest, write_image
+from helpers import (
+    download,
+    image_bytes,
+    make_image,
+    partly_labelled_csv,
+    pixels,
+    read_manifest,
+    write_image,
+)
 
 import tfrecorder
 from tfrecorder.load import shard_files
@@ -460,3 +468,21 @@ def test_a_cache_folder_keeps_each_split_apart(dataset, table, tmp_path):
                         for f in cached[split]] == expected and expected
         assert sorted(os.listdir(folder)) == sorted(
             f"{split}{suffix}" for split in plain for suffix in (".index", ".data-00000-of-00001"))
+
+
+@pytest.mark.parametrize("layout", ["tfrecorder", "tf_models"])
+def test_supervised_pairs_leave_out_unlabelled_records_and_dicts_mark_them(tmp_path, caplog,
+                                                                            layout):
+    """A record stored without a label is never a pair with class 0: as_supervised
+    leaves it out (len(ds) counts the rest, a warning says so); a dict's label is -1."""
+    out = str(tmp_path / "out")
+    tfrecorder.convert(partly_labelled_csv(tmp_path), out, progress=False, layout=layout)
+    pairs = tfrecorder.load(out, "train", as_supervised=True, batch_size=2,
+                            image_size=(8, 8))
+    assert len(pairs) == 2  # 3 labelled records of 5, in batches of 2
+    assert sorted(int(label) for _, labels in pairs for label in labels) == [0, 1, 1]
+    assert "2 of 5 records of the train split have no label" in caplog.text
+    assert len(tfrecorder.load(out, "test", as_supervised=True)) == 1
+    elements = tfrecorder.load(out, "train")
+    assert len(elements) == 5
+    assert sorted(int(e["label"]) for e in elements) == [-1, -1, 0, 1, 1]

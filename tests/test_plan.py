@@ -154,3 +154,78 @@ def test_same_input_same_plan():
 def test_bad_plan_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         plan_for(5, **options)
+
+
+def test_unlabelled_rows_get_no_id_and_no_label_in_their_rows():
+    """A blank label is no class: id -1 in the plan (never stored), None in the rows the
+    workers encode, whichever way ids are given."""
+    table, plan = plan_for(4, labels=["dog", None, "cat", ""])
+    assert plan.label_vocabulary == ("cat", "dog") and plan.label_ids == (1, -1, 0, -1)
+    labels = {row.position: row.label for row in planned_rows(plan, table)}
+    assert labels == {0: 1, 1: None, 2: 0, 3: None}
+    _, plan = plan_for(3, labels=[2, None, 0], class_names=["a", "b", "c"])
+    assert plan.label_ids == (2, -1, 0)
+    _, plan = plan_for(3, labels=["dog", None, "emu"], label_vocabulary=["emu", "dog"])
+    assert plan.label_ids == (1, -1, 0)
+
+
+def test_unlabeled_error_refuses_blank_labels_naming_the_rows():
+    frame = pd.DataFrame({"image_uri": ["/a.jpg", "/b.jpg", "/c.jpg"],
+                          "label": ["a", None, "b"]}, index=[100, 200, 300])
+    options = ConvertOptions.from_keywords(unlabeled="error").split
+    with pytest.raises(SchemaError) as caught:
+        plan_labels(load_table(frame), options)
+    assert str(caught.value) == (
+        "column 'label' is blank at row 200 (1 of 3 rows). Give those rows a label, or "
+        "pass unlabeled='keep' to write them without one (supervised pairs leave them out).")
+    assert (caught.value.column, caught.value.rows, caught.value.option) == (
+        "label", [200], "unlabeled")
+    assert caught.value.fix == (Option("unlabeled", "keep"),)
+
+
+def split_counts(plan, rows=None) -> dict:
+    """Rows per split (of `rows`, positions; default all)."""
+    splits = list(plan.splits)
+    found = Counter(splits[i] for i in (range(len(splits)) if rows is None else rows))
+    return {split: found[split] for split in ("train", "validation", "test")}
+
+
+def test_stratify_cuts_unassigned_rows_exactly_within_each_label():
+    """90 images of 3 labels: 72/9/9 to the row, and 24/3/3 in each label, where the hash
+    alone gives whatever chance gives."""
+    labels = [["cat", "dog", "emu"][i % 3] for i in range(90)]
+    _, plan = plan_for(90, labels=labels, stratify=True)
+    assert split_counts(plan) == {"train": 72, "validation": 9, "test": 9}
+    for label in ("cat", "dog", "emu"):
+        rows = [i for i, value in enumerate(labels) if value == label]
+        assert split_counts(plan, rows) == {"train": 24, "validation": 3, "test": 3}
+    # Uneven labels: exact overall, each label within two rows (here one) of its share.
+    labels = ["cat"] * 47 + ["dog"] * 28 + ["emu"] * 15
+    _, plan = plan_for(90, labels=labels, stratify=True, unassigned_split=(0.7, 0.2, 0.1))
+    assert split_counts(plan) == {"train": 63, "validation": 18, "test": 9}
+    for label, n in (("cat", 47), ("dog", 28), ("emu", 15)):
+        found = split_counts(plan, [i for i, value in enumerate(labels) if value == label])
+        for split, fraction in zip(found, (0.7, 0.2, 0.1)):
+            assert abs(found[split] - n * fraction) < 1, (label, found)
+
+
+def test_stratified_splits_are_stable_per_image_whatever_the_rows_order():
+    labels = [["cat", "dog"][i % 2] for i in range(40)] + [None] * 10
+    table, plan = plan_for(50, labels=labels, splits=["UNASSIGNED"] * 45 + ["TEST"] * 5,
+                           stratify=True)
+    by_uri = dict(zip(table.rows["image_uri"], plan.splits))
+    assert [by_uri[f"/img/{i}.jpg"] for i in range(45, 50)] == ["test"] * 5  # given
+    assert split_counts(plan, range(45)) == {"train": 36, "validation": 5, "test": 4}
+    frame = table.source.iloc[::-1]
+    again = make_plan(load_table(frame), ConvertOptions.from_keywords(stratify=True))
+    assert dict(zip(frame["image_uri"], again.splits)) == by_uri
+    _, hashed = plan_for(50, labels=labels, splits=["UNASSIGNED"] * 45 + ["TEST"] * 5)
+    assert list(hashed.splits) != list(plan.splits)  # the default is unchanged: the hash
+
+
+def test_unlabeled_error_names_the_label_column_as_the_source_spells_it():
+    frame = pd.DataFrame({"image_uri": ["/a.jpg", "/b.jpg"], "Labels": ["a", ""]})
+    options = ConvertOptions.from_keywords(unlabeled="error").split
+    with pytest.raises(SchemaError, match=r"^column 'Labels' is blank at row 1 ") as caught:
+        plan_labels(load_table(frame), options)
+    assert caught.value.column == "Labels"

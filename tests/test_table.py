@@ -51,10 +51,17 @@ def test_empty_uris_are_named_with_their_rows(bad):
         load_table(df)
 
 
-@pytest.mark.parametrize("bad", [None, np.nan, ""])
-def test_missing_labels_are_named_with_their_rows(bad):
-    with pytest.raises(SchemaError, match=r"column 'label' is empty at row 2\b"):
-        load_table(frame(label=["a", "b", bad]))
+@pytest.mark.parametrize("blank", [None, np.nan, "", "   "])
+def test_a_blank_label_is_an_unlabelled_row_not_a_class(blank):
+    """AutoML imports unlabelled images: the row is kept with no label (the plan keeps
+    or refuses it by `unlabeled`); the other rows keep their labels' type."""
+    assert load_table(frame(label=["a", "b", blank])).rows["label"].tolist() == \
+        ["a", "b", None]
+    assert load_table(frame(label=[2, blank, 0] if blank is not np.nan else [2.0, blank, 0.0])
+                      ).rows["label"].tolist() == [2, None, 0]
+    with pytest.raises(SchemaError, match=r"column 'label' is empty in every row.*"
+                                          r"schema=\{'label': None\}"):
+        load_table(frame(label=[blank, blank]))
 
 
 def test_labels_mixing_numbers_and_text_are_refused():
@@ -64,7 +71,7 @@ def test_labels_mixing_numbers_and_text_are_refused():
 
 def test_many_bad_rows_are_summarized():
     with pytest.raises(SchemaError, match=r"rows 0, 1, 2, 3, 4 and 5 more"):
-        load_table(frame(label=[None] * 10))
+        load_table(frame(label=[-1] * 10))
 
 
 def test_integer_labels_are_kept():
@@ -79,7 +86,7 @@ def test_fractional_labels_are_refused():
 
 
 def test_errors_name_the_dataframes_own_index():
-    df = frame(label=["a", None]).set_index(pd.Index([100, 200]))
+    df = frame(label=["a", -1]).set_index(pd.Index([100, 200]))
     with pytest.raises(SchemaError, match=r"row 200\b"):
         load_table(df)
 
@@ -116,8 +123,6 @@ ERRORS_WITH_DATA = [
                                                                        "label": "IntegerLabel"}},
                  (None, [0, 1], None, (schema(label="StringLabel", more="StringLabel"),)),
                  id="text in IntegerLabel columns"),
-    pytest.param(frame(label=["a", None]).set_index(pd.Index([100, 200])), {},
-                 ("label", [200], None, (schema(label=None),)), id="a missing label"),
     pytest.param(pd.DataFrame({"image_uri": ["/a.jpg", "", None]}), {},
                  ("image_uri", [1, 2], None, ()), id="empty image paths"),
     pytest.param("image_uri,label\n/a.jpg,cat\n/b.jpg,dog,x\n\n/c.jpg,x,y\n", {},

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 from helpers import (
     features_of,
+    partly_labelled_csv,
     read_manifest,
     read_split,
     rewrite_split,
@@ -462,3 +463,17 @@ def test_a_dataset_without_records_is_not_ok(tmp_path):
     assert (result.num_records, result.num_rejected) == (0, 3)
     assert problems_of(out) == ["dataset.json: the dataset holds no records (3 rows were "
                                 "rejected)"]
+
+
+def test_records_without_a_label_pass_where_the_manifest_counts_them(dataset, tmp_path):
+    """Unlabelled rows' records hold no label: sound where the manifest counts them, a
+    problem in a dataset whose every record should have one."""
+    out = str(tmp_path / "partly")
+    tfrecorder.convert(partly_labelled_csv(tmp_path), out, progress=False)
+    assert tfrecorder.verify(out).ok
+    manifest = read_manifest(dataset)
+    examples = [features_of(r, manifest) for r in read_split(dataset, "train")]
+    del examples[1]["label"]
+    rewrite_split(dataset, "train", examples)
+    problems = found(dataset)
+    assert kinds(problems) == [("train-00000-of-00001.tfrecord", 1, "parse")]

@@ -412,7 +412,7 @@ def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:
     totals = {name: sum(counts[split].get(name, 0) for split in splits)
               for name in found.class_names}
     shown = sorted(totals, key=lambda name: -totals[name])[:_CLASSES_SHOWN]
-    width = max(len("class"), *map(len, shown))
+    width = max(len("(no label)" if found.unlabeled else "class"), *map(len, shown))
     print(f"{found.counted.capitalize()} per class:")
     print(f"  {'class':<{width}}" + "".join(f"{split:>12}" for split in splits))
     for name in shown:
@@ -420,6 +420,9 @@ def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:
                                              for split in splits))
     if len(totals) > len(shown):
         print(f"  ... and {len(totals) - len(shown)} more classes (--json lists them all)")
+    if found.unlabeled:
+        print(f"  {'(no label)':<{width}}" + "".join(f"{found.unlabeled.get(split, 0):>12,}"
+                                                   for split in splits))
 
 
 def _print_boxes(found: tfrecorder.DatasetInfo) -> None:

@@ -8,6 +8,7 @@ trust the manifest, never file names.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import math
@@ -336,4 +337,10 @@ def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection
     reason = "reason" if "reason" not in rows.columns else "rejection_reason"
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"
-    folder.write_bytes(REJECTED, rows.to_csv().encode())
+    # The csv module quotes a cell for its line terminator ("\n") but not for a lone
+    # "\r", which readers take for a line break: such a file quotes every text cell.
+    cells = rows.reset_index()
+    lone_return = any(cells[c].astype(str).str.contains("\r", regex=False).any()
+                      for c in cells.columns if cells[c].dtype == object)
+    folder.write_bytes(REJECTED, rows.to_csv(
+        quoting=csv.QUOTE_NONNUMERIC if lone_return else csv.QUOTE_MINIMAL).encode())

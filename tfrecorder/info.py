@@ -117,6 +117,14 @@ class DatasetInfo:
                 for split, s in self.statistics.items()}
 
     @property
+    def unlabeled(self) -> dict[str, int]:
+        """Per split, records stored without a label (rows whose label was blank;
+        `load(as_supervised=True)` leaves them out); {} when every record has one."""
+        if not self.manifest.unlabeled():
+            return {}
+        return {split: self.manifest.unlabeled(split) for split in self.statistics}
+
+    @property
     def objects(self) -> dict[str, ObjectStatistics]:
         """Per split, a detection dataset's boxes: how many an image has, their sizes, and
         the images without any ({} for other tasks, and for detection datasets written
@@ -187,6 +195,7 @@ class DatasetInfo:
                               "num_bytes": s.num_bytes, "num_shards": len(s.shards)}
                        for name, s in self.splits.items()},
             "class_counts": self.class_counts,
+            "unlabeled": self.unlabeled,
             "statistics": {name: s.to_json() for name, s in self.statistics.items()},
             "rejected": self.rejected.to_json() if self.rejected else None,
             "duplicates": ([d.to_json() for d in self.duplicates]
@@ -202,6 +211,8 @@ class DatasetInfo:
         if self.objects:
             boxes = sum(s.num_boxes for s in self.objects.values())
             classes += f", {boxes:,} objects"
+        if self.unlabeled:
+            classes += f", {sum(self.unlabeled.values()):,} without a label"
         warned = f", {len(self.warnings)} warnings" if self.warnings else ""
         return (f"<DatasetInfo {self.path!r}: {self.num_records:,} records ({counts})"
                 f"{classes}{warned}>")
@@ -348,6 +359,9 @@ def html_summary(info: DatasetInfo, thumbnails: str = "") -> str:
         cells = "".join(f"<td>{info.class_counts.get(split, {}).get(name, '')}</td>"
                         for split in splits)
         rows.append(f"<tr><th>{html.escape(name)}</th>{cells}</tr>")
+    if info.unlabeled:
+        cells = "".join(f"<td>{info.unlabeled.get(split, '')}</td>" for split in splits)
+        rows.append(f"<tr><th>(no label)</th>{cells}</tr>")
     totals = "".join(f"<td><b>{s.num_records:,}</b></td>" for s in info.splits.values())
     if info.objects:
         objects = "".join(f"<td><b>{info.objects[split].num_boxes:,}</b></td>"

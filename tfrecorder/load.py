@@ -26,6 +26,7 @@ helpers), never by the writer.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 
@@ -43,8 +44,18 @@ from tfrecorder.layouts import (
     layout_named,
 )
 from tfrecorder.legacy import spellings
-from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, Split, read_manifest
+from tfrecorder.manifest import (
+    DECODE_FEATURES,
+    LABEL,
+    NO_LABEL,
+    SPLITS,
+    Manifest,
+    Split,
+    read_manifest,
+)
 from tfrecorder.tfrecord import open_read, read_records
+
+logger = logging.getLogger(__name__)
 
 AUGMENT_PRESETS = ("basic",)
 NUM_OBJECTS = "objects/num"  # with max_boxes: how many of the padded objects are real
@@ -190,7 +201,10 @@ def load(
             read for a dataset without images; a local folder caches them in files
             there (worth it for a dataset in a bucket, read again every epoch).
         as_supervised: elements are (image, label) pairs instead of feature dicts; for a
-            dataset without images, (dict of the input features, label); for detection,
+            dataset without images, (dict of the input features, label). Records stored
+            without a label (rows whose label was blank) are left out, with a logged
+            warning, and `len(ds)` counts the rest; as dicts their `label` is -1 (text
+            "") and no class's. For detection,
             (image, {"boxes": objects/bbox, "classes": objects/label}), what KerasHub's
             object detectors fit on (`bounding_box_format="rel_yxyx"`); for
             segmentation, (image, segmentation_mask).
@@ -353,6 +367,13 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     )
     # The count is known from the manifest, so len(ds) works through every later step.
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_records))
+    unlabeled = manifest.unlabeled(split) if as_supervised else 0
+    if unlabeled:  # an (image, label) pair needs a label: such records are left out
+        logger.warning("%d of %d records of the %s split have no label (their rows' label "
+                       "was blank); as_supervised leaves them out", unlabeled, num_records,
+                       split)
+        ds = ds.filter(_labelled(manifest)).apply(
+            tf.data.experimental.assert_cardinality(num_records - unlabeled))
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 
@@ -409,6 +430,16 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if as_supervised:
         ds = ds.map(_supervised(manifest))
     return ds.prefetch(autotune)
+
+
+def _labelled(manifest: Manifest) -> Callable:
+    """Whether a serialized record holds a label, from that feature alone."""
+    import tensorflow as tf
+
+    key = layout_named(manifest.layout).key(LABEL)
+    spec = {key: manifest.features[key].parse_spec(key, optional=True)}
+    return lambda serialized: tf.io.parse_single_example(serialized, spec)[key] != \
+        NO_LABEL["int64"]
 
 
 def _supervised(manifest: Manifest) -> Callable:

@@ -44,6 +44,9 @@ _STORED_SPLIT = {split: split.stored for split in Split}  # "train" finds TRAIN 
 DTYPES = ("string", "int64", "float32")
 LABEL = "label"
 SPLIT = "split"
+# What a reader parses for the label of a record stored without one (an unlabelled row,
+# `unlabeled="keep"`): never a class id, and text labels' name is "".
+NO_LABEL = {"int64": -1, "string": b"", "float32": float("nan")}
 
 
 @dataclass(frozen=True)
@@ -73,17 +76,19 @@ class Feature:
         return cls(data["dtype"], tuple(data["shape"]), data.get("role", ""),
                    None if vocabulary is None else tuple(vocabulary))
 
-    def parse_spec(self, name: str):
+    def parse_spec(self, name: str, optional: bool = False):
         """The `tf.io.parse_example` spec: a FixedLenFeature for a fixed shape; a list
         ([None]) or a list of k-value rows ([None, k]) a RaggedFeature, the latter cut
         into rows of k. So `parse_single_example` gives dense tensors of shape [], [n] and
         [n, k], and `parse_example` a dense [B] and RaggedTensors [B, None] and
-        [B, None, k] (row splits int64, like `tf.data.Dataset.ragged_batch`)."""
+        [B, None, k] (row splits int64, like `tf.data.Dataset.ragged_batch`). An
+        `optional` scalar missing from a record parses as `NO_LABEL`'s value."""
         import tensorflow as tf
 
         dtype = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}[self.dtype]
         if None not in self.shape:
-            return tf.io.FixedLenFeature(self.shape, dtype)
+            default = NO_LABEL[self.dtype] if optional and self.shape == () else None
+            return tf.io.FixedLenFeature(self.shape, dtype, default_value=default)
         if self.shape[0] is None and None not in self.shape[1:]:
             rows = [tf.io.RaggedFeature.UniformRowLength(k) for k in self.shape[1:]]
             return tf.io.RaggedFeature(dtype, partitions=rows, row_splits_dtype=tf.int64)
@@ -465,9 +470,21 @@ class Manifest:
                               f"has {sorted(map(str, self.splits))}.", option="split")
         return self.splits[Split(name)]
 
+    def unlabeled(self, split: str | None = None) -> int:
+        """The records of `split` (None: of every split) stored without a label: rows
+        whose label was blank, in a dataset of one class a record. 0 for a dataset
+        without labels, of lists of labels, or written before they were counted."""
+        if self.labels is None or self.labels.multi_label or self.task != "classification":
+            return 0
+        return sum(s.unlabeled for name, s in self.statistics.items()
+                   if split is None or name == split)
+
     def parse_spec(self) -> dict:
-        """The `tf.io` parsing spec of the records, feature by feature."""
-        return {name: feature.parse_spec(name) for name, feature in self.features.items()}
+        """The `tf.io` parsing spec of the records, feature by feature; the label of a
+        record stored without one parses as `NO_LABEL`'s value (-1)."""
+        optional = self.unlabeled() > 0
+        return {name: feature.parse_spec(name, optional and feature.role == "label")
+                for name, feature in self.features.items()}
 
     def finished(self, splits: Mapping[Split, SplitInfo], rejected: Rejected,
                  statistics: Mapping[Split, SplitStatistics],

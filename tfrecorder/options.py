@@ -35,6 +35,7 @@ IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
 DUPLICATES = ("warn", "drop", "error")
 NEW_LABELS = ("error", "append")
+UNLABELED = ("keep", "error")
 # What a table's labels describe ("auto": told from the source's columns and content).
 TASKS = ("auto", "classification", "detection", "segmentation")
 # Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
@@ -181,9 +182,19 @@ class SplitOptions(_Checked):
     unassigned_split: tuple[float, float, float] = option(
         DEFAULT_UNASSIGNED_SPLIT, "train/validation/test fractions for UNASSIGNED rows "
         "(and all rows when there is no split column), assigned by a stable hash of the "
-        "URI.", "fractions", metavar="TRAIN,VAL,TEST",
+        "URI as written (not of the file it resolves to).", "fractions", metavar="TRAIN,VAL,TEST",
         help="fractions for UNASSIGNED rows (and every row without a split column), by a "
              "stable hash of the URI")
+    stratify: bool = option(
+        False, "cut UNASSIGNED rows exactly at unassigned_split's fractions, and within "
+        "each label (90 rows at 0.8/0.1/0.1: 72/9/9, each label within two rows of its "
+        "share, most often one): each label's rows are ranked by the same hash, then cut. "
+        "Deterministic, and whatever the rows' order; but a row's split depends on the "
+        "other UNASSIGNED rows and their labels, so adding or removing rows can move some. "
+        "By default each row's split comes from its own hash alone: stable whatever the "
+        "rest of the table, but only near the fractions in a small table.", "switch",
+        help="split UNASSIGNED rows exactly at --unassigned-split within each label "
+             "(default: by each row's hash alone, which only nears the fractions)")
     seed: int = option(0, "seeds the shuffle that mixes classes across shards; recorded.",
                        "int", metavar="N")
     label_vocabulary: Sequence[str] | str | os.PathLike | None = option(
@@ -208,6 +219,15 @@ class SplitOptions(_Checked):
         help="labels that --label-vocabulary lacks: error refuses them, naming their rows; "
              "append gives them the next ids, in sorted order")
 
+    unlabeled: str = option(
+        "keep", "what becomes of a row whose label cell is blank (AutoML imports unlabelled "
+        "images): \"keep\" writes its record without a label feature and counts it "
+        "(`info`, the manifest's statistics; `load(as_supervised=True)` leaves it out); "
+        "\"error\" refuses the table before any image is read, naming the rows.",
+        "choice", choices=UNLABELED,
+        help="rows with a blank label: keep writes them without a label (load's supervised "
+             "pairs leave them out); error refuses the table, naming them")
+
     def __post_init__(self):
         try:
             fractions = tuple(float(f) for f in self.unassigned_split)
@@ -219,6 +239,7 @@ class SplitOptions(_Checked):
         object.__setattr__(self, "unassigned_split", tuple(self.unassigned_split))
         self._int("seed", "an int from 0 to 2**32 - 1", minimum=0, maximum=2**32 - 1,
                   optional=False)
+        self._bool("stratify")
         names = self.label_vocabulary
         if names is not None and not isinstance(names, (str, os.PathLike)):
             self._require("label_vocabulary", not isinstance(names, bytes) and (
@@ -241,6 +262,8 @@ class SplitOptions(_Checked):
                                   "one of them.", option="class_names")
         self._require("new_labels", self.new_labels in NEW_LABELS,
                       f"one of {', '.join(map(repr, NEW_LABELS))}")
+        self._require("unlabeled", self.unlabeled in UNLABELED,
+                      f"one of {', '.join(map(repr, UNLABELED))}")
 
     @property
     def fractions(self) -> tuple[float, float, float]:
@@ -597,6 +620,7 @@ class ConvertOptions:
         return {"seed": self.split.seed, **image,
                 "compression": self.shards.compression,
                 "unassigned_split": list(self.split.unassigned_split),
+                **({"stratify": True} if self.split.stratify else {}),  # as before, else
                 "num_shards": self.shards.num_shards,
                 "shard_size_mb": self.shards.shard_size_mb,
                 "duplicates": self.reject.duplicates}

@@ -152,6 +152,8 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
                               "has no label column. Leave it out, or say which column is "
                               "the label (", Option("schema"), ").", option="label_vocabulary")
         return None, None
+    if not table.multi_label:
+        _check_unlabeled(table, options)
     if names is not None and given is None:
         return _named_classes(table, names, options.class_names is not None)
     if not table.multi_label:
@@ -164,12 +166,37 @@ def plan_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | 
     return vocabulary, _ids(labels, vocabulary, table.multi_label)
 
 
+def _unlabeled_rows(table: Table) -> pd.Index:
+    """The rows whose label cell is blank (`sources.labels.row_labels` gives them None)."""
+    if not table.has_labels or table.multi_label:
+        return table.rows.index[:0]
+    return table.rows.index[table.rows[LABEL].isna().to_numpy()]
+
+
+def _check_unlabeled(table: Table, options: SplitOptions) -> None:
+    """Raises for unlabelled rows when `unlabeled="error"`; by default they are kept, and
+    their records hold no label."""
+    missing = _unlabeled_rows(table)
+    if len(missing) and options.unlabeled == "error":
+        column = table.label_column or LABEL
+        raise SchemaError(
+            f"column {column!r} is blank at {name_rows(missing)} ({len(missing):,} of "
+            f"{len(table.rows):,} rows). Give those rows a label, or pass ",
+            Option("unlabeled", "keep"), " to write them without one (supervised pairs "
+            "leave them out).", column=column, rows=missing.tolist(), option="unlabeled")
+    if len(missing):
+        logger.info("%d of %d rows have no label; their records hold none",
+                    len(missing), len(table.rows))
+
+
 def _named_classes(table: Table, names: tuple[str, ...], given: bool
                    ) -> tuple[tuple[str, ...], RowColumn | tuple]:
     """`plan_labels` for integer labels that `class_names` (or the source's ClassLabel)
     names: the ids are the labels themselves, the vocabulary the names."""
     column = table.rows[LABEL]
     labels = column.tolist() if table.multi_label else None
+    if labels is None:  # unlabelled rows (None) keep id -1, as in `_single_labels`
+        column = column.dropna()
     flat = pd.Series([v for row in labels for v in row]) if labels is not None else column
     where = "class_names" if given else "the source's class names"
     if len(flat) and not pd.api.types.is_integer_dtype(flat.infer_objects()):
@@ -192,15 +219,18 @@ def _named_classes(table: Table, names: tuple[str, ...], given: bool
             option="class_names" if given else None)
     if labels is not None:
         return names, tuple([int(v) for v in row] for row in labels)
-    return names, RowColumn(column.to_numpy(dtype=np.int64))
+    ids = np.full(len(table.rows), -1, dtype=np.int64)
+    ids[table.rows.index.get_indexer(column.index)] = column.to_numpy(dtype=np.int64)
+    return names, RowColumn(ids)
 
 
 def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...] | None,
                                                                     RowColumn]:
     """`plan_labels` for one label a row, each distinct label looked at once: the ids
-    are the codes pandas' C factorizer gives, renumbered by the vocabulary."""
+    are the codes pandas' C factorizer gives, renumbered by the vocabulary. An
+    unlabelled row (None) has id -1, which no record stores (`PlannedTable.labels_at`)."""
     column = table.rows[LABEL]
-    codes, distinct = pd.factorize(column, use_na_sentinel=False)
+    codes, distinct = pd.factorize(column, use_na_sentinel=True)
     distinct = list(distinct)
     vocabulary = _with_given(table, column.tolist, distinct, options)
     if vocabulary is None:
@@ -208,7 +238,8 @@ def _single_labels(table: Table, options: SplitOptions) -> tuple[tuple[str, ...]
     else:
         index = {value: i for i, value in enumerate(vocabulary)}
         ids = np.array([index[value] for value in distinct], dtype=np.int64)
-    return vocabulary, RowColumn(ids[codes] if len(ids) else np.empty(0, np.int64))
+    ids = np.append(ids, -1)  # code -1, a missing label, takes the last
+    return vocabulary, RowColumn(ids[codes])
 
 
 def _with_given(table: Table, labels: Callable[[], list], every_label: list,
@@ -314,9 +345,10 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
     `labels` what `plan_labels` decided already (a caller that checks labels first)."""
     fractions, seed = options.split.fractions, options.split.seed
     rows = table.rows
-    codes = split_codes(table, fractions)
     vocabulary, label_ids = labels if labels is not None else plan_labels(table,
                                                                           options.split)
+    codes = split_codes(table, fractions,
+                        label_strata(label_ids, len(rows)) if options.split.stratify else None)
     vocabularies = {c.name: c.categories or _categories(rows[c.name], bool(c.shape))
                     for c in table.inputs if c.kind == "categorical"}
 
@@ -336,16 +368,61 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
                 splits, tuple(shards), vocabularies)
 
 
-def split_codes(table: Table, fractions: Sequence[float]) -> np.ndarray:
+def split_codes(table: Table, fractions: Sequence[float],
+                strata: np.ndarray | None = None) -> np.ndarray:
     """Each row's split, as its index in SPLITS: the table's, or for an UNASSIGNED row,
-    drawn from its hash (`split_points`)."""
+    drawn from its hash (`split_points`); with `strata` (`stratify=True`), cut exactly
+    at the fractions within each stratum (`stratified_codes`)."""
     given = table.rows["split"].astype("category").cat
     by_category = np.array([-1 if c == UNASSIGNED else SPLITS.index(Split(c))
                             for c in given.categories.tolist()], dtype=np.int8)
     codes = by_category[given.codes.to_numpy()]
     unassigned = codes < 0
     if unassigned.any():
-        codes[unassigned] = _split_codes(split_points(table, unassigned), fractions)
+        points = split_points(table, unassigned)
+        codes[unassigned] = _split_codes(points, fractions) if strata is None else \
+            stratified_codes(points, strata[unassigned], fractions)
+    return codes
+
+
+def label_strata(label_ids: RowColumn | tuple | None, num_rows: int) -> np.ndarray:
+    """Each row's stratum for `stratify`, numbered in the order of the labels (not of the
+    rows): its label id (-1 unlabelled), a multi-label row's set of ids, or one stratum
+    for a table without labels."""
+    if label_ids is None:
+        return np.zeros(num_rows, dtype=np.int64)
+    if isinstance(label_ids, RowColumn):
+        return label_ids.values
+    sets = [tuple(sorted(ids)) for ids in label_ids]
+    index = {ids: i for i, ids in enumerate(sorted(set(sets)))}
+    return np.array([index[ids] for ids in sets], dtype=np.int64)
+
+
+def exact_counts(num_rows: int, fractions: Sequence[float]) -> np.ndarray:
+    """Rows per split: the fractions of `num_rows`, rounded so that they sum to it (the
+    largest remainders round up; on a tie, the earlier split)."""
+    shares = num_rows * np.asarray(fractions, dtype=np.float64)
+    counts = np.floor(shares + 1e-9).astype(np.int64)
+    short = num_rows - int(counts.sum())
+    counts[np.argsort(-(shares - counts), kind="stable")[:short]] += 1
+    return counts
+
+
+def stratified_codes(points: np.ndarray, strata: np.ndarray,
+                     fractions: Sequence[float]) -> np.ndarray:
+    """The splits of rows cut exactly at `fractions` (`exact_counts`), and within two
+    rows of them in each stratum (most often one): the rows are ranked by stratum, then
+    by their hash point, and each split takes evenly spaced places in that ranking (split
+    k's j-th at (j + 1/2) / count_k of the way), so every run of ranks, a stratum's,
+    holds about each split's share of it. The same rows and labels give the same splits
+    in any order."""
+    counts = exact_counts(len(points), fractions)
+    places = np.concatenate([(np.arange(n) + 0.5) / n for n in counts if n])
+    pattern = np.repeat(np.arange(len(counts), dtype=np.int8), counts)[
+        np.argsort(places, kind="stable")]
+    ranked = np.lexsort((points, strata))
+    codes = np.empty(len(points), dtype=np.int8)
+    codes[ranked] = pattern
     return codes
 
 
@@ -432,8 +509,13 @@ class PlannedTable:
                 self.inputs[c.name] = column.to_numpy(dtype=object)
 
     def labels_at(self, positions: np.ndarray) -> list:
-        return [None] * len(positions) if self.labels is None else \
-            self.labels[positions].tolist()
+        """The labels at `positions`; None for an unlabelled row (id -1 in the plan)."""
+        if self.labels is None:
+            return [None] * len(positions)
+        taken = self.labels[positions]
+        if taken.dtype == object or not (taken < 0).any():
+            return taken.tolist()
+        return [None if label < 0 else label for label in taken.tolist()]
 
     def rows(self, positions: np.ndarray, split: Split) -> list[Row]:
         """The rows at `positions`, all of `split`, as `records.encode_row` takes them."""

@@ -61,6 +61,7 @@ class Table:
     class_names: tuple[str, ...] | None = None  # integer labels' names, from the source
     image_column: str | None = None  # the source's column of images held in memory
     task: str = "classification"  # or "detection", "segmentation" (see above)
+    label_column: str | None = None  # the source's one label column, as messages name it
 
     @property
     def has_labels(self) -> bool:

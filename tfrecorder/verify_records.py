@@ -41,7 +41,15 @@ from tfrecorder.layouts import (
     layout_named,
 )
 from tfrecorder.load import decode_image, shard_reader, shard_records
-from tfrecorder.manifest import DECODE_FEATURES, LABEL, MANIFEST, SIGNATURES, SPLIT, Manifest
+from tfrecorder.manifest import (
+    DECODE_FEATURES,
+    LABEL,
+    MANIFEST,
+    NO_LABEL,
+    SIGNATURES,
+    SPLIT,
+    Manifest,
+)
 from tfrecorder.verify import Check, Problem, ReadableShard
 from tfrecorder.wording import count
 
@@ -89,10 +97,16 @@ class _IdRange:
     size: int
     described: str  # what the ids index, for the message
     stored: str | None = None  # the key the layout stores it under, where not its name
+    # What a record stored without the feature parses as (an unlabelled row's label),
+    # where the manifest counts such records; None: every record must hold an id.
+    absent: int | None = None
 
     def offending(self, features: dict, split) -> tf.Tensor:
         ids = _flat(features[self.feature])
-        return tf.boolean_mask(ids, (ids >= self.size) | (ids < 0))
+        wrong = (ids >= self.size) | (ids < 0)
+        if self.absent is not None:
+            wrong &= ids != self.absent
+        return tf.boolean_mask(ids, wrong)
 
     def describe(self, offending: np.ndarray, split: str) -> str:
         bad = offending.tolist()
@@ -243,15 +257,17 @@ def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
         size = labels.num_classes if labels.num_classes is not None or vocabulary is None \
             else len(vocabulary)
         key = stored[name] if stored[name] != name else None
+        absent = NO_LABEL["int64"] if name == LABEL and manifest.unlabeled() else None
         if vocabulary is not None and size != len(vocabulary):
             problems.append(_manifest_problem(f"labels has num_classes {size}, but a "
                                               f"vocabulary of {len(vocabulary)} classes"))
         elif vocabulary is not None:
             rules.append(_IdRange(name, size, f"the {count(size, 'class', 'classes')} "
-                                  f"of the manifest's labels (ids 0 to {size - 1})", key))
+                                  f"of the manifest's labels (ids 0 to {size - 1})", key,
+                                  absent))
         elif size is not None:  # integer labels: num_classes is the largest id + 1
             rules.append(_IdRange(name, size, f"the manifest's num_classes {size} (ids 0 "
-                                  f"to {size - 1})", key))
+                                  f"to {size - 1})", key, absent))
     for name in manifest.inputs:  # inputs keep their names in every layout
         vocabulary = features[name].vocabulary
         if vocabulary is not None:

@@ -170,7 +170,7 @@ def _pinned_schema(frame: pd.DataFrame, part: Table, schema: Mapping | None) -> 
     if part.has_labels:
         labels = part.rows["label"].tolist()
         first = next((label for row in labels for label in row), None) \
-            if part.multi_label else labels[0]
+            if part.multi_label else next((v for v in labels if v is not None), None)
         label_type = INTEGER_LABEL if isinstance(first, (int, np.integer)) else STRING_LABEL
         for name, type_name in types.items():
             if type_name not in (*INPUT_KINDS, SPLIT_KEY, IMAGE_URI):
@@ -335,7 +335,7 @@ class _Spill:
                                if name.startswith("\0source:")}, index=index, copy=False)
         table = Table(rows=pd.DataFrame(columns, index=index, copy=False), source=source,
                       inputs=tuple(self.inputs), multi_label=self.first.multi_label,
-                      base_dir=self.first.base_dir)
+                      base_dir=self.first.base_dir, label_column=self.first.label_column)
         table.__dict__["value_hashes"] = mapped["\0hashes"]  # as validated, chunk by chunk
         return table
 

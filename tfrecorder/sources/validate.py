@@ -96,9 +96,12 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     rows["split"] = _splits(frame[split_column]) if split_column is not None \
         else pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8),
                                        [split_cell(split)])
-    multi_label = False
-    if label_columns(types):
-        rows["label"], multi_label = row_labels(frame, label_columns(types), types)
+    multi_label, names = False, label_columns(types)
+    if names:
+        labels, multi_label = row_labels(frame, names, types)
+        # Unlabelled rows' None kept as it is: pandas would turn ids beside a NaN to floats.
+        rows["label"] = labels if multi_label or None not in labels else \
+            pd.Series(labels, index=frame.index, dtype=object)
     columns = []
     for name in inputs:
         type_name = types[name]
@@ -113,6 +116,7 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
             isinstance(values, np.ndarray) and values.dtype.kind in "if")
         rows[name] = pd.Series(values, index=frame.index, dtype=None if kept else object)
     return Table(rows=rows, source=frame, inputs=tuple(columns), multi_label=multi_label,
+                 label_column=names[0] if len(names) == 1 else None,
                  base_dir=base_dir, image_column=image_column if "image" in rows else None)
 
 
