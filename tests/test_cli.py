@@ -356,6 +356,32 @@ def test_info_shows_shapes_roles_vocabularies_and_multi_label(tmp_path, capsys):
     assert "tags int64 [] input (categorical, 2 values)" in lines
 
 
+def test_info_gives_small_images_sizes_that_are_not_0_kb(tmp_path, capsys):
+    """Images under a kilobyte in bytes; a split of larger ones in KB, with a decimal
+    under 10 KB, so that no size reads 0."""
+    rows = []
+    for i, (split, size, fmt) in enumerate([("TRAIN", (8, 8), "PNG"), ("TRAIN", (9, 9), "PNG"),
+                                            ("TEST", (8, 8), "PNG"),
+                                            ("TEST", (160, 120), "JPEG")]):
+        path = tmp_path / f"{i}.{fmt.lower()}"
+        path.write_bytes(image_bytes(make_image(size, seed=i), fmt))
+        rows.append((split, str(path), "a"))
+    out = tmp_path / "out"
+    tfrecorder.convert(pd.DataFrame(rows, columns=["split", "image_uri", "label"]), out,
+                       progress=False)
+    assert cli.main(["info", str(out)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if "height" in line}
+    train = read_manifest(out)["statistics"]["train"]["image_bytes"]
+    assert train["max"] < 1024
+    assert (f"; {train['min']:.0f}-{train['max']:.0f} bytes (median {train['median']:.0f} "
+            "bytes);") in lines["train"]
+    test = read_manifest(out)["statistics"]["test"]["image_bytes"]
+    assert test["min"] < 1024 <= test["max"] < 10 * 1024
+    assert (f"; {test['min'] / 1024:.1f}-{test['max'] / 1024:.1f} KB (median "
+            f"{test['median'] / 1024:.1f} KB);") in lines["test"]
+
+
 def test_info_json_prints_what_info_returns(sample):
     out, _ = sample
     process = run_cli("info", out, "--json")

@@ -41,7 +41,7 @@ from tfrecorder.manifest import (
     Feature,
     Labels,
 )
-from tfrecorder.wording import count
+from tfrecorder.wording import byte_unit, count, in_unit
 
 PROG = "tfrecorder"
 
@@ -451,10 +451,11 @@ def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
         height, width, size = s.image_height, s.image_width, s.image_bytes
         formats = ", ".join(f"{name} {n:,}" for name, n in s.image_formats.items())
         channels = ", ".join(f"{c}: {n:,}" for c, n in s.image_channels.items())
+        unit, unit_name = byte_unit(size.max)
         print(f"  {split:<11}height {height.min:g}-{height.max:g} (median {height.median:g}),"
               f" width {width.min:g}-{width.max:g} (median {width.median:g}); "
-              f"{size.min / 1024:,.0f}-{size.max / 1024:,.0f} KB (median "
-              f"{size.median / 1024:,.0f} KB); {formats}; channels {channels}")
+              f"{in_unit(size.min, unit)}-{in_unit(size.max, unit)} {unit_name} (median "
+              f"{in_unit(size.median, unit)} {unit_name}); {formats}; channels {channels}")
 
 
 def _labels(labels: Labels | None, task: str = "classification") -> str:
