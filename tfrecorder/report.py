@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from tfrecorder import fs
 from tfrecorder.info import MIN_BOXES_PER_CLASS, DatasetInfo, box_areas, info
 from tfrecorder.manifest import TINY_BOX_FRACTION, TINY_BOX_PIXELS, Distribution, Duplicate
-from tfrecorder.wording import count
+from tfrecorder.wording import byte_unit, count
 
 # A chart of more classes is too long to read; the table below it holds them all.
 CHART_CLASSES = 50
@@ -571,10 +571,8 @@ def _round(value: float) -> int | float:
 
 
 def _size(num_bytes: float) -> str:
-    if num_bytes < 1024:
-        return f"{num_bytes:,.0f} bytes"
-    power = min(3, int(math.log(num_bytes, 1024)))
-    return f"{num_bytes / 1024 ** power:,.1f} {'KMG'[power - 1]}B"
+    unit, name = byte_unit(num_bytes)
+    return f"{num_bytes:,.0f} bytes" if unit == 1 else f"{num_bytes / unit:,.1f} {name}"
 
 
 def _image_uri(image) -> str:
