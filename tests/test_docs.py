@@ -93,12 +93,9 @@ def blocks(doc: str) -> list[Block]:
     return found
 
 
-def skip_reason(block: Block, used: set[str]) -> str | None:
-    for snippet, reason in SKIPPED.items():
-        if snippet in block.text:
-            used.add(snippet)
-            return reason
-    return None
+def skip_reason(block: Block) -> str | None:
+    return next((reason for snippet, reason in SKIPPED.items() if snippet in block.text),
+                None)
 
 
 # --- shown output ----------------------------------------------------------------------------
@@ -236,9 +233,6 @@ def reader_namespace() -> dict:
 
 # --- the tests -------------------------------------------------------------------------------
 
-_USED: set[str] = set()
-
-
 @pytest.mark.filterwarnings("ignore::tfrecorder.errors.DatasetWarning")
 @pytest.mark.parametrize("doc", DOCS)
 def test_every_code_block_runs_and_shows_what_it_prints(doc, tmp_path, monkeypatch):
@@ -249,7 +243,7 @@ def test_every_code_block_runs_and_shows_what_it_prints(doc, tmp_path, monkeypat
     assert found, f"no code blocks in {doc}"
     previous = None
     for block in found:
-        reason = skip_reason(block, _USED)
+        reason = skip_reason(block)
         if reason is not None:
             previous = None
         elif block.language == "python":
