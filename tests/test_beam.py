@@ -44,7 +44,8 @@ def test_direct_runner_writes_the_local_engines_bytes(table_with_bad_rows, tmp_p
     assert dataset_files(beam) == dataset_files(local)
     assert read_manifest(beam) == read_manifest(local)
     assert result.num_records == 24 and result.num_rejected == 2
-    assert result.metrics == {"rows_read": 26, "records_written": 24, "rows_rejected": 2}
+    assert result.metrics == {"rows_read": 26, "records_written": 24, "rows_rejected": 2,
+                              "rows": 26, "good_images": 24, "bad_images": 2}
     # The mapping copies nothing (a deep copy of Beam's PipelineResult raised TypeError).
     assert (result["metrics"], result["num_rejected"]) == (result.metrics, 2)
     assert dict(result)["job_id"] == "DirectRunner" and result["pipeline"] is result.pipeline

@@ -356,6 +356,32 @@ def test_info_shows_shapes_roles_vocabularies_and_multi_label(tmp_path, capsys):
     assert "tags int64 [] input (categorical, 2 values)" in lines
 
 
+def test_info_gives_small_images_sizes_that_are_not_0_kb(tmp_path, capsys):
+    """Images under a kilobyte in bytes; a split of larger ones in KB, with a decimal
+    under 10 KB, so that no size reads 0."""
+    rows = []
+    for i, (split, size, fmt) in enumerate([("TRAIN", (8, 8), "PNG"), ("TRAIN", (9, 9), "PNG"),
+                                            ("TEST", (8, 8), "PNG"),
+                                            ("TEST", (160, 120), "JPEG")]):
+        path = tmp_path / f"{i}.{fmt.lower()}"
+        path.write_bytes(image_bytes(make_image(size, seed=i), fmt))
+        rows.append((split, str(path), "a"))
+    out = tmp_path / "out"
+    tfrecorder.convert(pd.DataFrame(rows, columns=["split", "image_uri", "label"]), out,
+                       progress=False)
+    assert cli.main(["info", str(out)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if "height" in line}
+    train = read_manifest(out)["statistics"]["train"]["image_bytes"]
+    assert train["max"] < 1024
+    assert (f"; {train['min']:.0f}-{train['max']:.0f} bytes (median {train['median']:.0f} "
+            "bytes);") in lines["train"]
+    test = read_manifest(out)["statistics"]["test"]["image_bytes"]
+    assert test["min"] < 1024 <= test["max"] < 10 * 1024
+    assert (f"; {test['min'] / 1024:.1f}-{test['max'] / 1024:.1f} KB (median "
+            f"{test['median'] / 1024:.1f} KB);") in lines["test"]
+
+
 def test_info_json_prints_what_info_returns(sample):
     out, _ = sample
     process = run_cli("info", out, "--json")
@@ -403,6 +429,43 @@ def test_inspect_writes_records_into_the_folder_it_prints(sample, tmp_path):
     assert os.path.samefile(folder, look)
     files = sorted(os.listdir(look))
     assert "records.csv" in files and len(files) == 3, files  # and two images
+
+
+
+# --- TFRecorder 2.0's python-fire flags on the new commands ---------------------------------
+
+def test_convert_and_inspect_take_2_0s_fire_flags_with_a_warning(sample, tmp_path):
+    """`convert --source=... --output_dir=...` and `inspect --tfrecord_dir=...`, as 2.0's
+    scripts spelled arguments, run as `convert SOURCE OUTPUT_DIR` and `inspect PATH`."""
+    out = tmp_path / "out"
+    process = run_cli("convert", f"--source={SAMPLE_CSV}", "--output_dir", out,
+                      "--num_shards=1", "--no-progress")
+    assert process.returncode == 0, process.stderr
+    assert process.stderr == (
+        "tfrecorder: WARNING: convert --source= --output_dir= --num_shards= is TFRecorder "
+        "2.0's command; use: tfrecorder convert SOURCE OUTPUT_DIR --num-shards\n")
+    assert ": 16 records" in process.stdout
+    assert all(len(split["shards"]) == 1 for split in read_manifest(out)["splits"].values())
+    look = tmp_path / "look"
+    process = run_cli("inspect", f"--tfrecord_dir={sample[0]}", "--split=TEST",
+                      "--num_records=2", f"--output_dir={look}")
+    assert process.returncode == 0, process.stderr
+    assert "inspect --tfrecord_dir= --num_records= --output_dir= is TFRecorder 2.0's " \
+           "command; use: tfrecorder inspect PATH --num-records --output-dir" in process.stderr
+    assert os.path.samefile(process.stdout.strip(), look) and len(os.listdir(look)) == 3
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["convert", "data.csv", "--output_dir=out", "--image-size", "8x8"],
+     ["convert", "data.csv", "--image-size", "8x8", "out"]),
+    (["convert", "--source", "data.csv", "out", "--seed=3"],
+     ["convert", "data.csv", "out", "--seed=3"]),
+    (["convert", "data.csv", "out", "--num-shards", "2"],  # ours: untouched
+     ["convert", "data.csv", "out", "--num-shards", "2"]),
+    (["info", "--source=x"], ["info", "--source=x"]),  # only convert and inspect
+])
+def test_fire_flags_become_the_arguments_argparse_reads(args, expected):
+    assert cli.from_fire_flags(args)[0] == expected
 
 
 # --- help and version ----------------------------------------------------------------------

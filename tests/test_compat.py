@@ -334,3 +334,34 @@ def test_convert_and_load_as_2_0_called_it(data_csv, tmp_path, monkeypatch):
         datasets = tfrecorder.convert_and_load(data_csv, compression="gzip", progress=False)
         assert len(datasets["TRAIN"]) == 3
     assert (tmp_path / "tfrecords" / "dataset.json").exists()
+
+
+def test_2_0s_metrics_beside_ours(data_csv, tmp_path):
+    """2.0's Beam counters `rows`, `good_images`, `bad_images` (a row, an image read, an
+    image that could not be): code that reads them runs, with truthful values."""
+    table = pd.read_csv(data_csv)
+    with open(table.loc[5, "image_uri"], "wb") as broken:
+        broken.write(b"not a JPEG")
+    result = tfrecorder.convert(data_csv, str(tmp_path / "out"), progress=False,
+                                max_rejected=0.5)
+    assert result["metrics"] == {"rows_read": 6, "records_written": 5, "rows_rejected": 1,
+                                 "rows": 6, "good_images": 5, "bad_images": 1}
+    table["weight"] = range(6)
+    without_images = tfrecorder.convert(table.drop(columns="image_uri"),
+                                        str(tmp_path / "no-images"), progress=False)
+    assert without_images["metrics"] == {"rows_read": 6, "records_written": 6,
+                                         "rows_rejected": 0, "rows": 6, "good_images": 0,
+                                         "bad_images": 0}
+
+
+def test_2_0s_schema_names_its_key_columns():
+    from tfrecorder.legacy import input_schema, types
+
+    schema = input_schema.Schema({"set": types.SplitKey, "path": types.ImageUri,
+                                  "kind": types.IntegerLabel, "age": types.IntegerInput})
+    assert (schema.split_key, schema.image_uri_key, schema.label_key) == ("set", "path", "kind")
+    assert list(schema.get_input_keys()) == ["set", "path", "kind", "age"]
+    bare = input_schema.Schema({"path": "ImageUri"})  # our type names too
+    assert (bare.split_key, bare.image_uri_key, bare.label_key) == (None, "path", None)
+    csv = input_schema.IMAGE_CSV_SCHEMA
+    assert (csv.split_key, csv.image_uri_key, csv.label_key) == ("split", "image_uri", "label")

@@ -16,7 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from detection_data import CLASSES, HEIGHT, WIDTH, scenes, write_detection, write_segmentation
-from test_report import CHROMIUM, NO_BROWSER, by_id, dom, needs_browser, screenshot, table_rows
+from test_report import (
+    CHROMIUM,
+    NO_BROWSER,
+    by_id,
+    dom,
+    measured,
+    needs_browser,
+    screenshot,
+    table_rows,
+)
 from test_report import text as element_text
 
 import tfrecorder
@@ -363,6 +372,15 @@ def test_the_report_draws_each_box_over_its_thumbnail(drawn, document):
             CLASS_COLOURS[CLASSES.index(label)] for label in scene["labels"]]
         tags = [element_text(t) for t in svg.iter("text")]
         assert tags == scene["labels"]
+
+
+@needs_browser
+def test_the_report_lays_each_boxes_svg_exactly_over_its_thumbnail(page):
+    images = measured(page, "#thumbnails figure img")
+    boxes = measured(page, "#thumbnails figure svg.objects")
+    assert len(images) == len(boxes) > 0
+    for image, svg in zip(images, boxes):
+        assert image == pytest.approx(svg, abs=0.5)
 
 
 @needs_browser

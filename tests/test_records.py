@@ -121,7 +121,9 @@ def truncated_jpeg(tmp_path):
 
 
 @pytest.mark.parametrize("make,reason", [
-    (lambda d: d / "missing.jpg", "cannot read file: FileNotFoundError"),
+    (lambda d: d / "missing.jpg", "cannot read file: no such file or directory"),
+    (lambda d: (d / "folder.jpg").mkdir() or d / "folder.jpg",
+     "cannot read file: a folder, not a regular file"),
     (lambda d: (d / "empty.jpg").write_bytes(b"") and None or d / "empty.jpg",
      "empty file (0 bytes)"),
     (lambda d: (d / "notes.jpg").write_text("not an image") and None or d / "notes.jpg",
@@ -132,6 +134,7 @@ def test_unreadable_images_are_rejected_with_a_reason(tmp_path, make, reason):
     result = encode(make(tmp_path))
     assert isinstance(result, Rejection)
     assert result.reason.startswith(reason), result.reason
+    assert "Errno" not in result.reason and "Error" not in result.reason  # words, not codes
 
 
 def test_corrupt_png_data_is_rejected(tmp_path):

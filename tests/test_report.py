@@ -368,8 +368,62 @@ def test_the_options_table_holds_the_options_written_with(planted, document):
     rows = table_rows(by_id(document, "options-table"))
     options = read_manifest(planted.out)["options"]
     assert rows[0] == ["option", "value"]
-    assert {name: value for name, value in rows[1:]}["duplicates"] == '"warn"'
-    assert [name for name, _ in rows[1:]] == list(options)
+    shown = dict(rows[1:])
+    assert list(shown) == list(options)
+    # As the options are spelled in Python (convert(image_size=None, ...)), not in JSON.
+    assert (shown["duplicates"], shown["image_size"], shown["validate"]) == (
+        "'warn'", "None", "True")
+    assert shown["unassigned_split"] == "[0.8, 0.1, 0.1]"
+
+
+def measured(page: Path, selector: str) -> list[dict[str, float]]:
+    """Where Chromium lays out each element `selector` finds: a copy of the page with a
+    script that writes each one's box into the DOM, which Chromium dumps."""
+    script = (f"<script>document.querySelectorAll({selector!r}).forEach(e => {{"
+              "const r = e.getBoundingClientRect(); e.setAttribute('data-box', "
+              "[r.left, r.top, r.width, r.height].join(','))});</script>")
+    copy = page.with_name(f"measured-{page.name}")
+    copy.write_text(page.read_text().replace("</body>", script + "</body>"))
+    boxes = [element.get("data-box") for element in dom(copy).iter()
+             if element.get("data-box")]
+    return [dict(zip(("left", "top", "width", "height"), map(float, box.split(","))))
+            for box in boxes]
+
+
+@needs_browser
+def test_the_captions_of_a_row_of_thumbnails_line_up(page):
+    """The planted images differ in height; their captions start at one height a row."""
+    figures = measured(page, "#thumbnails figure")
+    captions = measured(page, "#thumbnails figcaption")
+    images = measured(page, "#thumbnails figure img")
+    assert len(figures) == len(captions) == len(images) > 10
+    assert len({image["height"] for image in images}) > 3  # images of many heights
+    rows = {}
+    for figure, caption in zip(figures, captions):
+        rows.setdefault(round(figure["top"]), []).append(caption["top"])
+    assert len(rows) >= 3  # one or more rows of figures for each class
+    for tops in rows.values():
+        assert max(tops) - min(tops) < 1, tops
+
+
+@needs_browser
+def test_no_warnings_is_said_plainly_not_in_the_warnings_box(planted, page, tmp_path):
+    rows = [(split, write_image(tmp_path / f"{split}-{label}.jpg", seed=i), label)
+            for i, (split, label) in enumerate(
+                (split, label) for split in ("TRAIN", "VALIDATION", "TEST")
+                for label in ("cat", "dog"))]
+    tfrecorder.convert(pd.DataFrame(rows, columns=["split", "image_uri", "label"]),
+                       tmp_path / "clean", progress=False)
+    assert info(tmp_path / "clean").warnings == ()
+    clean = Path(report(tmp_path / "clean", tmp_path / "clean.html"))
+    assert text(by_id(dom(clean), "warnings")) == "No warnings."
+    box = (0xe6, 0x7e, 0x22)  # the warnings box's orange border
+
+    def orange(image):
+        return sum(n for n, colour in image.getcolors(1 << 24) if colour == box)
+
+    assert orange(screenshot(clean, 1200)) == 0
+    assert orange(screenshot(page, 1200)) > 100  # the planted dataset's warnings
 
 
 # --- what the file is ----------------------------------------------------------------------
@@ -405,7 +459,7 @@ def test_values_from_the_data_render_as_text(planted, tmp_path):
     for value in (HOSTILE_CLASS, HOSTILE_FILE, HOSTILE_REJECTED,
                   "</td><b onclick=alert(4)>bold</b>"):
         assert value in everything, value
-    assert [HOSTILE_CLASS, '"</td><b onclick=alert(4)>bold</b>"'] in table_rows(
+    assert [HOSTILE_CLASS, "'</td><b onclick=alert(4)>bold</b>'"] in table_rows(
         by_id(document, "options-table"))
 
 

@@ -118,7 +118,7 @@ def test_a_row_per_class_of_its_first_records(colours):
     assert isinstance(sheet, Image.Image) and sheet.mode == "RGB"
     assert sheet.classes == ("blue", "green", "red") and sheet.grid == (3, 4)
     layout = sheet.layout
-    assert layout.cell_width > 48 and layout.cell_height > 48 + 2 * layout.font_size
+    assert layout.cell_width > 48 and layout.cell_height > 48 + layout.font_size
     # four cells a row, and a header column as wide as a cell, for the class names
     assert sheet.size == (5 * layout.cell_width, 3 * layout.cell_height)
     assert shown(sheet) == expected_items(colours, 4, sheet.classes)
@@ -128,13 +128,37 @@ def test_a_row_per_class_of_its_first_records(colours):
     assert sheet.getpixel((layout.header_width // 2, 2)) == WHITE
 
 
-def test_rows_with_fewer_images_than_columns_end_in_empty_cells(colours):
-    sheet = show(colours, per_class=8, thumbnail_size=32)
-    assert sheet.grid == (3, 8) and len(sheet.items) == 18
-    assert shown(sheet) == expected_items(colours, 8, sheet.classes)
-    for row in range(3):
-        assert sheet.crop(sheet.layout.thumbnail_box(row, 6)).getcolors() == [
-            (32 * 32, WHITE)]
+def caption_lines(sheet: ContactSheet, row: int, column: int) -> int:
+    """The lines of text drawn under a thumbnail: bands of pixel rows with ink."""
+    left, _, right, bottom = sheet.layout.thumbnail_box(row, column)
+    strip = sheet.crop((left, bottom, right, (row + 1) * sheet.layout.cell_height))
+    inked = (np.asarray(strip.convert("L")) < 160).any(axis=1)
+    return int(inked[0]) + int(np.sum(inked[1:] & ~inked[:-1]))
+
+
+def test_the_sheet_is_as_wide_as_its_fullest_row(tmp_path):
+    """per_class=8 for classes of 1, 2 and 3 images: three columns, not eight."""
+    labels = ["red", "green", "blue", "green", "blue", "blue"]
+    out = str(tmp_path / "out")
+    tfrecorder.convert(colour_table(tmp_path / "images", 2, labels=labels), out,
+                       progress=False)
+    sheet = show(out, per_class=8, thumbnail_size=32)
+    assert sheet.classes == ("blue", "green", "red") and sheet.grid == (3, 3)
+    assert sheet.width == sheet.layout.header_width + 3 * sheet.layout.cell_width
+    assert shown(sheet) == expected_items(out, 8, sheet.classes)
+    for row, filled in enumerate([3, 2, 1]):  # a row of fewer ends in empty cells
+        for column in range(filled, 3):
+            assert sheet.crop(sheet.layout.thumbnail_box(row, column)).getcolors() == [
+                (32 * 32, WHITE)]
+
+
+def test_a_caption_is_the_file_name_not_the_rows_class_again(colours):
+    sheet = show(colours, per_class=2, thumbnail_size=64)
+    layout = sheet.layout
+    assert layout.caption_lines == 1
+    assert layout.cell_height == 64 + layout.line_height + 3 * layout.padding
+    for row, column in cells(sheet):
+        assert caption_lines(sheet, row, column) == 1
 
 
 def test_thumbnails_are_what_the_sheet_lays_out(colours):
@@ -226,6 +250,10 @@ def test_a_multi_label_record_shows_in_the_row_of_each_label(tmp_path):
             assert item.labels == record["labels"]
     assert any(len(i.labels) == 2 for i in sheet.items)
     assert not any(i.labels == () for i in sheet.items)  # no label, no row
+    # Under a record of two labels, a second line names the other one.
+    assert sheet.layout.caption_lines == 2
+    for item, (row, column) in zip(sheet.items, cells(sheet)):
+        assert caption_lines(sheet, row, column) == len(item.labels), item
     rows_of = {}
     for thumbnail in thumbnails(out, per_class=3, size=32):
         rows_of.setdefault((thumbnail.shard, thumbnail.record), []).append(thumbnail)
@@ -242,7 +270,7 @@ def test_integer_labels_and_more_classes_than_rows(tmp_path, caplog):
     tfrecorder.convert(pd.DataFrame({"split": "TRAIN", "image_uri": paths,
                                      "label": range(MAX_ROWS + 5)}), out, progress=False)
     sheet = show(out, per_class=2, thumbnail_size=16)
-    assert sheet.classes == tuple(str(i) for i in range(MAX_ROWS)) and sheet.grid == (50, 2)
+    assert sheet.classes == tuple(str(i) for i in range(MAX_ROWS)) and sheet.grid == (50, 1)
     assert [i.image_name for i in sheet.items] == [f"{i}.png" for i in range(MAX_ROWS)]
     assert "showing the first 50 of the dataset's 55 classes" in caplog.text
     chosen = show(out, per_class=2, thumbnail_size=16, classes=[54, "7"])

@@ -19,6 +19,7 @@ import ast
 import contextlib
 import dataclasses
 import io
+import itertools
 import json
 import logging
 import os
@@ -40,7 +41,7 @@ from tfrecorder.manifest import (
     Feature,
     Labels,
 )
-from tfrecorder.wording import count
+from tfrecorder.wording import byte_unit, count, in_unit
 
 PROG = "tfrecorder"
 
@@ -62,6 +63,7 @@ _INSPECT_DEFAULTS = {name: parameter.default
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line with `argv` (default: `sys.argv[1:]`); returns the exit code."""
     parser = build_parser()
+    argv, spelled_as_2_0 = from_fire_flags(sys.argv[1:] if argv is None else list(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help and --version (0), usage errors (2)
@@ -73,7 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # restores the caller's display (tests call main)
             warnings.showwarning = _show_warning
-            return args.run(args)
+            if spelled_as_2_0 is None:
+                return args.run(args)
+            with _tfrecorder_2(*spelled_as_2_0):
+                return args.run(args)
     except USER_ERRORS as error:
         print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
         return 1
@@ -449,10 +454,11 @@ def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
         height, width, size = s.image_height, s.image_width, s.image_bytes
         formats = ", ".join(f"{name} {n:,}" for name, n in s.image_formats.items())
         channels = ", ".join(f"{c}: {n:,}" for c, n in s.image_channels.items())
+        unit, unit_name = byte_unit(size.max)
         print(f"  {split:<11}height {height.min:g}-{height.max:g} (median {height.median:g}),"
               f" width {width.min:g}-{width.max:g} (median {width.median:g}); "
-              f"{size.min / 1024:,.0f}-{size.max / 1024:,.0f} KB (median "
-              f"{size.median / 1024:,.0f} KB); {formats}; channels {channels}")
+              f"{in_unit(size.min, unit)}-{in_unit(size.max, unit)} {unit_name} (median "
+              f"{in_unit(size.median, unit)} {unit_name}); {formats}; channels {channels}")
 
 
 def _labels(labels: Labels | None, task: str = "classification") -> str:
@@ -708,6 +714,55 @@ def _check_tfrecords(args: argparse.Namespace) -> int:
         print(check_tfrecords(args.tfrecord_dir, args.split, args.num_records,
                               args.output_dir))
     return 0
+
+
+# 2.0's python-fire flags (`--name=value`) for what is an argument of the new commands.
+_FIRE_ARGUMENTS = {"convert": ("--source", "--output_dir"), "inspect": ("--tfrecord_dir",)}
+_ARGUMENT_NAMES = {"convert": "SOURCE OUTPUT_DIR", "inspect": "PATH"}
+
+
+def from_fire_flags(argv: list[str]) -> tuple[list[str], tuple[str, str] | None]:
+    """`convert --source=S --output_dir=O` as `convert S O`, `inspect --tfrecord_dir=P` as
+    `inspect P`, and python-fire's `--num_shards` as `--num-shards`: TFRecorder 2.0's
+    scripts spelled every argument as a flag. Returns the arguments argparse reads, and
+    the 2.0 spelling with ours for the warning (None when nothing was 2.0's)."""
+    command = argv[0] if argv else None
+    if command not in _FIRE_ARGUMENTS:
+        return argv, None
+    flags = _dashed_flags(command)
+    values, rest, found, instead = {}, [], [], []
+    arguments = iter(argv[1:])
+    for argument in arguments:
+        name, equals, value = argument.partition("=")
+        if name in _FIRE_ARGUMENTS[command]:
+            values[name] = value if equals else next(arguments, "")
+        elif name in flags:
+            rest.append(flags[name] + equals + value)
+            instead.append(flags[name])
+        else:
+            rest.append(argument)
+            continue
+        found.append(f"{name}=")
+    if not found:
+        return argv, None
+    given = [values.get(name) for name in _FIRE_ARGUMENTS[command]]
+    # An argument given as a flag goes where argparse reads it: leading ones first, a
+    # trailing one (OUTPUT_DIR after a positional SOURCE) last.
+    leading = list(itertools.takewhile(lambda value: value is not None, given))
+    trailing = [value for value in given[len(leading):] if value is not None]
+    spelled = " ".join([command, *found])
+    return ([command, *leading, *rest, *trailing],
+            (spelled, " ".join([command, _ARGUMENT_NAMES[command], *instead])))
+
+
+def _dashed_flags(command: str) -> dict[str, str]:
+    """The command's flags in python-fire's spelling (`--num_shards`), with ours."""
+    if command == "inspect":
+        names = ["--num-records", "--output-dir"]
+    else:
+        names = [name for field in options.fields() for name in _flag_names(field)]
+    return {name.replace("-", "_").replace("__", "--", 1): name
+            for name in names if "-" in name[2:]}
 
 
 @contextlib.contextmanager

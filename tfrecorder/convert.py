@@ -64,7 +64,8 @@ class ConversionResult(Mapping):
     manifest_path: str = field(repr=False)
     rejected_path: str = field(repr=False)
     elapsed_seconds: float = 0.0
-    metrics: dict = field(default_factory=dict)  # rows read, records written, rows rejected
+    # rows read, records written, rows rejected; and 2.0's rows, good and bad images
+    metrics: dict = field(default_factory=dict)
     job_id: str | None = None  # a Beam job's id, where the runner has one
     job_url: str | None = None  # Dataflow's console page for the job
     pipeline: object = field(default=None, repr=False)  # Beam's PipelineResult
@@ -179,7 +180,9 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
         manifest_path=fs.join(output_dir, MANIFEST),
         rejected_path=rejected_path,
         elapsed_seconds=elapsed,
-        metrics=run.written.metrics if run.written else {},
+        metrics=convert_spellings.with_2_0_metrics(
+            run.written.metrics if run.written else {},
+            manifest is not None and manifest.has_images),
         job_id=run.job_id,
         job_url=_job_url(options.beam, run.job_id),
         pipeline=run.pipeline,

@@ -507,9 +507,13 @@ _FIXES = {
 
 
 def answer(error: BaseException) -> str:
-    """What the store answered, in a few words: 'not found (404)', 'HTTP 503: ...'."""
+    """What the store answered, in a few words: 'not found (404)', 'HTTP 503: ...'; for
+    a local file, the system's words ('no such file or directory'), without the errno
+    and the path, which a rejected row gives beside its reason."""
     if isinstance(error, StorageError):
         return str(error)
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        return error.strerror[:1].lower() + error.strerror[1:]
     if isinstance(error, FileNotFoundError) and error.filename is None:  # not the OS's
         return "not found (404)"
     code = getattr(error, "code", None)

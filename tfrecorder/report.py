@@ -32,7 +32,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from tfrecorder import fs
 from tfrecorder.info import MIN_BOXES_PER_CLASS, DatasetInfo, box_areas, info
 from tfrecorder.manifest import TINY_BOX_FRACTION, TINY_BOX_PIXELS, Distribution, Duplicate
-from tfrecorder.wording import count
+from tfrecorder.wording import byte_unit, count
 
 # A chart of more classes is too long to read; the table below it holds them all.
 CHART_CLASSES = 50
@@ -98,14 +97,14 @@ table{border-collapse:collapse;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.2em .6em;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}
-#warnings{background:#fff4e5;border-left:6px solid #e67e22;padding:.5em 1em;margin:1em 0}
-#warnings h2{border:0;margin:0;color:#a04000}
+div#warnings{background:#fff4e5;border-left:6px solid #e67e22;padding:.5em 1em;margin:1em 0}
+div#warnings h2{border:0;margin:0;color:#a04000}
 svg text{font-size:11px;fill:#222}
 .grid{display:flex;flex-wrap:wrap;gap:8px}
-figure{margin:0}
-figcaption{font-size:11px;overflow-wrap:anywhere}
-figure.boxed{position:relative}
-svg.objects{position:absolute;left:0;top:0;overflow:visible}
+figure{margin:0;display:grid;align-items:center;justify-items:start}
+figure>img,figure>svg.objects{grid-area:1/1}
+figcaption{font-size:11px;overflow-wrap:anywhere;align-self:start}
+svg.objects{overflow:visible}
 svg.objects text{font-size:9px;fill:#fff}
 .duplicate{display:flex;gap:1em;align-items:flex-start;border-top:1px solid #eee;
 padding:.5em 0}
@@ -137,7 +136,7 @@ def _summary(dataset: DatasetInfo) -> str:
         warned = (f'<div id="warnings"><h2>{count(len(warnings), "warning")}'
                   f"</h2><ul>{items}</ul></div>")
     else:
-        warned = '<p id="warnings">No warnings.</p>'
+        warned = '<p id="warnings">No warnings.</p>'  # plain: the box is for warnings
     return f'<header id="summary"><h1>Dataset report</h1><dl>{described}</dl>{warned}</header>'
 
 
@@ -295,11 +294,13 @@ def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
 def _figure(thumbnail, size: int) -> str:
     """A thumbnail captioned with its file name (and why it cannot be shown, if not), in
     a column wide enough for a name to wrap in a few lines; a detection record's boxes
-    over it."""
+    over it. The image is centred in a row `size` pixels high, so that the captions of
+    images of any height line up."""
     caption = thumbnail.image_name + (f": {thumbnail.problem}" if thumbnail.problem else "")
     image = thumbnail.image
     boxed = ' class="boxed"' if thumbnail.objects else ""
-    return (f'<figure{boxed} style="width:{max(size, 96)}px"><img src="{_image_uri(image)}" '
+    return (f'<figure{boxed} style="width:{max(size, 96)}px;grid-template-rows:{size}px '
+            f'auto"><img src="{_image_uri(image)}" '
             f'width="{image.width}" height="{image.height}" '
             f'alt="{_text(thumbnail.image_name)}">'
             + _boxes_svg(thumbnail.objects, image.width, image.height)
@@ -432,7 +433,8 @@ def _stored_images(dataset: DatasetInfo, duplicates: Sequence[Duplicate],
 def _options(dataset: DatasetInfo) -> str:
     if not dataset.options:
         return "<p>The manifest records no options.</p>"
-    rows = [[name, json.dumps(value)] for name, value in dataset.options.items()]
+    # As convert()'s keywords are spelled (None, True, 'auto'), not as JSON stores them.
+    rows = [[name, repr(value)] for name, value in dataset.options.items()]
     return _table(["option", "value"], rows, key="options-table")
 
 
@@ -569,10 +571,8 @@ def _round(value: float) -> int | float:
 
 
 def _size(num_bytes: float) -> str:
-    if num_bytes < 1024:
-        return f"{num_bytes:,.0f} bytes"
-    power = min(3, int(math.log(num_bytes, 1024)))
-    return f"{num_bytes / 1024 ** power:,.1f} {'KMG'[power - 1]}B"
+    unit, name = byte_unit(num_bytes)
+    return f"{num_bytes:,.0f} bytes" if unit == 1 else f"{num_bytes / unit:,.1f} {name}"
 
 
 def _image_uri(image) -> str:

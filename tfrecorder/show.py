@@ -114,9 +114,11 @@ class Thumbnail(Item):
 @dataclass(frozen=True)
 class Layout:
     """Where things go on a sheet: a header column of class names, then cells of a
-    thumbnail with two lines of caption under it."""
+    thumbnail with its caption under it: its file name, and on a second line (on sheets
+    that need one) the record's other labels."""
 
     thumbnail_size: int
+    caption_lines: int = 1
 
     @property
     def padding(self) -> int:
@@ -136,7 +138,7 @@ class Layout:
 
     @property
     def cell_height(self) -> int:
-        return self.thumbnail_size + 2 * self.line_height + 3 * self.padding
+        return self.thumbnail_size + self.caption_lines * self.line_height + 3 * self.padding
 
     @property
     def header_width(self) -> int:
@@ -218,8 +220,10 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
          thumbnail_size: int = 128,
          classes: Sequence[str | int] | None = None) -> ContactSheet:
     """A contact sheet of a split's images: one row per class, its first `per_class`
-    images in the order the shards hold them, each captioned with its class and file
-    name. Reads no more records than that takes, and never imports TensorFlow.
+    images in the order the shards hold them, each captioned with its file name (and a
+    multi-label record's other labels). As wide as its fullest row: a class of two
+    images leaves no room for eight. Reads no more records than that takes, and never
+    imports TensorFlow.
 
     A detection record shows in the row of each class it has a box of, with every box
     drawn in its class's colour (`class_colour`) and named; instance masks and a
@@ -241,15 +245,18 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
         a grey cell saying so, and its item's `problem` says why.
     """
     split, rows = _sample(os.fspath(path), split, per_class, thumbnail_size, classes)
-    layout = Layout(thumbnail_size)
-    image = Image.new("RGB", layout.size(len(rows), per_class), _BACKGROUND)
+    columns = max(map(len, rows.values()), default=0)
+    others = any(_other_labels(name, thumbnail) for name, row_thumbnails in rows.items()
+                 for thumbnail in row_thumbnails)
+    layout = Layout(thumbnail_size, caption_lines=2 if others else 1)
+    image = Image.new("RGB", layout.size(len(rows), columns), _BACKGROUND)
     draw = ImageDraw.Draw(image)
     font = _font(layout.font_size)
     for row, (name, row_thumbnails) in enumerate(rows.items()):
         _draw_row(image, draw, layout, font, row, name, row_thumbnails)
     items = [thumbnail.item for row_thumbnails in rows.values() for thumbnail in row_thumbnails]
     return ContactSheet.of(image, items=items, classes=tuple(rows),
-                           grid=(len(rows), per_class), split_name=split, layout=layout)
+                           grid=(len(rows), columns), split_name=split, layout=layout)
 
 
 def thumbnails(path: str | os.PathLike, split: str = "train", per_class: int = 8,
@@ -543,8 +550,8 @@ def _placeholder(size: int) -> Image.Image:
 
 def _draw_row(sheet: Image.Image, draw: ImageDraw.ImageDraw, layout: Layout, font,
               row: int, name: str, row_thumbnails: list[Thumbnail]) -> None:
-    """One class: its name at the left, its thumbnails, each captioned with its classes
-    and file name."""
+    """One class: its name at the left, its thumbnails, each captioned with its file name
+    and the labels it has besides the row's (the row's name is not repeated)."""
     top = row * layout.cell_height
     if row:
         draw.line([(0, top), (sheet.width, top)], fill=_RULE)
@@ -559,10 +566,17 @@ def _draw_row(sheet: Image.Image, draw: ImageDraw.ImageDraw, layout: Layout, fon
             draw_objects(image, thumbnail.objects, _box_font_size(layout.thumbnail_size))
         sheet.paste(image, (left + (layout.thumbnail_size - image.width) // 2,
                             box_top + (layout.thumbnail_size - image.height) // 2))
-        caption = ", ".join(thumbnail.labels) or thumbnail.split
-        for line, text in enumerate((caption, thumbnail.image_name)):
+        others = _other_labels(name, thumbnail)
+        lines = [thumbnail.image_name, *([f"also {', '.join(others)}"] if others else [])]
+        for line, text in enumerate(lines):
             draw.text((left, bottom + layout.padding + line * layout.line_height),
                       _fit(text, font, text_width), fill=_TEXT, font=font)
+
+
+def _other_labels(row: str, thumbnail: Thumbnail) -> list[str]:
+    """A record's labels besides its row's: a multi-label record's, a detection record's
+    other classes."""
+    return [label for label in thumbnail.labels if label != row]
 
 
 def _box_font_size(thumbnail_size: int) -> int:

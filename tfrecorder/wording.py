@@ -15,6 +15,22 @@ def count(number: int, singular: str, plural: str | None = None) -> str:
     return f"{number:,} {singular if number == 1 else plural or singular + 's'}"
 
 
+_BYTE_UNITS = ((2**30, "GB"), (2**20, "MB"), (2**10, "KB"))
+
+
+def byte_unit(largest: float) -> tuple[int, str]:
+    """The unit to give sizes up to `largest` bytes in, as (its bytes, its name): bytes
+    under a kilobyte, so that images of a few hundred bytes are not '0 KB'."""
+    return next(((size, name) for size, name in _BYTE_UNITS if largest >= size), (1, "bytes"))
+
+
+def in_unit(num_bytes: float, unit: int) -> str:
+    """`num_bytes` in `unit` (`byte_unit`'s): '0.4', '2.5', '24', '1,200' (a decimal under
+    10 units)."""
+    value = num_bytes / unit
+    return f"{value:,.1f}" if unit > 1 and value < 10 else f"{value:,.0f}"
+
+
 def name_rows(index) -> str:
     """'rows 3, 7 and 12 more' for an error message."""
     index = list(index)

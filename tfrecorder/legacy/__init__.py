@@ -4,7 +4,8 @@
   `tfrecord_dir=`), and `deprecated`, the warning every 2.0 spelling gives. A leaf:
   `load`, `inspect` and `show` import it and nothing else of 2.0's.
 - `convert_spellings`: 2.0's spellings of `convert()`'s arguments (`dataflow_options=`,
-  `num_shards=0`, `names=`, no output folder), which `convert` translates.
+  `num_shards=0`, `names=`, no output folder), which `convert` translates, and 2.0's
+  names of the result's counters (`rows`, `good_images`, `bad_images`).
 - `functions`: 2.0's top-level functions, made of ours: `create_tfrecords`,
   `check_tfrecords` (deprecated) and `convert_and_load`. They call the writer and the
   readers, so only `tfrecorder/__init__.py` and the command line import them.

@@ -7,7 +7,8 @@ gave another *result* (label ids in frequency order, CSV paths relative to the w
 folder, gzip by default) nothing is translated silently: see docs/migrating.md. Only
 `convert` calls it; the readers' spellings (splits named "TRAIN", `tfrecord_dir=`) are in
 `spellings`, which readers import without this module's reach into the writer
-(`table`, to tell a Parquet file from a CSV).
+(`table`, to tell a Parquet file from a CSV). `with_2_0_metrics` adds 2.0's names of the
+result's counters.
 """
 
 from __future__ import annotations
@@ -72,6 +73,18 @@ def convert_keywords(source, options: Mapping):
         deprecated(f"runner={runner!r}", f"runner={_RUNNERS[runner]!r}")
         options["runner"] = _RUNNERS[runner]
     return source, options
+
+
+def with_2_0_metrics(metrics: Mapping[str, int], has_images: bool) -> dict[str, int]:
+    """Our counters, and 2.0's Beam counters beside them, for code that reads
+    `result["metrics"]["good_images"]`: `rows` (rows read), `good_images` (images read
+    and written) and `bad_images` (images that could not be: their rows are rejected). A
+    table without images has neither good nor bad images."""
+    if not metrics:  # a job still running: nothing counted yet
+        return {}
+    return {**metrics, "rows": metrics["rows_read"],
+            "good_images": metrics["records_written"] if has_images else 0,
+            "bad_images": metrics["rows_rejected"] if has_images else 0}
 
 
 def _named_columns(source, names, header):
