@@ -420,3 +420,10 @@ def test_the_installed_console_script_prints_the_version():
                              timeout=120)
     assert process.returncode == 0, process.stderr
     assert process.stdout == f"tfrecorder {tfrecorder.__version__}\n"
+
+
+@pytest.mark.parametrize("command", ["show", "inspect"])
+def test_an_unknown_split_is_refused_naming_the_splits_as_typed(command, capsys):
+    assert cli.main([command, "out/", "--split", "holdout"]) == 2
+    err = capsys.readouterr().err
+    assert "(choose from 'train', 'validation', 'test')" in err and "Split." not in err
