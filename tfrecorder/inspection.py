@@ -28,6 +28,7 @@ from tfrecorder.layouts import OBJECT_LABEL, layout_named
 from tfrecorder.legacy import spellings
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
+from tfrecorder.wording import shown
 
 CSV_FILE = "records.csv"
 LEGACY_CSV_FILE = "data.csv"  # TFRecorder 2.0's check_tfrecords
@@ -64,7 +65,7 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
         Text cells that a spreadsheet would read as a formula start with a single quote.
     """
     if num_records < 0:
-        raise OptionError(f"num_records must be 0 or more, not {num_records!r}",
+        raise OptionError(f"num_records must be 0 or more, not {shown(num_records)}",
                           option="num_records")
     legacy = tfrecord_dir is not None
     path = spellings.dataset_dir(path, tfrecord_dir, "inspect")

@@ -30,6 +30,7 @@ from tfrecorder.errors import Option, OptionError
 from tfrecorder.splits import SPLITS, Split, spellings_text, split_named
 from tfrecorder.tfrecord import COMPRESSIONS
 from tfrecorder.vocabulary import class_names
+from tfrecorder.wording import shown
 
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
@@ -80,7 +81,7 @@ def _is_number(value) -> bool:
 
 
 def _refuse(name: str, expected: str, value) -> OptionError:
-    return OptionError(Option(name), f" must be {expected}, not {value!r}", option=name)
+    return OptionError(Option(name), f" must be {expected}, not {shown(value)}", option=name)
 
 
 class _Checked:
