@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import fs
-from tfrecorder.errors import OptionError
+from tfrecorder.errors import Option, OptionError, VerificationError
 from tfrecorder.info import DatasetInfo
 from tfrecorder.layouts import (
     AREA,
@@ -44,7 +44,9 @@ from tfrecorder.layouts import (
 )
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import DECODE_FEATURES, LABEL, SPLITS, Manifest, Split, read_manifest
+from tfrecorder.options import checked_bool, checked_image_size, checked_int, is_int, require
 from tfrecorder.tfrecord import open_read, read_records
+from tfrecorder.wording import count
 
 AUGMENT_PRESETS = ("basic",)
 NUM_OBJECTS = "objects/num"  # with max_boxes: how many of the padded objects are real
@@ -212,10 +214,16 @@ def load(
     """
     path = spellings.dataset_dir(path, tfrecord_dir, "load")
     split = spellings.split_name(split)
+    image_size = _check_values(
+        batch_size=batch_size, image_size=image_size, channels=channels, shuffle=shuffle,
+        shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat, augment=augment,
+        cache=cache, as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
+        drop_remainder=drop_remainder, with_info=with_info)
     manifest = read_manifest(path)
     _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot,
                    max_boxes)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
+    _check_shards(path, manifest, splits)
     if batch_size is not None and image_size is None:
         _check_batchable(manifest, splits, channels)
     datasets = {
@@ -248,8 +256,36 @@ class _Splits(dict):
             isinstance(key, str) and super().__contains__(key.lower()))
 
 
+def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,
+                  augment, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
+                  with_info) -> tuple[int, int] | None:
+    """Refuses, before any file is read, a value no dataset could take, with the
+    `OptionError` that `convert` raises for it: inside the pipeline the same mistake
+    surfaces later, far from the option (`'bool' object is not callable` from a
+    `tf.function`). Returns `image_size` as (height, width) ints."""
+    checked_int("batch_size", batch_size, "a positive int or None", minimum=1)
+    checked_int("shuffle_buffer", shuffle_buffer, "a positive int (records)", minimum=1,
+                optional=False)
+    checked_int("seed", seed, "an int or None", minimum=-(2**63), maximum=2**63 - 1)
+    checked_int("max_boxes", max_boxes, "a positive int or None", minimum=1)
+    require("channels", channels, channels is None or (is_int(channels) and channels in (
+        0, 1, 3, 4)), "0, 1, 3, 4 or None")
+    checked_bool("shuffle", shuffle, optional=True)
+    for name, value in [("repeat", repeat), ("as_supervised", as_supervised),
+                        ("multi_hot", multi_hot), ("drop_remainder", drop_remainder),
+                        ("with_info", with_info)]:
+        checked_bool(name, value)
+    require("augment", augment, augment is None or callable(augment) or (
+        isinstance(augment, str) and augment in AUGMENT_PRESETS),
+        f"a function (image -> image), {' or '.join(map(repr, AUGMENT_PRESETS))}, or None")
+    require("cache", cache, isinstance(cache, (bool, str, os.PathLike)),
+            "True, False or a local folder")
+    return checked_image_size(image_size)
+
+
 def _check_options(manifest: Manifest, image_size, channels, augment, as_supervised,
                    multi_hot, max_boxes) -> None:
+    """Refuses options this dataset cannot take (images, labels, its task)."""
     features = manifest.features
     labelled = layout_named(manifest.layout).key(LABEL) in features
     if not manifest.has_images:
@@ -265,17 +301,6 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
                 "as_supervised pairs the input features with the label, and this dataset "
                 "has neither images nor input features. Load feature dicts instead.",
                 option="as_supervised")
-    if image_size is not None and (
-        len(image_size) != 2 or not all(isinstance(v, int) and v > 0 for v in image_size)
-    ):
-        raise OptionError(f"image_size must be (height, width) > 0, not {image_size!r}",
-                          option="image_size")
-    if channels not in (None, 0, 1, 3, 4):
-        raise OptionError(f"channels must be 0, 1, 3 or 4, not {channels!r}",
-                          option="channels")
-    if isinstance(augment, str) and augment not in AUGMENT_PRESETS:
-        raise OptionError(f"augment must be a function or one of {AUGMENT_PRESETS}",
-                          option="augment")
     if as_supervised and not labelled and manifest.task == "classification":
         raise OptionError("as_supervised needs labels, and this dataset has none.",
                           option="as_supervised")
@@ -291,15 +316,27 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
         raise OptionError(f"max_boxes pads the objects of a detection dataset, and this "
                           f"one is a {manifest.task} dataset. Leave max_boxes out.",
                           option="max_boxes")
-    if max_boxes is not None and (isinstance(max_boxes, bool) or not isinstance(
-            max_boxes, int) or max_boxes < 1):
-        raise OptionError(f"max_boxes must be a whole number > 0, not {max_boxes!r}",
-                          option="max_boxes")
     if multi_hot and not (manifest.labels and manifest.labels.multi_label):
         raise OptionError(
             "multi_hot is for multi-label datasets, and this one has a single label per "
             "record: its label is already a class id. Leave multi_hot out (or use "
             "tf.one_hot on the label).", option="multi_hot")
+
+
+def _check_shards(path: str, manifest: Manifest, splits: list[str]) -> None:
+    """Refuses, when called, a dataset whose manifest lists shards that are gone, from one
+    listing of its folder: TensorFlow would fail only when it reached them, mid-epoch,
+    with a bare NotFoundError."""
+    present = set(fs.list_dir(path))
+    missing = [shard.file for name in splits for shard in manifest.split(name, path).shards
+               if shard.file not in present]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more"
+                                           if len(missing) > 3 else "")
+        raise VerificationError(
+            f"the dataset in {path!r} lacks {count(len(missing), 'shard')} that its "
+            f"manifest lists: {shown}. Restore the files from a copy, or write the dataset "
+            "again with ", Option("overwrite", True), ".")
 
 
 def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None) -> None:
