@@ -21,7 +21,6 @@ import dataclasses
 import io
 import json
 import logging
-import os
 import re
 import shlex
 import sys
@@ -70,8 +69,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(_LogLine())
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    # Hides most C++ log lines of TensorFlow, which verify and inspect import.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         with warnings.catch_warnings():  # restores the caller's display (tests call main)
             warnings.showwarning = _show_warning

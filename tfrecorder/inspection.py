@@ -23,6 +23,7 @@ import tempfile
 import time
 
 from tfrecorder import fs
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import OptionError
 from tfrecorder.layouts import OBJECT_LABEL, layout_named
 from tfrecorder.legacy import spellings
@@ -185,7 +186,7 @@ def _first_records(files: list[str], compression: str | None, count: int):
 
 
 def _parse(record: bytes, spec: dict) -> dict:
-    import tensorflow as tf
+    tf = tensorflow()
 
     return tf.io.parse_single_example(record, spec)
 
@@ -229,7 +230,7 @@ def _inside(folder: str, file_name: str) -> str:
 def _plain(value):
     """A parsed feature as plain Python: a value, or (nested) lists of values, whether
     TensorFlow parsed it dense or ragged."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if isinstance(value, tf.RaggedTensor):
         return value.to_list()

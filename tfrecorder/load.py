@@ -20,8 +20,9 @@ Local shards are read by TensorFlow itself; shards in a bucket through `tfrecord
 like every other file tfrecorder reads (see `shard_reader`), with the same records in the
 same order.
 
-TensorFlow is imported here, and only here (and by inspect/verify through these
-helpers), never by the writer.
+TensorFlow is imported by the functions here, and by inspect/verify through these
+helpers, never by the writer; always through `_tensorflow.tensorflow()`, which keeps its
+start-up lines quiet.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import fs
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import Option, OptionError, VerificationError
 from tfrecorder.info import DatasetInfo
 from tfrecorder.layouts import (
@@ -85,7 +87,7 @@ def shard_reader(remote: bool, compression: str | None) -> Callable:
     one Python call per record would cost more than reading it.
     """
     import numpy as np
-    import tensorflow as tf
+    tf = tensorflow()
 
     if not remote:
         compression_type = "GZIP" if compression == "gzip" else ""
@@ -114,7 +116,7 @@ def decode_image(features: dict, channels: int = 0):
     fast IDCT is off by a few levels). channels=0 keeps each image's own channels; 1, 3
     or 4 converts.
     """
-    import tensorflow as tf
+    tf = tensorflow()
 
     image_format = features["image_format"]
 
@@ -365,7 +367,7 @@ def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
               shuffle_buffer, seed, repeat, augment, cache, as_supervised, multi_hot,
               max_boxes, drop_remainder):
-    import tensorflow as tf
+    tf = tensorflow()
 
     autotune = tf.data.AUTOTUNE
     # A seed promises a reproducible order; without one, parallel stages may reorder.
@@ -479,7 +481,7 @@ def _parsed(serialized, spec: dict, layout: Layout, num_classes: int | None) -> 
     """Parses one record, or a batch of them, into features by canonical name (the
     layout's read form); with `num_classes`, multi-label labels become multi-hot vectors
     of that length."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     parse = tf.io.parse_example if serialized.shape.rank else tf.io.parse_single_example
     features = layout.canonical(parse(serialized, spec))
@@ -499,7 +501,7 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
     `tf.io.parse_example` returns them; images and segmentation masks are stacked
     densely (`ragged_batch` would make images of unknown size ragged too), so must share
     a size."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     lists = [name for name, spec in ds.element_spec.items()
              if name not in _PIXELS and spec.shape.rank and spec.shape[0] is None]
@@ -517,7 +519,7 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
 
 def _decoded_batch(features: dict, image_size, channels: int, transform) -> dict:
     """Decodes (and resizes) the images of a parsed batch of records."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     def one(image_features):
         image = _decoded(image_features, image_size, channels)
@@ -536,7 +538,7 @@ def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: 
     [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
     and objects' areas rescaled to pixels of the image as loaded. Boxes are relative,
     so they need nothing."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     features["image"] = _decoded(features, image_size, channels)
     if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
@@ -562,7 +564,7 @@ def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: 
 def _object_masks(pngs, stored):
     """A record's instance masks (one PNG each, drawn at the stored image's size) as uint8
     [n, height, width]; [0, height, width] for a record without objects."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     count = tf.shape(pngs)[0]
 
@@ -580,14 +582,14 @@ def _object_masks(pngs, stored):
 def _resized_nearest(pixels, image_size: Sequence[int]):
     """Annotation pixels ([..., height, width, channels]) at `image_size`, by nearest
     neighbour: their values stay those of the source (0/1, class ids)."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     return tf.image.resize(pixels, image_size, method="nearest")
 
 
 def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
     """Decodes (and resizes) one record's image, cheaply where the manifest allows."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if image_size is None:
         image = decode_image(features, channels)
@@ -625,7 +627,7 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
 
 def _convert_channels(image, channels: int):
     """Converts an image of 1 (L), 2 (LA), 3 (RGB) or 4 (RGBA) channels to `channels`."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if channels == 0:
         return image
@@ -644,7 +646,7 @@ def _convert_channels(image, channels: int):
 
 def _basic_augmentation(seed: int | None) -> Callable:
     """Random horizontal flips, crops (to 90% and back) and brightness changes."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     generator = _generator(seed)
 
@@ -664,7 +666,7 @@ def _basic_augmentation(seed: int | None) -> Callable:
 
 def _generator(seed: int | None):
     """The random numbers of augmentation: seeded, or fresh every run."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     return tf.random.Generator.from_seed(seed) if seed is not None else \
         tf.random.Generator.from_non_deterministic_state()
@@ -676,7 +678,7 @@ def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callab
     its boxes and masks and changes its brightness (no crop: cutting objects would take
     clipping boxes, dropping objects and redrawing their areas); a function gets the
     whole element and must return it."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if augment != "basic":
         return augment  # `_pipeline` checks that it returns a dict
@@ -696,7 +698,7 @@ def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callab
 def _flipped_left_right(features: dict) -> dict:
     """An element flipped left to right: its image, its boxes (xmin' = 1 - xmax,
     xmax' = 1 - xmin) and its instance and segmentation masks."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     found = dict(features)
     found["image"] = tf.reverse(features["image"], axis=[-2])
@@ -713,7 +715,7 @@ def _flipped_left_right(features: dict) -> dict:
 def _padded_objects(features: dict, max_boxes: int) -> dict:
     """A detection element's objects padded (or cut) to `max_boxes` (`OBJECT_PADDING`
     says with what), and `objects/num`, how many are real."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     count = tf.shape(features[BBOX], out_type=tf.int64)[0]
     found = dict(features)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfrecorder import fs
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import OptionError
 from tfrecorder.legacy.detect import legacy_hint
 from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names its splits so)
@@ -79,7 +80,7 @@ class Feature:
         into rows of k. So `parse_single_example` gives dense tensors of shape [], [n] and
         [n, k], and `parse_example` a dense [B] and RaggedTensors [B, None] and
         [B, None, k] (row splits int64, like `tf.data.Dataset.ragged_batch`)."""
-        import tensorflow as tf
+        tf = tensorflow()
 
         dtype = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}[self.dtype]
         if None not in self.shape:
