@@ -58,7 +58,7 @@ def test_a_failing_pipeline_leaves_no_dataset(table_with_bad_rows, tmp_path):
     with pytest.raises(ImageError) as caught:
         tfrecorder.convert(table_with_bad_rows, str(out), runner="DirectRunner",
                            on_error="raise", progress=False)
-    assert os.listdir(out) == []
+    assert not out.exists()
     (row,) = caught.value.rows
     uri = table_with_bad_rows["image_uri"][row]
     assert row in (24, 25) and uri.endswith(("empty.jpg", "truncated.jpg"))
@@ -74,7 +74,7 @@ def test_a_failing_pipeline_in_worker_processes_names_the_image(table_with_bad_r
         tfrecorder.convert(table_with_bad_rows, str(out), runner="DirectRunner",
                            beam_options={"direct_running_mode": "multi_processing"},
                            on_error="raise", progress=False)
-    assert os.listdir(out) == []
+    assert not out.exists()
 
 
 def test_an_unknown_runner_is_refused_before_any_work(image_table, tmp_path):

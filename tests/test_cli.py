@@ -257,7 +257,7 @@ def test_a_stopped_conversion_exits_without_a_traceback_and_leaves_nothing(
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == said
-    assert os.listdir(out) == []
+    assert not out.exists()  # the folder the run made, empty, goes too
 
 
 def test_unexpected_errors_keep_their_traceback(monkeypatch):
