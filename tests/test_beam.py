@@ -1,6 +1,8 @@
 """The Beam engine writes the local engine's dataset, byte for byte."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -49,6 +51,28 @@ def test_direct_runner_writes_the_local_engines_bytes(table_with_bad_rows, tmp_p
     assert (result["metrics"], result["num_rejected"]) == (result.metrics, 2)
     assert dict(result)["job_id"] == "DirectRunner" and result["pipeline"] is result.pipeline
     assert sorted(os.listdir(beam)) == sorted(os.listdir(local))  # no temporary files
+
+
+BEAM_RUN = """
+import sys, pandas as pd, tfrecorder
+table = pd.DataFrame({"x": [1.0, 2.0, 3.0], "split": ["train"] * 3})
+tfrecorder.convert(table, sys.argv[1], runner="DirectRunner", progress=False)
+"""
+
+
+def test_a_run_leaves_no_empty_folders_of_beams_in_the_temporary_folder(tmp_path):
+    """A fresh process, as a user's: the job server's beam-temp* and the SDK's tmp*
+    folders go; an empty folder another program made before stays."""
+    temp = tmp_path / "temp"
+    (temp / "tmpabcd1234").mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", BEAM_RUN, str(tmp_path / "out")],
+                          env={**os.environ, "TMPDIR": str(temp)}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "dataset.json").exists()
+    left = sorted(os.listdir(temp))
+    # Beam's requirements cache is one folder shared by every run, by design.
+    assert [name for name in left if name != "beam-requirements-cache"] == ["tmpabcd1234"]
 
 
 def test_a_failing_pipeline_leaves_no_dataset(table_with_bad_rows, tmp_path):

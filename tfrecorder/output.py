@@ -247,7 +247,7 @@ def _local_lock(folder: str, holder: dict, run: OutputFolder) -> Iterator[None]:
         finally:
             os.close(fd)
             if not run.handed_over:
-                _remove_empty(made)
+                remove_empty_folders(made)
 
 
 def _missing_folders(path: str) -> list[str]:
@@ -259,14 +259,14 @@ def _missing_folders(path: str) -> list[str]:
     return missing
 
 
-def _remove_empty(folders: list[str]) -> None:
-    """Removes `folders` (deepest first) while they are empty: `rmdir` removes nothing
-    else, so a file another process put there meanwhile keeps its folder."""
+def remove_empty_folders(folders: list[str]) -> None:
+    """Removes those of the local `folders` (a folder before its parent) that are empty
+    and this user's: `rmdir` removes nothing else, so a file another process put there
+    meanwhile keeps its folder."""
     for folder in folders:
-        try:
-            os.rmdir(folder)
-        except OSError:
-            return
+        with contextlib.suppress(OSError):
+            if os.stat(folder, follow_symlinks=False).st_uid == os.getuid():
+                os.rmdir(folder)
 
 
 def _locked(folder: str, holder: dict | None, lock: str, more: str = ""
