@@ -414,7 +414,7 @@ class ShardOptions(_Checked):
                        if not isinstance(k, str) or not isinstance(split_named(k), Split)]
             if unknown:
                 raise OptionError(Option("num_shards"), f" names an unknown split "
-                                  f"{unknown[0]!r}; name {', '.join(SPLITS)} (any case, or "
+                                  f"{shown(unknown[0])}; name {', '.join(SPLITS)} (any case, or "
                                   "another spelling of them: val, dev, testing...)",
                                   option="num_shards")
             object.__setattr__(self, "num_shards", {
