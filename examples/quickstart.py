@@ -20,7 +20,6 @@ def main(output_dir: str) -> None:
           f"in {result.elapsed_seconds:.2f}s: {result.counts}; rejected: {result.num_rejected}",
           flush=True)
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     datasets, info = tfrecorder.load(output_dir, batch_size=4, image_size=(224, 224),
                                      with_info=True)
     for split, ds in datasets.items():

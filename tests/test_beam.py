@@ -1,6 +1,8 @@
 """The Beam engine writes the local engine's dataset, byte for byte."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -52,6 +54,28 @@ def test_direct_runner_writes_the_local_engines_bytes(table_with_bad_rows, tmp_p
     assert sorted(os.listdir(beam)) == sorted(os.listdir(local))  # no temporary files
 
 
+BEAM_RUN = """
+import sys, pandas as pd, tfrecorder
+table = pd.DataFrame({"x": [1.0, 2.0, 3.0], "split": ["train"] * 3})
+tfrecorder.convert(table, sys.argv[1], runner="DirectRunner", progress=False)
+"""
+
+
+def test_a_run_leaves_no_empty_folders_of_beams_in_the_temporary_folder(tmp_path):
+    """A fresh process, as a user's: the job server's beam-temp* and the SDK's tmp*
+    folders go; an empty folder another program made before stays."""
+    temp = tmp_path / "temp"
+    (temp / "tmpabcd1234").mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", BEAM_RUN, str(tmp_path / "out")],
+                          env={**os.environ, "TMPDIR": str(temp)}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "dataset.json").exists()
+    left = sorted(os.listdir(temp))
+    # Beam's requirements cache is one folder shared by every run, by design.
+    assert [name for name in left if name != "beam-requirements-cache"] == ["tmpabcd1234"]
+
+
 def test_a_failing_pipeline_leaves_no_dataset(table_with_bad_rows, tmp_path):
     """on_error="raise" stops the pipeline with the error the local engine gives: the
     row by its label in the table, its image and the reason."""
@@ -59,7 +83,7 @@ def test_a_failing_pipeline_leaves_no_dataset(table_with_bad_rows, tmp_path):
     with pytest.raises(ImageError) as caught:
         tfrecorder.convert(table_with_bad_rows, str(out), runner="DirectRunner",
                            on_error="raise", progress=False)
-    assert os.listdir(out) == []
+    assert not out.exists()
     (row,) = caught.value.rows
     uri = table_with_bad_rows["image_uri"][row]
     assert row in (24, 25) and uri.endswith(("empty.jpg", "truncated.jpg"))
@@ -75,7 +99,7 @@ def test_a_failing_pipeline_in_worker_processes_names_the_image(table_with_bad_r
         tfrecorder.convert(table_with_bad_rows, str(out), runner="DirectRunner",
                            beam_options={"direct_running_mode": "multi_processing"},
                            on_error="raise", progress=False)
-    assert os.listdir(out) == []
+    assert not out.exists()
 
 
 def test_an_unknown_runner_is_refused_before_any_work(image_table, tmp_path):

@@ -257,7 +257,7 @@ def test_a_stopped_conversion_exits_without_a_traceback_and_leaves_nothing(
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == said
-    assert os.listdir(out) == []
+    assert not out.exists()  # the folder the run made, empty, goes too
 
 
 def test_unexpected_errors_keep_their_traceback(monkeypatch):
@@ -483,3 +483,46 @@ def test_the_installed_console_script_prints_the_version():
                              timeout=120)
     assert process.returncode == 0, process.stderr
     assert process.stdout == f"tfrecorder {tfrecorder.__version__}\n"
+
+
+@pytest.mark.parametrize("command", ["show", "inspect"])
+def test_an_unknown_split_is_refused_naming_the_splits_as_typed(command, capsys):
+    assert cli.main([command, "out/", "--split", "holdout"]) == 2
+    err = capsys.readouterr().err
+    assert "(choose from 'train', 'validation', 'test')" in err and "Split." not in err
+
+
+def test_advice_in_logs_and_rejection_errors_names_flags_not_python(tmp_path):
+    """`--resume` and `--max-image-pixels none`, never `resume=True` or `None`; and one
+    `tfrecorder: warning:` spelling for log lines and warnings alike."""
+    table = tmp_path / "images.csv"
+    rows = []
+    for i, size in enumerate([(8, 8)] * 4 + [(20, 20)]):
+        path = tmp_path / f"{i}.png"
+        path.write_bytes(image_bytes(make_image(size, seed=i), "PNG"))
+        rows.append(f"TRAIN,{path},{'ab'[i % 2]}\n")
+    table.write_text("".join(rows))
+    out = tmp_path / "out"
+    process = run_cli("convert", table, out, "--no-progress", "--num-workers", "1",
+                      "--on-error", "raise", "--max-image-pixels", "100", "--resume")
+    assert process.returncode == 1, process.stderr
+    warning, error = process.stderr.strip().splitlines()
+    assert warning == (f"tfrecorder: warning: Conversion stopped (ImageError); kept the 0 "
+                       f"committed shard(s) in {out}: run again with --resume to write the "
+                       "rest.")
+    assert error.startswith("tfrecorder: error: row 5 ("), error
+    assert error.endswith(
+        "image too large: 20x20 is 400 pixels, more than the limit of 100. To convert such "
+        "images, pass a larger --max-image-pixels, or --max-image-pixels none for no limit. "
+        "Fix or drop the row, or use --on-error reject to list such rows in rejected.csv."
+    ), error
+
+
+def test_rejection_advice_reads_as_python_in_python(tmp_path):
+    table = pd.DataFrame({"image_uri": [str(tmp_path / "big.png")], "label": ["a"]})
+    (tmp_path / "big.png").write_bytes(image_bytes(make_image((20, 20)), "PNG"))
+    with pytest.raises(tfrecorder.ImageError) as raised:
+        tfrecorder.convert(table, tmp_path / "out", on_error="raise", max_image_pixels=100,
+                           progress=False)
+    assert ("more than the limit of 100. To convert such images, pass a larger "
+            "max_image_pixels, or max_image_pixels=None for no limit.") in str(raised.value)

@@ -613,7 +613,7 @@ def test_huge_declared_size_is_rejected_from_the_header(name, options):
     reason = rejected(bombs()[name], **options)
     assert time.perf_counter() - started < 0.5
     assert reason.startswith("image too large: 40000x40000 is 1,600,000,000 pixels")
-    assert "max_image_pixels=100,000,000" in reason
+    assert reason.endswith("pixels, more than the limit of 100,000,000")
 
 
 BOMB_RUN = """
@@ -664,7 +664,7 @@ def test_max_image_pixels_applies_on_every_path(name):
     data = make()
     pixels = Image.open(io.BytesIO(data)).size
     pixels = pixels[0] * pixels[1]
-    assert f"max_image_pixels={pixels - 1:,}" in rejected(
+    assert f"more than the limit of {pixels - 1:,}" in rejected(
         data, max_image_pixels=pixels - 1, **options)
     assert not isinstance(encode(data, max_image_pixels=pixels, **options), Rejection)
     assert not isinstance(encode(data, max_image_pixels=None, **options), Rejection)
@@ -678,7 +678,7 @@ def test_pillows_global_limit_adds_no_hidden_limit(name, monkeypatch):
     with pytest.raises(Image.DecompressionBombError):
         Image.open(io.BytesIO(data))
     assert not isinstance(encode(data, **options), Rejection)
-    assert "max_image_pixels=1,000" in rejected(data, max_image_pixels=1000, **options)
+    assert "more than the limit of 1,000" in rejected(data, max_image_pixels=1000, **options)
     assert Image.MAX_IMAGE_PIXELS == 100  # and the user's setting is left as it was
 
 

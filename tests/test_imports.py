@@ -234,7 +234,8 @@ def test_the_parser_sees_the_package():
              for module, edges in graph.items()}
     assert ("records", AT_IMPORT) in named["engines.local"]
     assert ("verify_records", IN_A_FUNCTION) in named["verify"]
-    assert ("tensorflow", IN_A_FUNCTION) in named["load"]
+    assert ("_tensorflow", AT_IMPORT) in named["load"]
+    assert ("tensorflow", IN_A_FUNCTION) in named["_tensorflow"]
     assert ("plan", TYPE_ONLY) in named["engines"]
 
 
@@ -268,6 +269,15 @@ def test_the_allowed_circles_still_exist():
 def test_readers_never_reach_the_writer_and_planning_never_loads_pillow():
     found = breaks()
     assert not found, "imports against the flow:\n" + _lines(found)
+
+
+def test_tensorflow_is_imported_in_one_place():
+    """`_tensorflow.tensorflow()`, which keeps its start-up lines quiet; migrate's
+    `tensorflow.core...` protocol buffers come after a call to it."""
+    found = sorted(str(edge) for module, edges in imports().items() for edge in edges
+                   if edge.name == "tensorflow" and module not in ("_tensorflow",
+                                                                   "legacy.migration"))
+    assert not found, "import TensorFlow through tfrecorder._tensorflow:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("module", sorted(WORKER))

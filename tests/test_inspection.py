@@ -13,6 +13,7 @@ from conftest import LABELS
 from helpers import features_of, pixels, read_manifest, read_split, rewrite_split, write_image
 
 import tfrecorder
+from tfrecorder.errors import OptionError
 
 
 def read_csv(folder) -> list[dict]:
@@ -64,6 +65,13 @@ def test_inspect_defaults_to_a_new_temporary_folder_and_stops_at_the_split_end(
     assert os.path.basename(inspected).startswith("tfrecorder-inspect-")
     assert len(read_csv(inspected)) == len(read_split(out, "test"))
     assert tfrecorder.inspect(out, "test") != inspected  # each call a fresh folder
+
+
+@pytest.mark.parametrize("num_records", [-1, "3", 2.5])
+def test_inspect_refuses_a_number_of_records_it_cannot_take(tmp_path, num_records):
+    """Before reading anything, with the OptionError convert and load raise."""
+    with pytest.raises(OptionError, match=r"^num_records must be an int of 0 or more, not "):
+        tfrecorder.inspect(tmp_path / "nothere", num_records=num_records)
 
 
 def test_inspect_refuses_a_split_the_dataset_lacks(image_table, tmp_path):

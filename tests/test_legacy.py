@@ -137,7 +137,7 @@ def test_a_corrupt_old_shard_is_named_and_leaves_nothing(old, tmp_path):
     with pytest.raises(tfrecorder.VerificationError,
                        match="validation-00000-of-00001.tfrecord.gz is damaged"):
         migrate(old, new)
-    assert os.listdir(new) == []
+    assert not new.exists()
 
 
 def test_migrate_from_and_to_a_bucket(old, s3_store):

@@ -20,6 +20,7 @@ from helpers import (
 )
 
 import tfrecorder
+from tfrecorder.errors import OptionError, VerificationError
 from tfrecorder.load import shard_files
 from tfrecorder.manifest import Manifest
 
@@ -157,6 +158,43 @@ def test_clear_errors(dataset, image_table, tmp_path):
     tfrecorder.convert(image_table.drop(columns="label"), unlabelled, progress=False)
     with pytest.raises(ValueError, match="as_supervised needs labels"):
         tfrecorder.load(unlabelled, as_supervised=True)
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"image_size": 224}, "image_size must be (height, width) with positive ints, not 224"),
+    ({"image_size": (0, 8)}, "image_size must be (height, width) with positive ints"),
+    ({"augment": True}, "augment must be a function (image -> image), 'basic', or None, "
+                        "not True"),
+    ({"augment": "flips"}, "augment must be a function"),
+    ({"channels": True}, "channels must be 0, 1, 3, 4 or None, not True"),
+    ({"batch_size": 0}, "batch_size must be a positive int or None, not 0"),
+    ({"batch_size": "32"}, "batch_size must be a positive int or None, not '32'"),
+    ({"shuffle_buffer": None}, "shuffle_buffer must be a positive int (records), not None"),
+    ({"seed": 1.5}, "seed must be an int or None, not 1.5"),
+    ({"repeat": "yes"}, "repeat must be True or False, not 'yes'"),
+    ({"cache": 1}, "cache must be True, False or a local folder, not 1"),
+])
+def test_option_values_are_refused_when_called_as_convert_refuses_them(dataset, tmp_path,
+                                                                         options, said):
+    """Before anything is read, with convert's OptionError, not TensorFlow's TypeError."""
+    for path in (dataset, tmp_path / "nothere"):  # checked before the manifest is read
+        with pytest.raises(OptionError) as raised:
+            tfrecorder.load(path, "train", **options)
+        assert str(raised.value).startswith(said), raised.value
+        assert raised.value.option == next(iter(options))
+
+
+def test_a_missing_shard_is_refused_when_called_not_mid_epoch(dataset):
+    shard = read_manifest(dataset)["splits"]["train"]["shards"][1]["file"]
+    os.remove(os.path.join(dataset, shard))
+    for split in ("train", None):
+        with pytest.raises(VerificationError) as raised:
+            tfrecorder.load(dataset, split)
+        assert str(raised.value) == (
+            f"the dataset in {dataset!r} lacks 1 shard that its manifest lists: {shard}. "
+            "Restore the files from a copy, or write the dataset again with overwrite=True.")
+    assert len(list(tfrecorder.load(dataset, "test"))) == read_manifest(dataset)["splits"][
+        "test"]["num_records"]
 
 
 def test_gs_paths_come_from_the_manifest(dataset, gcs_bucket):

@@ -302,7 +302,7 @@ def test_options_that_do_not_fit_the_task_are_refused(written):
     detection = written("detection", "tfrecorder", False)
     with pytest.raises(OptionError, match="max_boxes pads the objects of a detection"):
         tfrecorder.load(written("segmentation", "tfrecorder"), "train", max_boxes=3)
-    with pytest.raises(OptionError, match="max_boxes must be a whole number > 0, not 0"):
+    with pytest.raises(OptionError, match="max_boxes must be a positive int or None, not 0"):
         tfrecorder.load(detection, "train", max_boxes=0)
     with pytest.raises(OptionError, match="objects/label gives each box its class id"):
         tfrecorder.load(detection, "train", multi_hot=True)

@@ -77,6 +77,18 @@ def test_a_manifest_without_its_parts_is_a_clear_error(tmp_path):
         manifest.read_manifest(str(tmp_path))
 
 
+def test_a_path_without_a_dataset_says_what_is_there(tmp_path):
+    """A typo is said as such: nothing there, a file, or a folder without a manifest."""
+    cases = [(tmp_path / "nothere", "'{}' does not exist: no dataset is there. Check the path"),
+             (tmp_path / "table.csv", "'{}' is a file; give the dataset's folder"),
+             (tmp_path, "'{}' holds no dataset.json: it is not a finished tfrecorder")]
+    (tmp_path / "table.csv").write_text("a\n")
+    for path, said in cases:
+        with pytest.raises(FileNotFoundError) as raised:
+            manifest.read_manifest(str(path))
+        assert str(raised.value).startswith(said.format(path)), raised.value
+
+
 def test_older_manifests_without_newer_fields_still_read():
     """Shards before the SHA-256, labels before num_classes and multi_label."""
     old = {"compression": None, "num_source_rows": 1, "options": {},

@@ -147,6 +147,22 @@ def test_a_failed_run_deletes_its_files_and_nothing_else(tmp_path):
     assert listing(out) == ["notes", "notes.txt", "train-00000-of-00001.tfrecord.bak"]
 
 
+def test_a_failed_run_removes_the_folders_it_made_and_keeps_those_it_found(tmp_path):
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"\xff\xd8\xff garbage")
+    table = pd.DataFrame({"image_uri": [str(bad)], "label": ["a"]})
+    found = tmp_path / "found"
+    found.mkdir()
+    for out in (tmp_path / "made" / "deeper" / "out", found, found / "out"):
+        with pytest.raises(ImageError):
+            tfrecorder.convert(table, out, progress=False, on_error="raise")
+    assert sorted(os.listdir(tmp_path)) == ["bad.jpg", "found"]
+    assert os.listdir(found) == []
+    with output.claim(str(tmp_path / "kept"), "run", overwrite=False, resume=False) as run:
+        run.write_bytes("rejected.csv", b"a file: its folder stays\n")
+    assert listing(tmp_path / "kept") == ["rejected.csv"]
+
+
 def test_too_many_rejected_rows_fail_the_run_naming_the_reasons(tmp_path):
     good = [write_image(tmp_path / f"{i}.jpg", seed=i) for i in range(4)]
     broken = []
@@ -160,7 +176,7 @@ def test_too_many_rejected_rows_fail_the_run_naming_the_reasons(tmp_path):
                                                    r"6 x not an image") as caught:
         tfrecorder.convert(table, out, progress=False, num_workers=1)
     assert caught.value.num_rows == 10 and caught.value.num_rejected >= 6
-    assert listing(out) == []
+    assert not out.exists()
     result = tfrecorder.convert(table, out, progress=False, max_rejected=0.6)
     assert (result.num_records, result.num_rejected) == (4, 6)
     with pytest.raises(ValueError, match="max_rejected must be a fraction"):
@@ -193,7 +209,7 @@ def test_the_beam_engine_fails_on_too_many_rejected_rows_too(tmp_path):
     out = tmp_path / "out"
     with pytest.raises(TooManyRejectedError, match="2 x "):
         tfrecorder.convert(table, out, progress=False, runner="DirectRunner")
-    assert listing(out) == []
+    assert not out.exists()
     assert not private_dirs(os.getpid())
 
 
@@ -279,7 +295,7 @@ def test_a_disk_that_fills_while_rejected_csv_is_written_leaves_nothing(tmp_path
     out = small_disk / "out"
     with pytest.raises(OSError, match="No space left"):
         tfrecorder.convert(table, out, progress=False, max_rejected=1.0, num_workers=1)
-    assert listing(out) == []
+    assert not out.exists()
     assert os.statvfs(small_disk).f_bfree == os.statvfs(small_disk).f_blocks
 
 
@@ -320,7 +336,7 @@ def test_sigterm_stops_a_beam_driver_and_removes_its_staged_copy_of_the_table(tm
     run.send_signal(signal.SIGTERM)
     _, stderr = run.communicate(timeout=60)
     assert run.returncode != 0 and "Terminated" in stderr, stderr
-    assert not private_dirs(run.pid) and listing(out) == []
+    assert not private_dirs(run.pid) and not out.exists()
 
 
 HOLD_AND_DIE = """

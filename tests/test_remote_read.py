@@ -189,7 +189,7 @@ def test_cli_names_a_missing_bucket_or_dataset_on_one_line(store):
                           "no-such-bucket", "does not exist")
     for command in ("info", "verify", "inspect"):
         assert_one_error_line(run_cli(command, f"{store.root}/no/dataset"),
-                              f"{store.root}/no/dataset", "holds no dataset.json")
+                              f"{store.root}/no/dataset", "nothing is stored under")
 
 
 def test_cli_converts_into_a_store_with_resume(store, table_csv, local):

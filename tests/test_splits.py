@@ -88,3 +88,13 @@ def test_load_reads_a_split_by_any_spelling(dataset, spelling, split):
         warnings.simplefilter("ignore", DeprecationWarning)  # "TRAIN" is 2.0's spelling
         records = list(tfrecorder.load(dataset, spelling).as_numpy_iterator())
     assert [r["split"] for r in records] == [split.stored.encode()]
+
+
+def test_a_split_prints_as_the_name_a_user_types(dataset):
+    """In messages, argparse's choices and load()'s dict keys: 'train', never the enum's
+    `<Split.TRAIN: 'train'>`."""
+    assert repr(Split.TRAIN) == "'train'"
+    assert f"{list(Split)}" == "['train', 'validation', 'test']"
+    loaded = tfrecorder.load(dataset)
+    assert list(loaded) == ["train", "validation", "test"]
+    assert repr(list(loaded)) == "['train', 'validation', 'test']"

@@ -22,7 +22,6 @@ import io
 import itertools
 import json
 import logging
-import os
 import re
 import shlex
 import sys
@@ -69,9 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help and --version (0), usage errors (2)
         return exit_.code if isinstance(exit_.code, int) else 2
     # The library reports through `logging` (e.g. how many rows were rejected).
-    logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(levelname)s: %(message)s")
-    # Hides most C++ log lines of TensorFlow, which verify and inspect import.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_LogLine())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         with warnings.catch_warnings():  # restores the caller's display (tests call main)
             warnings.showwarning = _show_warning
@@ -88,6 +87,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+
+
+class _LogLine(logging.Formatter):
+    """A log record as a line of the command line's own, `tfrecorder: warning: ...` as a
+    warning prints, with the options among its arguments (`errors.Option`) as the flags
+    that set them: `--resume` where Python's log reads `resume=True`."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return f"{PROG}: {record.levelname.lower()}: {record.message}"
+
+    def format(self, record: logging.LogRecord) -> str:
+        if isinstance(record.args, tuple) and any(isinstance(a, Option) for a in record.args):
+            record = logging.makeLogRecord({**record.__dict__, "args": tuple(
+                _as_flag(a) if isinstance(a, Option) else a for a in record.args)})
+        return super().format(record)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -264,8 +264,8 @@ def _clean_up(folder: output.OutputFolder, journal: resume_journal.Journal,
     what = type(error).__name__
     if journal.resumable:
         logger.warning("Conversion stopped (%s); kept the %d committed shard(s) in %s: run "
-                       "again with resume=True to write the rest.", what,
-                       len(journal.committed), folder.path)
+                       "again with %s to write the rest.", what, len(journal.committed),
+                       folder.path, Option("resume", True))
     else:
         logger.warning("Conversion stopped (%s); removed the files it wrote. No dataset "
                        "was written to %s.", what, folder.path)

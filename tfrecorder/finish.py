@@ -27,6 +27,7 @@ from tfrecorder.errors import (
     TooManyRejectedError,
 )
 from tfrecorder.example import decode_example
+from tfrecorder.image_checks import rejection_advice
 from tfrecorder.layouts import MASK, OBJECT_FEATURES, label_map_of, layout_named
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
@@ -112,7 +113,8 @@ class RejectionLimit:
             f"{len(rejections)} rows were rejected before the run stopped, more than ",
             Option("max_rejected", self.max_rejected), f" of the {self.num_rows} rows "
             f"allows ({math.floor(self.max_rejected * self.num_rows)}). Most common "
-            f"reasons: {common}. Fix the table (are the paths relative to the right "
+            f"reasons: {common}.", *rejection_advice(next(iter(reasons))),
+            " Fix the table (are the paths relative to the right "
             "folder?), or pass a larger ", Option("max_rejected"),
             " (1.0 writes whatever can be written).",
             num_rejected=len(rejections), num_rows=self.num_rows, reasons=dict(reasons))
@@ -124,7 +126,8 @@ def image_error(table: Table, rejection: Rejection) -> ImageError:
     row = table.rows.index[rejection.position]
     image = table.image_references[rejection.position]
     return ImageError(
-        f"row {row} ({image!r}): {rejection.reason}. Fix or drop the row, or use ",
+        f"row {row} ({image!r}): {rejection.reason}.", *rejection_advice(rejection.reason),
+        " Fix or drop the row, or use ",
         Option("on_error", "reject"), " to list such rows in rejected.csv.",
         column=table.image_column or "image_uri", rows=[row], option="on_error")
 

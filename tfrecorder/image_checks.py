@@ -32,11 +32,23 @@ from typing import NamedTuple
 import simplejpeg
 from PIL import Image
 
+from tfrecorder.errors import Option
 from tfrecorder.manifest import BASE64_ALTCHARS, SIGNATURES
 
 # How reasons begin, so that rejected.csv and the error for too many rejections group them.
 CORRUPT = "corrupt or truncated image"
 UNSUPPORTED = "unsupported image"
+TOO_LARGE = "image too large"  # more pixels than `max_image_pixels`
+
+
+def rejection_advice(reason: str) -> tuple[str | Option, ...]:
+    """What lets rows rejected for `reason` through, as parts of an error's message: the
+    reason itself is data (rejected.csv) and says no option's spelling, which the error
+    renders in the user's own (`max_image_pixels=None`, `--max-image-pixels none`)."""
+    if reason.startswith(TOO_LARGE):
+        return (" To convert such images, pass a larger ", Option("max_image_pixels"),
+                ", or ", Option("max_image_pixels", None), " for no limit.")
+    return ()
 
 
 class ImageRejected(Exception):

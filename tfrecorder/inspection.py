@@ -23,11 +23,12 @@ import tempfile
 import time
 
 from tfrecorder import fs
-from tfrecorder.errors import OptionError
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder.layouts import OBJECT_LABEL, layout_named
 from tfrecorder.legacy import spellings
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
+from tfrecorder.options import checked_int
 
 CSV_FILE = "records.csv"
 LEGACY_CSV_FILE = "data.csv"  # TFRecorder 2.0's check_tfrecords
@@ -63,9 +64,7 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
         pixels are written as PNG. Each file is named `{index:05d}-{image name}.{ext}`.
         Text cells that a spreadsheet would read as a formula start with a single quote.
     """
-    if num_records < 0:
-        raise OptionError(f"num_records must be 0 or more, not {num_records!r}",
-                          option="num_records")
+    checked_int("num_records", num_records, "an int of 0 or more", minimum=0, optional=False)
     legacy = tfrecord_dir is not None
     path = spellings.dataset_dir(path, tfrecord_dir, "inspect")
     split = spellings.split_name(split)
@@ -184,7 +183,7 @@ def _first_records(files: list[str], compression: str | None, count: int):
 
 
 def _parse(record: bytes, spec: dict) -> dict:
-    import tensorflow as tf
+    tf = tensorflow()
 
     return tf.io.parse_single_example(record, spec)
 
@@ -228,7 +227,7 @@ def _inside(folder: str, file_name: str) -> str:
 def _plain(value):
     """A parsed feature as plain Python: a value, or (nested) lists of values, whether
     TensorFlow parsed it dense or ragged."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if isinstance(value, tf.RaggedTensor):
         return value.to_list()

@@ -22,6 +22,7 @@ import functools
 import hashlib
 from collections.abc import Mapping
 
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder.manifest import LABEL, SPLIT, Feature
 
 OBJECTS = "objects/"  # the prefix of a detection record's per-object features
@@ -201,7 +202,7 @@ class TFModelsLayout(Layout):
     def canonical(self, parsed: dict) -> dict:
         """Parsed features by canonical name: boxes stacked to [n, 4] as (ymin, xmin,
         ymax, xmax), object classes 0-based again."""
-        import tensorflow as tf
+        tf = tensorflow()
 
         found = _renamed(parsed)
         if _TF_OBJECT_CLASS in parsed:

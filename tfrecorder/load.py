@@ -20,8 +20,9 @@ Local shards are read by TensorFlow itself; shards in a bucket through `tfrecord
 like every other file tfrecorder reads (see `shard_reader`), with the same records in the
 same order.
 
-TensorFlow is imported here, and only here (and by inspect/verify through these
-helpers), never by the writer.
+TensorFlow is imported by the functions here, and by inspect/verify through these
+helpers, never by the writer; always through `_tensorflow.tensorflow()`, which keeps its
+start-up lines quiet.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from tfrecorder import fs
-from tfrecorder.errors import OptionError
+from tfrecorder._tensorflow import tensorflow
+from tfrecorder.errors import Option, OptionError, VerificationError
 from tfrecorder.info import DatasetInfo
 from tfrecorder.layouts import (
     AREA,
@@ -53,7 +55,9 @@ from tfrecorder.manifest import (
     Split,
     read_manifest,
 )
+from tfrecorder.options import checked_bool, checked_image_size, checked_int, is_int, require
 from tfrecorder.tfrecord import open_read, read_records
+from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +98,7 @@ def shard_reader(remote: bool, compression: str | None) -> Callable:
     one Python call per record would cost more than reading it.
     """
     import numpy as np
-    import tensorflow as tf
+    tf = tensorflow()
 
     if not remote:
         compression_type = "GZIP" if compression == "gzip" else ""
@@ -123,7 +127,7 @@ def decode_image(features: dict, channels: int = 0):
     fast IDCT is off by a few levels). channels=0 keeps each image's own channels; 1, 3
     or 4 converts.
     """
-    import tensorflow as tf
+    tf = tensorflow()
 
     image_format = features["image_format"]
 
@@ -226,10 +230,16 @@ def load(
     """
     path = spellings.dataset_dir(path, tfrecord_dir, "load")
     split = spellings.split_name(split)
+    image_size = _check_values(
+        batch_size=batch_size, image_size=image_size, channels=channels, shuffle=shuffle,
+        shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat, augment=augment,
+        cache=cache, as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
+        drop_remainder=drop_remainder, with_info=with_info)
     manifest = read_manifest(path)
     _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot,
                    max_boxes)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
+    _check_shards(path, manifest, splits)
     if batch_size is not None and image_size is None:
         _check_batchable(manifest, splits, channels)
     datasets = {
@@ -262,8 +272,36 @@ class _Splits(dict):
             isinstance(key, str) and super().__contains__(key.lower()))
 
 
+def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,
+                  augment, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
+                  with_info) -> tuple[int, int] | None:
+    """Refuses, before any file is read, a value no dataset could take, with the
+    `OptionError` that `convert` raises for it: inside the pipeline the same mistake
+    surfaces later, far from the option (`'bool' object is not callable` from a
+    `tf.function`). Returns `image_size` as (height, width) ints."""
+    checked_int("batch_size", batch_size, "a positive int or None", minimum=1)
+    checked_int("shuffle_buffer", shuffle_buffer, "a positive int (records)", minimum=1,
+                optional=False)
+    checked_int("seed", seed, "an int or None", minimum=-(2**63), maximum=2**63 - 1)
+    checked_int("max_boxes", max_boxes, "a positive int or None", minimum=1)
+    require("channels", channels, channels is None or (is_int(channels) and channels in (
+        0, 1, 3, 4)), "0, 1, 3, 4 or None")
+    checked_bool("shuffle", shuffle, optional=True)
+    for name, value in [("repeat", repeat), ("as_supervised", as_supervised),
+                        ("multi_hot", multi_hot), ("drop_remainder", drop_remainder),
+                        ("with_info", with_info)]:
+        checked_bool(name, value)
+    require("augment", augment, augment is None or callable(augment) or (
+        isinstance(augment, str) and augment in AUGMENT_PRESETS),
+        f"a function (image -> image), {' or '.join(map(repr, AUGMENT_PRESETS))}, or None")
+    require("cache", cache, isinstance(cache, (bool, str, os.PathLike)),
+            "True, False or a local folder")
+    return checked_image_size(image_size)
+
+
 def _check_options(manifest: Manifest, image_size, channels, augment, as_supervised,
                    multi_hot, max_boxes) -> None:
+    """Refuses options this dataset cannot take (images, labels, its task)."""
     features = manifest.features
     labelled = layout_named(manifest.layout).key(LABEL) in features
     if not manifest.has_images:
@@ -279,17 +317,6 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
                 "as_supervised pairs the input features with the label, and this dataset "
                 "has neither images nor input features. Load feature dicts instead.",
                 option="as_supervised")
-    if image_size is not None and (
-        len(image_size) != 2 or not all(isinstance(v, int) and v > 0 for v in image_size)
-    ):
-        raise OptionError(f"image_size must be (height, width) > 0, not {image_size!r}",
-                          option="image_size")
-    if channels not in (None, 0, 1, 3, 4):
-        raise OptionError(f"channels must be 0, 1, 3 or 4, not {channels!r}",
-                          option="channels")
-    if isinstance(augment, str) and augment not in AUGMENT_PRESETS:
-        raise OptionError(f"augment must be a function or one of {AUGMENT_PRESETS}",
-                          option="augment")
     if as_supervised and not labelled and manifest.task == "classification":
         raise OptionError("as_supervised needs labels, and this dataset has none.",
                           option="as_supervised")
@@ -305,15 +332,27 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
         raise OptionError(f"max_boxes pads the objects of a detection dataset, and this "
                           f"one is a {manifest.task} dataset. Leave max_boxes out.",
                           option="max_boxes")
-    if max_boxes is not None and (isinstance(max_boxes, bool) or not isinstance(
-            max_boxes, int) or max_boxes < 1):
-        raise OptionError(f"max_boxes must be a whole number > 0, not {max_boxes!r}",
-                          option="max_boxes")
     if multi_hot and not (manifest.labels and manifest.labels.multi_label):
         raise OptionError(
             "multi_hot is for multi-label datasets, and this one has a single label per "
             "record: its label is already a class id. Leave multi_hot out (or use "
             "tf.one_hot on the label).", option="multi_hot")
+
+
+def _check_shards(path: str, manifest: Manifest, splits: list[str]) -> None:
+    """Refuses, when called, a dataset whose manifest lists shards that are gone, from one
+    listing of its folder: TensorFlow would fail only when it reached them, mid-epoch,
+    with a bare NotFoundError."""
+    present = set(fs.list_dir(path))
+    missing = [shard.file for name in splits for shard in manifest.split(name, path).shards
+               if shard.file not in present]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more"
+                                           if len(missing) > 3 else "")
+        raise VerificationError(
+            f"the dataset in {path!r} lacks {count(len(missing), 'shard')} that its "
+            f"manifest lists: {shown}. Restore the files from a copy, or write the dataset "
+            "again with ", Option("overwrite", True), ".")
 
 
 def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None) -> None:
@@ -342,7 +381,7 @@ def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
               shuffle_buffer, seed, repeat, augment, cache, as_supervised, multi_hot,
               max_boxes, drop_remainder):
-    import tensorflow as tf
+    tf = tensorflow()
 
     autotune = tf.data.AUTOTUNE
     # A seed promises a reproducible order; without one, parallel stages may reorder.
@@ -434,7 +473,7 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
 
 def _labelled(manifest: Manifest) -> Callable:
     """Whether a serialized record holds a label, from that feature alone."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     key = layout_named(manifest.layout).key(LABEL)
     spec = {key: manifest.features[key].parse_spec(key, optional=True)}
@@ -473,7 +512,7 @@ def _parsed(serialized, spec: dict, layout: Layout, num_classes: int | None) -> 
     """Parses one record, or a batch of them, into features by canonical name (the
     layout's read form); with `num_classes`, multi-label labels become multi-hot vectors
     of that length."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     parse = tf.io.parse_example if serialized.shape.rank else tf.io.parse_single_example
     features = layout.canonical(parse(serialized, spec))
@@ -493,7 +532,7 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
     `tf.io.parse_example` returns them; images and segmentation masks are stacked
     densely (`ragged_batch` would make images of unknown size ragged too), so must share
     a size."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     lists = [name for name, spec in ds.element_spec.items()
              if name not in _PIXELS and spec.shape.rank and spec.shape[0] is None]
@@ -511,7 +550,7 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
 
 def _decoded_batch(features: dict, image_size, channels: int, transform) -> dict:
     """Decodes (and resizes) the images of a parsed batch of records."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     def one(image_features):
         image = _decoded(image_features, image_size, channels)
@@ -530,7 +569,7 @@ def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: 
     [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
     and objects' areas rescaled to pixels of the image as loaded. Boxes are relative,
     so they need nothing."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     features["image"] = _decoded(features, image_size, channels)
     if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
@@ -556,7 +595,7 @@ def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: 
 def _object_masks(pngs, stored):
     """A record's instance masks (one PNG each, drawn at the stored image's size) as uint8
     [n, height, width]; [0, height, width] for a record without objects."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     count = tf.shape(pngs)[0]
 
@@ -574,14 +613,14 @@ def _object_masks(pngs, stored):
 def _resized_nearest(pixels, image_size: Sequence[int]):
     """Annotation pixels ([..., height, width, channels]) at `image_size`, by nearest
     neighbour: their values stay those of the source (0/1, class ids)."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     return tf.image.resize(pixels, image_size, method="nearest")
 
 
 def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
     """Decodes (and resizes) one record's image, cheaply where the manifest allows."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if image_size is None:
         image = decode_image(features, channels)
@@ -619,7 +658,7 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
 
 def _convert_channels(image, channels: int):
     """Converts an image of 1 (L), 2 (LA), 3 (RGB) or 4 (RGBA) channels to `channels`."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if channels == 0:
         return image
@@ -638,7 +677,7 @@ def _convert_channels(image, channels: int):
 
 def _basic_augmentation(seed: int | None) -> Callable:
     """Random horizontal flips, crops (to 90% and back) and brightness changes."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     generator = _generator(seed)
 
@@ -658,7 +697,7 @@ def _basic_augmentation(seed: int | None) -> Callable:
 
 def _generator(seed: int | None):
     """The random numbers of augmentation: seeded, or fresh every run."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     return tf.random.Generator.from_seed(seed) if seed is not None else \
         tf.random.Generator.from_non_deterministic_state()
@@ -670,7 +709,7 @@ def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callab
     its boxes and masks and changes its brightness (no crop: cutting objects would take
     clipping boxes, dropping objects and redrawing their areas); a function gets the
     whole element and must return it."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     if augment != "basic":
         return augment  # `_pipeline` checks that it returns a dict
@@ -690,7 +729,7 @@ def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callab
 def _flipped_left_right(features: dict) -> dict:
     """An element flipped left to right: its image, its boxes (xmin' = 1 - xmax,
     xmax' = 1 - xmin) and its instance and segmentation masks."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     found = dict(features)
     found["image"] = tf.reverse(features["image"], axis=[-2])
@@ -707,7 +746,7 @@ def _flipped_left_right(features: dict) -> dict:
 def _padded_objects(features: dict, max_boxes: int) -> dict:
     """A detection element's objects padded (or cut) to `max_boxes` (`OBJECT_PADDING`
     says with what), and `objects/num`, how many are real."""
-    import tensorflow as tf
+    tf = tensorflow()
 
     count = tf.shape(features[BBOX], out_type=tf.int64)[0]
     found = dict(features)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfrecorder import fs
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import OptionError
 from tfrecorder.legacy.detect import legacy_hint
 from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names its splits so)
@@ -83,7 +84,7 @@ class Feature:
         [n, k], and `parse_example` a dense [B] and RaggedTensors [B, None] and
         [B, None, k] (row splits int64, like `tf.data.Dataset.ragged_batch`). An
         `optional` scalar missing from a record parses as `NO_LABEL`'s value."""
-        import tensorflow as tf
+        tf = tensorflow()
 
         dtype = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}[self.dtype]
         if None not in self.shape:
@@ -556,12 +557,23 @@ def read_manifest_bytes(dataset_dir: str) -> bytes:
     """The manifest file as it is (`tfrecorder info --json` prints it)."""
     try:  # one request to a bucket, not a look first: `info` is one round trip
         return fs.read_bytes(fs.join(dataset_dir, MANIFEST))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there, or a file
         pass
     fs.check_access([dataset_dir])  # a missing bucket is a StorageError saying so
-    raise FileNotFoundError(
-        f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
-        + legacy_hint(dataset_dir))
+    raise FileNotFoundError(_no_dataset(dataset_dir))
+
+
+def _no_dataset(dataset_dir: str) -> str:
+    """Why there is no manifest to read: nothing at the path (a typo, the wrong folder) is
+    said as such, not as a folder that lacks a manifest."""
+    if fs.exists(dataset_dir):
+        return f"{dataset_dir!r} is a file; give the dataset's folder (it holds {MANIFEST})."
+    if not fs.is_folder(dataset_dir):
+        missing = (f"nothing is stored under {dataset_dir!r}" if fs.is_remote(dataset_dir)
+                   else f"{dataset_dir!r} does not exist")
+        return f"{missing}: no dataset is there. Check the path."
+    return (f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
+            + legacy_hint(dataset_dir))
 
 
 # --- file names ----------------------------------------------------------------------------

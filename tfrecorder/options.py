@@ -30,6 +30,7 @@ from tfrecorder.errors import Option, OptionError
 from tfrecorder.splits import SPLITS, Split, spellings_text, split_named
 from tfrecorder.tfrecord import COMPRESSIONS
 from tfrecorder.vocabulary import class_names
+from tfrecorder.wording import shown
 
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
 ON_ERROR = ("reject", "raise")
@@ -80,33 +81,57 @@ def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _refuse(name: str, expected: str, value) -> OptionError:
-    return OptionError(Option(name), f" must be {expected}, not {value!r}", option=name)
+def refusal(name: str, expected: str, value) -> OptionError:
+    """The error of an option that cannot take `value`: "image_size must be (height,
+    width) with positive ints, not 224" (`--image-size` on the command line)."""
+    return OptionError(Option(name), f" must be {expected}, not {shown(value)}", option=name)
+
+
+def require(name: str, value, ok: bool, expected: str) -> None:
+    if not ok:
+        raise refusal(name, expected, value)
+
+
+def checked_int(name: str, value, expected: str, minimum: int, maximum: int | None = None,
+                optional: bool = True) -> int | None:
+    """`value` as an int (a NumPy int would not go into JSON), or None where allowed."""
+    if value is None and optional:
+        return None
+    require(name, value, is_int(value) and minimum <= value
+            and (maximum is None or value <= maximum), expected)
+    return int(value)
+
+
+def checked_bool(name: str, value, optional: bool = False) -> bool | None:
+    if value is None and optional:
+        return None
+    require(name, value, isinstance(value, (bool, np.bool_)),
+            "True, False or None" if optional else "True or False")
+    return bool(value)
+
+
+def checked_image_size(value, name: str = "image_size") -> tuple[int, int] | None:
+    """(height, width) as ints, or None: the same check for `convert` and `load`."""
+    if value is None:
+        return None
+    require(name, value, isinstance(value, (tuple, list)) and len(value) == 2
+            and all(is_int(v) and v > 0 for v in value), "(height, width) with positive ints")
+    return int(value[0]), int(value[1])
 
 
 class _Checked:
     """Checks of one option, used by the groups' `__post_init__`."""
 
     def _require(self, name: str, ok: bool, expected: str) -> None:
-        if not ok:
-            raise _refuse(name, expected, getattr(self, name))
+        require(name, getattr(self, name), ok, expected)
 
     def _int(self, name: str, expected: str, minimum: int, maximum: int | None = None,
              optional: bool = True) -> None:
-        value = getattr(self, name)
-        if value is None and optional:
-            return
-        self._require(name, is_int(value) and minimum <= value
-                      and (maximum is None or value <= maximum), expected)
-        object.__setattr__(self, name, int(value))  # a NumPy int would not go into JSON
+        object.__setattr__(self, name, checked_int(name, getattr(self, name), expected,
+                                                   minimum, maximum, optional))
 
     def _bool(self, name: str, optional: bool = False) -> None:
-        value = getattr(self, name)
-        if value is None and optional:
-            return
-        self._require(name, isinstance(value, (bool, np.bool_)),
-                      "True, False or None" if optional else "True or False")
-        object.__setattr__(self, name, bool(value))
+        object.__setattr__(self, name, checked_bool(name, getattr(self, name), optional))
 
 
 @dataclass(frozen=True)
@@ -338,12 +363,7 @@ class ImageOptions(_Checked):
         self._require("image_format", isinstance(self.image_format, str)
                       and self.image_format in IMAGE_FORMATS,
                       f"one of {', '.join(map(repr, IMAGE_FORMATS))}")
-        size = self.image_size
-        if size is not None:
-            self._require("image_size", isinstance(size, (tuple, list)) and len(size) == 2
-                          and all(is_int(v) and v > 0 for v in size),
-                          "(height, width) with positive ints")
-            object.__setattr__(self, "image_size", (int(size[0]), int(size[1])))
+        object.__setattr__(self, "image_size", checked_image_size(self.image_size))
         self._int("max_image_side", "a positive int (pixels) or None", minimum=1)
         self._int("jpeg_quality", "an int from 1 to 100", minimum=1, maximum=100,
                   optional=False)
@@ -417,7 +437,7 @@ class ShardOptions(_Checked):
                        if not isinstance(k, str) or not isinstance(split_named(k), Split)]
             if unknown:
                 raise OptionError(Option("num_shards"), f" names an unknown split "
-                                  f"{unknown[0]!r}; name {', '.join(SPLITS)} (any case, or "
+                                  f"{shown(unknown[0])}; name {', '.join(SPLITS)} (any case, or "
                                   "another spelling of them: val, dev, testing...)",
                                   option="num_shards")
             object.__setattr__(self, "num_shards", {
@@ -426,7 +446,7 @@ class ShardOptions(_Checked):
                   else [("", self.num_shards)])
         for _, count in counts:
             if count is not None and not (is_int(count) and count >= 1):
-                raise _refuse("num_shards", "a positive int", count)
+                raise refusal("num_shards", "a positive int", count)
         self._require("shard_size_mb", _is_number(self.shard_size_mb)
                       and self.shard_size_mb > 0, "a positive number")
         self._require("compression", self.compression in COMPRESSIONS,

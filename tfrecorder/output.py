@@ -12,7 +12,8 @@ clean-up.
 - **Clean-up.** A run that fails deletes what it created and nothing else: its own
   temporary files, and the dataset files that appeared after it began (with the lock
   held, no one else can have made them). Never a file by its final name alone. A
-  resumable run keeps its committed shards and journal.
+  resumable run keeps its committed shards and journal. A local folder the run made
+  goes too, once empty (a failed or interrupted run leaves no empty folder behind).
 """
 
 from __future__ import annotations
@@ -205,7 +206,10 @@ def _lock(path: str, holder: dict, folder: OutputFolder):
 
 @contextlib.contextmanager
 def _local_lock(folder: str, holder: dict, run: OutputFolder) -> Iterator[None]:
-    """An flock on the lock file: the kernel releases it when this process dies."""
+    """An flock on the lock file: the kernel releases it when this process dies. The
+    folders it makes for `folder` are removed after, if empty: a run that wrote nothing
+    (failed, interrupted, dry) leaves nothing."""
+    made = _missing_folders(folder)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, LOCK)
     dying_until = time.monotonic() + _DYING_SECONDS
@@ -242,6 +246,27 @@ def _local_lock(folder: str, holder: dict, run: OutputFolder) -> Iterator[None]:
                     os.remove(path)  # before unlocking: no one takes a lock on a dead file
         finally:
             os.close(fd)
+            if not run.handed_over:
+                remove_empty_folders(made)
+
+
+def _missing_folders(path: str) -> list[str]:
+    """The folders `os.makedirs(path)` would create, the deepest first."""
+    missing, path = [], os.path.abspath(path)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
+def remove_empty_folders(folders: list[str]) -> None:
+    """Removes those of the local `folders` (a folder before its parent) that are empty
+    and this user's: `rmdir` removes nothing else, so a file another process put there
+    meanwhile keeps its folder."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            if os.stat(folder, follow_symlinks=False).st_uid == os.getuid():
+                os.rmdir(folder)
 
 
 def _locked(folder: str, holder: dict | None, lock: str, more: str = ""

@@ -44,6 +44,7 @@ from tfrecorder.example import encode_example, encode_examples
 from tfrecorder.image_cells import image_data
 from tfrecorder.image_checks import (
     CORRUPT,
+    TOO_LARGE,
     UNSUPPORTED,
     ImageRejected,
     check_jpeg_data,
@@ -151,9 +152,8 @@ def _kept(options: ImageOptions, image_format: str, width: int, height: int) -> 
 
 def _check_pixels(width: int, height: int, limit: int | None) -> None:
     if limit is not None and width * height > limit:
-        raise ImageRejected(f"image too large: {width}x{height} is {width * height:,} pixels, "
-                            f"more than max_image_pixels={limit:,} (raise it, or None for no "
-                            f"limit, to convert such images)")
+        raise ImageRejected(f"{TOO_LARGE}: {width}x{height} is {width * height:,} pixels, "
+                            f"more than the limit of {limit:,}")
 
 
 def _converted(data: bytes, options: ImageOptions, can_draft: bool

@@ -28,7 +28,7 @@ import pandas as pd
 from tfrecorder import image_cells
 from tfrecorder.errors import VALUE, Option, SchemaError
 from tfrecorder.example import number_grid
-from tfrecorder.wording import dropping, name_rows, sole
+from tfrecorder.wording import dropping, name_rows, shown, sole
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
     types, by_role, detected = {}, {}, []
     for name in frame.columns:
         if not isinstance(name, str):
-            raise SchemaError(f"column names must be text, not {name!r}: it names a feature. "
+            raise SchemaError(f"column names must be text, not {shown(name)}: it names a feature. "
                               "Rename the column, e.g. df.columns = df.columns.astype(str).",
                               column=name)
         if name in schema:
@@ -206,7 +206,7 @@ def _type_name(column: str, declared) -> str:
     found = isinstance(name, str) and _BY_LOWER_NAME.get(re.sub(r"[_\s]", "", name.lower()))
     if not found:
         raise SchemaError(
-            f"schema gives column {column!r} the unknown type {declared!r}. Use one of "
+            f"schema gives column {column!r} the unknown type {shown(declared)}. Use one of "
             f"{', '.join(TYPES)}, or drop the column with ", dropping(column), ".",
             column=column, option="schema")
     return found
@@ -327,7 +327,7 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, Seque
         expected = {"int64": "64-bit integers", "float32": "32-bit floats"}.get(kind, "text")
         raise SchemaError(
             f"column {name!r} is {type_name}, but holds values that are not {expected} at "
-            f"{name_rows(bad)} (e.g. {example!r}). Fix the values, or ",
+            f"{name_rows(bad)} (e.g. {shown(example)}). Fix the values, or ",
             *_retyping(name, kind), ".", column=name, rows=bad)
     if kind == "categorical" and categories is not None:
         unknown = {v for value in values for v in (value if shape else [value])} - set(categories)

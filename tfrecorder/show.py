@@ -43,6 +43,7 @@ from tfrecorder.manifest import (
     read_manifest,
 )
 from tfrecorder.tfrecord import open_read, read_records
+from tfrecorder.wording import shown
 
 logger = logging.getLogger(__name__)
 
@@ -313,7 +314,7 @@ def _sample(path: str, split: str, per_class: int, size: int,
 def _check_positive(**numbers: int) -> None:
     for name, value in numbers.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise OptionError(f"{name} must be a whole number of 1 or more, not {value!r}.",
+            raise OptionError(f"{name} must be a whole number of 1 or more, not {shown(value)}.",
                               option=name)
 
 

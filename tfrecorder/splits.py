@@ -29,6 +29,11 @@ class Split(enum.StrEnum):
         """The split as records store it: "TRAIN"."""
         return self.name
 
+    def __repr__(self) -> str:
+        """'train', as a user types it: in messages, argparse's choices and the keys of
+        `load()`'s dict, where the enum's `<Split.TRAIN: 'train'>` would show."""
+        return repr(self.value)
+
     @classmethod
     def _missing_(cls, value):
         """Any spelling of `SPELLINGS` names it too: "TRAIN", "val"."""

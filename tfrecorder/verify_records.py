@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
-import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tfrecorder import fs
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder.layouts import (
     AREA,
     BBOX,
@@ -54,6 +54,7 @@ from tfrecorder.verify import Check, Problem, ReadableShard
 from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)
+tf = tensorflow()  # verify imports this module only to decode, when asked
 
 _BATCH = 256  # records per batch handed from the checking pipeline to Python
 _SHOWN_IDS = 5  # out-of-range ids quoted per record

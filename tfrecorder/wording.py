@@ -3,11 +3,40 @@ error that names rows or advises dropping a column words it here, so the wording
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable
 
 from tfrecorder.errors import Option
 
 _MAX_ROWS_NAMED = 5
+_MAX_SHOWN = 80  # characters of a value quoted in a message
+
+
+def shown(value) -> str:
+    """`repr(value)` for a message, on one line and cut to about 80 characters: an array
+    (NumPy, pandas, a tensor) by its type, shape and dtype, since its repr would fill a
+    screen (a 300-line error for `convert(x_train, ...)`)."""
+    dims = _dims(getattr(value, "shape", None))
+    if dims and hasattr(value, "dtype"):
+        return f"{type(value).__name__} of shape {dims}, dtype {value.dtype}"
+    if dims and hasattr(value, "dtypes"):  # a DataFrame
+        return f"{type(value).__name__} of shape {dims}"
+    text = " ".join(_SHORT.repr(value).split("\n"))
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."
+
+
+def _dims(shape) -> tuple:
+    """A shape as a plain tuple: (100, 28, 28); () for a scalar, no shape or an unknown
+    rank (TensorFlow)."""
+    try:
+        return tuple(shape)
+    except TypeError:
+        return ()
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = _MAX_SHOWN
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 8
 
 
 def count(number: int, singular: str, plural: str | None = None) -> str:

@@ -20,8 +20,10 @@ import json
 import logging
 import os
 import pickle
+import re
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from itertools import islice
 
 import apache_beam as beam
@@ -185,6 +187,7 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
     staged = _stage(plan, table, staging, folder)
     shards = [(shard.split, shard.filename) for shard in plan.shards]
     result, staging_used = None, True  # until the job has read the staged rows
+    made: list[str] = []  # Beam's temporary folders, removed once the job is done
     try:
         pipeline = beam.Pipeline(options=_options(runner, beam_options))
         rows = (pipeline
@@ -200,7 +203,8 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
              | "AllShards" >> beam.combiners.ToList()
              | "Finish" >> beam.Map(_last_step, folder, header, journal, limit, staged,
                                     not wait))
-        result = pipeline.run()
+        with _new_temp_folders() as made:
+            result = pipeline.run()
         written = None
         if wait:
             result.wait_until_finish()
@@ -220,10 +224,33 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
     finally:
         if not staging_used and fs.is_remote(staged[0]):  # local: the caller's folder
             fs.delete(staged)
+        if not staging_used:
+            output.remove_empty_folders(made)
     job_id = result.job_id() if hasattr(result, "job_id") else None
     if not wait:
         folder.handed_over = not beam_options.get("dry_run")
     return EngineRun(written, job_id, result)
+
+
+# What Beam's runners leave in the temporary folder, made by `tempfile.mkdtemp` as a job
+# starts and never removed: the Prism job server's `beam-temp*` and the SDK's staged
+# dependencies' `tmp*` (Beam 2.6x).
+_BEAM_TEMP = re.compile(r"(beam-temp|tmp)[a-z0-9_]{8}")
+
+
+@contextlib.contextmanager
+def _new_temp_folders() -> Iterator[list[str]]:
+    """The folders Beam makes in the temporary folder while a job starts, to remove once
+    it is done (`output.remove_empty_folders`). Only those that appear in these few seconds, under
+    Beam's names, owned by this user: nothing another program made long before."""
+    root = tempfile.gettempdir()
+    before = set(os.listdir(root))
+    made: list[str] = []
+    try:
+        yield made
+    finally:
+        made += [os.path.join(root, name) for name in set(os.listdir(root)) - before
+                 if _BEAM_TEMP.fullmatch(name)]
 
 
 def _cancel(result) -> None:

@@ -42,6 +42,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from tfrecorder import fs, manifest, output
+from tfrecorder._tensorflow import tensorflow
 from tfrecorder._version import __version__
 from tfrecorder.errors import (
     ConversionAborted,
@@ -373,6 +374,8 @@ def _records(old_dir: str, name: str, split: manifest.Split, layout: _Layout,
     could not have read back go to `rejections`. A damaged shard is a VerificationError
     naming it."""
     from google.protobuf.message import DecodeError
+
+    tensorflow()  # quietly, before its protocol buffers import it
     from tensorflow.core.example.example_pb2 import Example  # TensorFlow: 2.0's users have it
 
     path = fs.join(old_dir, name)

@@ -49,6 +49,7 @@ from tfrecorder.sources import (
     vertex_jsonl,
 )
 from tfrecorder.table import Table
+from tfrecorder.wording import shown
 
 # Asked in order: the first that claims a path reads it. CSV claims every file, so last;
 # the formats that look into a file's content to claim it come before it, and `tables`
@@ -94,7 +95,7 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         raise SchemaError(
             f"source must be a DataFrame, the path of a CSV file, Parquet file or image "
             f"folder, NumPy arrays (images, labels), a dict of columns or of splits, or a "
-            f"Hugging Face Dataset; not {source!r} ({type(source).__name__}).")
+            f"Hugging Face Dataset; not {shown(source)}.")
     path = os.fspath(source)
     if fs.is_file_uri(path):
         try:

@@ -271,8 +271,8 @@ def frame_is_detection(frame: pd.DataFrame, schema: Mapping) -> bool:
     labels = label_columns(column_types(frame, schema))
     if len(labels) == 1 and _one_label_a_box(frame[boxes], frame[labels[0]]):
         logger.info("Reading columns %r and %r as a detection table (one class a box); "
-                    "to keep them an input and multi-label classes, pass "
-                    "task='classification'.", boxes, labels[0])
+                    "to keep them an input and multi-label classes, pass %s.", boxes,
+                    labels[0], Option("task", "classification"))
         return True
     if _holds_lists(frame[boxes]):
         logger.info("Reading column %r as an input: a detection table also needs a label "

@@ -11,7 +11,7 @@ import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.schema import INTEGER_LABEL, LABEL_TYPES, STRING_LABEL, flat, is_list, is_missing
-from tfrecorder.wording import dropping, name_rows, sole
+from tfrecorder.wording import dropping, name_rows, shown, sole
 
 INTEGER = re.compile(r"^[+-]?\d+$")  # a class id as text
 
@@ -93,14 +93,14 @@ def _label_values(items: list[tuple], what: str, declared: str | None,
     if texts and declared == INTEGER_LABEL:
         raise SchemaError(
             f"{what} is IntegerLabel but holds text at {name_rows(_rows(texts))} (e.g. "
-            f"{texts[0][1]!r}). Declare it StringLabel to map names to ids: ", as_names, ".",
+            f"{shown(texts[0][1])}). Declare it StringLabel to map names to ids: ", as_names, ".",
             column=sole(names), rows=_rows(texts))
     if texts and len(texts) < len(items):
         numbers = [(i, v) for i, v in items
                    if not isinstance(v, str) or INTEGER.match(v.strip())]
         raise SchemaError(  # rows: the odd ones out, the fewer
             f"{what} mixes numbers ({name_rows(_rows(numbers))}, e.g. {numbers[0][1]}) and "
-            f"text ({name_rows(_rows(texts))}, e.g. {texts[0][1]!r}). Use class names "
+            f"text ({name_rows(_rows(texts))}, e.g. {shown(texts[0][1])}). Use class names "
             "everywhere or integer class ids everywhere (or read them all as names: ",
             as_names, ").", column=sole(names),
             rows=min(_rows(numbers), _rows(texts), key=len))
@@ -141,7 +141,7 @@ def _check_spellings(items: list[tuple], ids: list[int], what: str,
     merged = {label: found for label, found in spellings.items() if len(found) > 1}
     if merged:
         label, found = next(iter(merged.items()))
-        both = " and ".join(f"{spelling!r} ({name_rows(rows)})"
+        both = " and ".join(f"{shown(spelling)} ({name_rows(rows)})"
                             for spelling, rows in found.items())
         more = f" ({len(merged) - 1} more ids are spelt in several ways)" if len(merged) > 1 \
             else ""

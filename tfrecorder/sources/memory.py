@@ -18,6 +18,7 @@ import pandas as pd
 from tfrecorder.errors import SchemaError
 from tfrecorder.schema import role_by_name
 from tfrecorder.splits import spellings_text, split_named
+from tfrecorder.wording import shown
 
 
 def is_in_memory(source) -> bool:
@@ -46,7 +47,7 @@ def as_frame(source) -> tuple[pd.DataFrame, dict, tuple[str, ...] | None]:
         strangers = [k for k in source if not (isinstance(k, str)
                                                and split_named(k) is not None)]
         raise SchemaError(
-            f"a dict of sources by split needs split names as its keys, not {strangers[0]!r}"
+            f"a dict of sources by split needs split names as its keys, not {shown(strangers[0])}"
             f" (use {spellings_text()}).", option="source")
     return _part_frame(source, index_prefix=None)
 
@@ -113,8 +114,8 @@ def _columns_frame(columns: Mapping) -> pd.DataFrame:
         if isinstance(values, pd.Series):
             values = values.to_numpy()
         if isinstance(values, np.ndarray) and values.ndim == 0:
-            raise SchemaError(f"column {name!r} is a single value ({values!r}), not one a row.",
-                              column=name)
+            raise SchemaError(f"column {name!r} is a single value ({shown(values)}), not one "
+                              "a row.", column=name)
         if isinstance(values, np.ndarray) and values.ndim > 1 and role_by_name(name) == "label":
             values = _label_array(name, values)
         if isinstance(values, np.ndarray) and values.ndim > 1:

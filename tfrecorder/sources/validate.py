@@ -39,7 +39,7 @@ from tfrecorder.sources.image_paths import (
 from tfrecorder.sources.labels import INTEGER, row_labels
 from tfrecorder.splits import SPLITS, UNASSIGNED, spellings_text, split_named
 from tfrecorder.table import Table
-from tfrecorder.wording import dropping, name_rows, sole
+from tfrecorder.wording import dropping, name_rows, shown, sole
 
 
 def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
@@ -143,7 +143,7 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
                   if not is_missing(v)][:SAMPLE]
         if not roles["split"] and is_text and _holds_split_names(frame[name], sample):
             found.setdefault("split", []).append((name, f"holds only split names (e.g. "
-                                                        f"{_first_split_name(sample)!r})"))
+                                                        f"{shown(_first_split_name(sample))})"))
         elif not roles["split"] and is_text and synonym_role(name) == "split":
             found.setdefault("split", []).append((name, "is named like a split column"))
         elif not roles["image_uri"] and is_text and sample and all(
@@ -151,7 +151,7 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
                 all(has_image_extension(v.strip()) for v in sample)
                 or first_local_file_is_image(sample, base_dir)):
             found.setdefault("image_uri", []).append(
-                (name, f"looks like image paths (e.g. {sample[0]!r})"))
+                (name, f"looks like image paths (e.g. {shown(sample[0])})"))
         elif not roles["label"] and synonym_role(name) == "label":
             found.setdefault("label", []).append((name, "is named like a label column"))
     if found:
@@ -288,7 +288,7 @@ def _each_split(column: pd.Series) -> list[str]:
             bad.setdefault(str(value), []).append(i)
         normalized.append(split)
     if bad:
-        values = "; ".join(f"{v!r} at {name_rows(rows)}" for v, rows in bad.items())
+        values = "; ".join(f"{shown(v)} at {name_rows(rows)}" for v, rows in bad.items())
         raise SchemaError(
             f"column {column.name!r} has unknown values: {values}. Use {spellings_text()}; a "
             "blank is UNASSIGNED.",
