@@ -16,7 +16,6 @@ store answered and, where it helps, the fix.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import functools
@@ -27,7 +26,6 @@ import posixpath
 import queue
 import re
 import socket
-import ssl
 import stat
 import threading
 import urllib.parse
@@ -206,6 +204,8 @@ def start_read(uri: str) -> Future:
     """
     store = filesystem(uri)
     if getattr(store, "async_impl", False):
+        import asyncio  # here: importing tfrecorder stays fast
+
         async def read() -> bytes:
             with storage_errors(uri):
                 return await store._cat_file(uri)
@@ -571,6 +571,8 @@ def network_cause(error: BaseException) -> str | None:
     """Why no answer came, in the words a person checks first ('DNS lookup failed',
     'connection refused', 'no route to host', 'timed out', 'TLS failed: ...'), from the
     error or the errors it wraps; None when the store did answer."""
+    import ssl  # here: importing tfrecorder stays fast
+
     seen: set[int] = set()
     link: BaseException | None = error
     while link is not None and id(link) not in seen:
@@ -674,6 +676,8 @@ def _endpoint(uri: str) -> str | None:
 def _connect(url: str) -> str | None:
     """Why `url`'s server cannot be connected to (TLS handshake included), or None.
     Runs on a daemon thread, so a DNS lookup that hangs is given up on too."""
+    import ssl
+
     parts = urllib.parse.urlsplit(url)
     tls = parts.scheme == "https"
     outcome: list[BaseException | None] = []

@@ -337,7 +337,8 @@ class _WriteShard(beam.DoFn):
         self.prefetcher = Prefetcher()
 
     def teardown(self):
-        self.prefetcher.__exit__(None, None, None)
+        # Reads still in flight here are of a step that stopped (Ctrl-C): not waited for.
+        self.prefetcher.close()
 
     def process(self, element):
         index, grouped = element
