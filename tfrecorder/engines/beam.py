@@ -341,6 +341,16 @@ class _WriteShard(beam.DoFn):
         self.prefetcher.close()
 
     def process(self, element):
+        try:
+            yield from self._write_shard(element)
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, not a failure of the step
+            # Marked as Beam marks an error it has named, so that Beam raises it as it is
+            # (the run stops as on the local engine, with the signal's exit status),
+            # not as a RuntimeError logged with its traceback.
+            stop._tagged_with_step = True
+            raise
+
+    def _write_shard(self, element):
         index, grouped = element
         split, filename = self.shards[index]
         if filename in self.journal.committed:
