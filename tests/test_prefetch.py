@@ -58,4 +58,14 @@ def test_reads_give_their_bytes_and_release_their_room(web_store, tmp_path):
         assert prefetcher.full
         assert [read() for read in reads] == [(tmp_path / f"{i}.jpg").read_bytes()
                                               for i in range(3)]
-        assert not prefetcher.full and not prefetcher._buffered
+        assert not prefetcher.full and prefetcher._buffered == 0
+
+
+def test_a_store_without_asyncio_is_read_on_a_thread():
+    import fsspec
+
+    fsspec.filesystem("memory").pipe_file("memory://prefetch/a.jpg", b"bytes")
+    with Prefetcher() as prefetcher:
+        assert prefetcher.reader("memory://prefetch/a.jpg")() == b"bytes"
+        with pytest.raises(FileNotFoundError):
+            prefetcher.reader("memory://prefetch/missing.jpg")()

@@ -45,13 +45,14 @@ class Prefetcher:
         self.max_buffered_bytes = max_buffered_bytes
         self._lock = threading.Lock()
         self._unconsumed: set[Future] = set()
-        self._buffered: dict[Future, int] = {}  # arrived, not yet consumed: their sizes
+        self._arrived_sizes: dict[Future, int] = {}  # arrived, not yet consumed
+        self._buffered = 0  # their sum
 
     @property
     def full(self) -> bool:
         """True while the caller should consume before asking for more."""
         return (len(self._unconsumed) >= self.max_in_flight
-                or sum(self._buffered.values()) >= self.max_buffered_bytes)
+                or self._buffered >= self.max_buffered_bytes)
 
     def reader(self, uri: str | None) -> Callable[[], bytes] | None:
         """A function returning the bytes at `uri` (or raising what the store said);
@@ -70,8 +71,9 @@ class Prefetcher:
         if future.cancelled() or future.exception() is not None:
             return
         with self._lock:
-            if future in self._unconsumed:
-                self._buffered[future] = len(future.result())
+            if future in self._unconsumed:  # not consumed (or dropped) first
+                self._arrived_sizes[future] = len(future.result())
+                self._buffered += self._arrived_sizes[future]
 
     def _consume(self, future: Future) -> bytes:
         try:
@@ -79,14 +81,15 @@ class Prefetcher:
         finally:
             with self._lock:
                 self._unconsumed.discard(future)
-                self._buffered.pop(future, None)
+                self._buffered -= self._arrived_sizes.pop(future, 0)
 
     def close(self) -> None:
         """Cancels the reads no one consumed; returns at once."""
         with self._lock:
             pending = list(self._unconsumed)
             self._unconsumed.clear()
-            self._buffered.clear()
+            self._arrived_sizes.clear()
+            self._buffered = 0
         for future in pending:
             future.cancel()
 
