@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import (
+    assert_one_error_line,
     children,
     pixels,
     read_manifest,
@@ -245,6 +246,22 @@ def test_a_gcs_endpoint_that_cannot_be_reached_is_one_line_within_seconds(
            f"{cause}" in lines[0]
     assert "credentials" not in lines[0] and "does not exist" not in lines[0]
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_an_s3_endpoint_that_cannot_be_reached_is_named_with_the_cause(s3_store, tmp_path):
+    """botocore names only the URL it could not connect to; the advice was about the
+    bucket's name and the credentials."""
+    table_csv = tmp_path / "table.csv"
+    pd.DataFrame({"image_uri": ["s3://bucket/a.jpg"], "label": ["a"]}).to_csv(
+        table_csv, index=False)
+    port = closed_port()
+    process = subprocess.run(
+        [sys.executable, "-m", "tfrecorder", "convert", str(table_csv), str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, env={
+            **os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_MAX_ATTEMPTS": "1"})  # botocore's retries: 13 s
+    line = assert_one_error_line(process, f"cannot reach 127.0.0.1:{port}: connection refused")
+    assert "credentials" not in line
 
 
 def test_a_store_error_in_a_row_leaves_no_traceback_on_the_command_line(gcs_store,

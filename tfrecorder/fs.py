@@ -544,8 +544,8 @@ def answer(error: BaseException) -> str:
         return str(error)
     cause = network_cause(error)
     if cause is not None:
-        host, port = getattr(error, "host", None), getattr(error, "port", None)
-        return f"cannot reach {host}:{port}: {cause}" if host and port else cause
+        address = _address(error)
+        return f"cannot reach {address}: {cause}" if address else cause
     if isinstance(error, FileNotFoundError) and error.filename is None:  # not the OS's
         return "not found (404)"
     code = getattr(error, "code", None)
@@ -573,10 +573,7 @@ def network_cause(error: BaseException) -> str | None:
     error or the errors it wraps; None when the store did answer."""
     import ssl  # here: importing tfrecorder stays fast
 
-    seen: set[int] = set()
-    link: BaseException | None = error
-    while link is not None and id(link) not in seen:
-        seen.add(id(link))
+    for link in _chain(error):
         if isinstance(link, socket.gaierror):
             return "DNS lookup failed"
         if isinstance(link, ssl.SSLCertVerificationError):
@@ -590,10 +587,36 @@ def network_cause(error: BaseException) -> str | None:
             return "no route to host"
         if isinstance(link, TimeoutError):  # asyncio's and aiohttp's timeouts too
             return "timed out"
-        # aiohttp keeps the socket's error in `os_error`, not always as the cause.
-        link = (getattr(link, "os_error", None) or getattr(link, "certificate_error", None)
-                or link.__cause__ or link.__context__)
     return None
+
+
+def _address(error: BaseException) -> str | None:
+    """The host:port a connection was tried to, where an error in the chain says
+    (aiohttp's connection errors; botocore's name the endpoint's URL)."""
+    for link in _chain(error):
+        host, port = getattr(link, "host", None), getattr(link, "port", None)
+        if isinstance(host, str) and isinstance(port, int):
+            return f"{host}:{port}"
+        details = getattr(link, "kwargs", None)
+        url = details.get("endpoint_url") if isinstance(details, dict) else None
+        if isinstance(url, str):
+            return urllib.parse.urlsplit(url).netloc or None
+    return None
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """`error` and the errors it wraps, as causes, contexts or (aiohttp, botocore)
+    attributes."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        details = getattr(link, "kwargs", None)
+        wrapped = details.get("error") if isinstance(details, dict) else None
+        link = (getattr(link, "os_error", None) or getattr(link, "certificate_error", None)
+                or (wrapped if isinstance(wrapped, BaseException) else None)
+                or link.__cause__ or link.__context__)
 
 
 @contextlib.contextmanager
