@@ -317,7 +317,7 @@ def test_a_stop_ends_the_run_at_once_while_a_read_is_held(web_store, tmp_path, r
         process.wait(timeout=20)
     finally:
         process.kill()
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 4  # about 1 s; the machine may be busy
     stderr = process.stderr.read()
     assert process.returncode == 128 + stop and "Traceback" not in stderr, stderr
     assert stderr.strip().splitlines()[-1] == said
