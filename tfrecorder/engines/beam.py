@@ -344,9 +344,11 @@ class _WriteShard(beam.DoFn):
         try:
             yield from self._write_shard(element)
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, not a failure of the step
-            # Marked as Beam marks an error it has named, so that Beam raises it as it is
-            # (the run stops as on the local engine, with the signal's exit status),
-            # not as a RuntimeError logged with its traceback.
+            # Marked as Beam marks an error it has named (`_tagged_with_step`, a private
+            # detail, checked on Beam 2.77), so that Beam raises it as it is: the run
+            # stops as on the local engine, with the signal's exit status, not as a
+            # RuntimeError logged with its traceback (or a `Terminated` rebuilt from
+            # its message).
             stop._tagged_with_step = True
             raise
 
