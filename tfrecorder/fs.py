@@ -542,7 +542,7 @@ def answer(error: BaseException) -> str:
     why it could not answer: 'cannot reach 127.0.0.1:9: connection refused'."""
     if isinstance(error, StorageError):
         return str(error)
-    cause = network_cause(error)
+    cause = _network_cause(error)
     if cause is not None:
         address = _address(error)
         return f"cannot reach {address}: {cause}" if address else cause
@@ -567,7 +567,7 @@ def answer(error: BaseException) -> str:
     return f"{name}: {message}" if message and name not in message else message or name
 
 
-def network_cause(error: BaseException) -> str | None:
+def _network_cause(error: BaseException) -> str | None:
     """Why no answer came, in the words a person checks first ('DNS lookup failed',
     'connection refused', 'no route to host', 'timed out', 'TLS failed: ...'), from the
     error or the errors it wraps; None when the store did answer."""
@@ -630,7 +630,7 @@ def storage_errors(uri: str) -> Iterator[None]:
     except Exception as error:
         if not is_remote(uri) or isinstance(error, (KeyError, TypeError, AttributeError)):
             raise
-        fix = ("" if is_web(uri) else _UNREACHABLE_FIX if network_cause(error)
+        fix = ("" if is_web(uri) else _UNREACHABLE_FIX if _network_cause(error)
                else _FIXES.get(protocol(uri), ""))
         raise StorageError(f"{uri}: {answer(error)}. {fix}".strip(), uri=uri) from None
 
@@ -653,14 +653,14 @@ def check_access(read: list[str], write: str | None = None, probe_name: str = ""
         if is_web(uri):
             filesystem(uri)  # only that its client is installed
             continue
-        check_reachable(uri)
+        _check_reachable(uri)
         with storage_errors(uri):
             try:
                 filesystem(uri).info(uri)
             except FileNotFoundError:
                 _check_bucket(uri)
     if write is not None and is_remote(write):
-        check_reachable(write)
+        _check_reachable(write)
         probe = join(write, probe_name)
         _check_bucket(probe)
         with storage_errors(write):
@@ -672,7 +672,7 @@ def check_access(read: list[str], write: str | None = None, probe_name: str = ""
 _PROBE_SECONDS = 5.0
 
 
-def check_reachable(uri: str) -> None:
+def _check_reachable(uri: str) -> None:
     """Fails within seconds, naming the cause, when the endpoint of `uri`'s store cannot
     be reached: its client would retry for a minute or more, then blame the bucket or
     the credentials. (Known for gs://, the emulator included; others are not probed.)"""
@@ -723,7 +723,7 @@ def _connect(url: str) -> str | None:
     if not outcome:
         return "timed out"
     error = outcome[0]
-    return None if error is None else network_cause(error) or answer(error)
+    return None if error is None else _network_cause(error) or answer(error)
 
 
 def bucket_root(uri: str) -> str:
