@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from gcs_emulator import gcs_bucket  # noqa: E402, F401  (a fixture for every test module)
 from helpers import write_image  # noqa: E402
-from stores import clean_stores, gcs_store, s3_store  # noqa: E402, F401  (fixtures)
+from stores import clean_stores, gcs_store, s3_store, web_store  # noqa: E402, F401  (fixtures)
 
 LABELS = ["cat", "dog", "bird"]
 

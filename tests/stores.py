@@ -1,8 +1,9 @@
-"""Local GCS and S3 servers for tests, with injected latency and faults and a count of
-requests in flight.
+"""Local GCS, S3 and web (plain HTTP) servers for tests, with injected latency, faults and
+held requests, and a count of requests in flight.
 
-Session fixtures `gcs_store` and `s3_store` yield a `Store` (bucket "test-bucket"); the
-autouse fixture `clean_stores` clears latency, faults and stats after each test.
+Session fixtures `gcs_store`, `s3_store` and `web_store` yield a `Store` (bucket
+"test-bucket"; for the web server, a folder of that name); the autouse fixture
+`clean_stores` clears latency, faults and stats after each test.
 
 Why it is built this way:
 - Each server runs in a *subprocess* (this file run as a script): the library forks worker
@@ -88,6 +89,9 @@ class Faults:
         elif name == "fail":
             with self._lock:
                 self.rules.append(args)
+        elif name == "hold":  # a rule that delays, then answers as usual
+            with self._lock:
+                self.rules.append({**args, "status": None, "times": None, "method": None})
         elif name == "clear":
             self.clear()
         elif name == "reset_stats":
@@ -118,6 +122,8 @@ class Faults:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             latency, rule = self.latency, self._take_rule(handler.command, target)
+            if rule and rule.get("hold"):
+                latency, rule = latency + rule["hold"], None
             self.failed += rule is not None
             if len(self.log) < 1000:
                 injected = f" -> {rule['status']}" if rule else ""
@@ -295,6 +301,44 @@ def _serve_s3(port, bucket):
     return server.shutdown
 
 
+def _web_error(status, code, method, target):
+    return "text/plain", _message(status).encode()
+
+
+class _WebHandler(http.server.BaseHTTPRequestHandler):
+    """A web server as image URLs in a table point at: GET (and HEAD) what was PUT."""
+
+    protocol_version = "HTTP/1.1"
+    objects = {}
+
+    def do_PUT(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.objects[urllib.parse.urlsplit(self.path).path] = body
+        _reply(self, 200, "text/plain", b"")
+
+    def do_GET(self):
+        data = self.objects.get(urllib.parse.urlsplit(self.path).path)
+        if data is None:
+            return _reply(self, 404, "text/plain", b"Not Found")
+        _reply(self, 200, "application/octet-stream", data)
+
+    do_HEAD = do_GET
+
+    def do_POST(self):  # only control requests (`/_test/...`) are POSTs
+        _reply(self, 405, "text/plain", b"Method Not Allowed", _drain(self))
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve_web(port, bucket):
+    _hook(_WebHandler, ["do_GET", "do_HEAD", "do_PUT", "do_POST"], Faults(_web_error))
+    server = _ThreadingHTTPServer(("127.0.0.1", port), _WebHandler)
+    server.daemon_threads = True  # a held request does not delay the server's exit
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.shutdown
+
+
 # ---- Test side. ----
 
 class Store:
@@ -303,8 +347,8 @@ class Store:
 
     def __init__(self, kind, url, bucket, env):
         self.kind, self.url, self.bucket, self.env = kind, url, bucket, env
-        self.protocol = {"gcs": "gs", "s3": "s3"}[kind]
-        self.root = f"{self.protocol}://{bucket}"
+        self.protocol = {"gcs": "gs", "s3": "s3", "web": "http"}[kind]
+        self.root = f"{url}/{bucket}" if kind == "web" else f"{self.protocol}://{bucket}"
 
     def __repr__(self):
         return f"Store({self.kind!r}, {self.url!r})"
@@ -344,6 +388,11 @@ class Store:
     def reset_stats(self):
         self._control("reset_stats")
 
+    def hold(self, substring, seconds):
+        """Hold requests whose unquoted path+query contains `substring` for `seconds`
+        before answering them as usual (a read in flight for that long)."""
+        self._control("hold", substring=substring, hold=seconds)
+
     def wait_idle(self, timeout=5.0):
         """Stats once no request is in flight: a server thread finishes a request a moment
         after its client has read the response."""
@@ -365,14 +414,24 @@ class Store:
                                  endpoint_url=self.url, config_kwargs={"region_name": "us-east-1"})
 
     def upload_bytes(self, data, uri):
+        if self.kind == "web":
+            urllib.request.urlopen(urllib.request.Request(uri, data, method="PUT"),
+                                   timeout=10).close()
+            return uri
         self.fs().pipe_file(uri, data)
         return uri
 
     def upload(self, local_path, uri):
+        if self.kind == "web":
+            with open(local_path, "rb") as f:
+                return self.upload_bytes(f.read(), uri)
         self.fs().put_file(str(local_path), uri)
         return uri
 
     def read_bytes(self, uri):
+        if self.kind == "web":
+            with urllib.request.urlopen(uri, timeout=10) as response:
+                return response.read()
         return self.fs().cat_file(uri)
 
     def http_url(self, uri):
@@ -507,6 +566,21 @@ def s3_store():
         yield store
 
 
+@pytest.fixture(scope="session")
+def web_store():
+    """A plain HTTP server of image URLs; files are PUT under `store.root`."""
+    with _running("web", lambda url, empty_dir: {}) as store:
+        yield store
+
+
+def closed_port():
+    """A port on 127.0.0.1 nothing listens on (connection refused), as far as can be
+    told: bound, then closed."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture(autouse=True)
 def clean_stores():
     """Latency and faults set by one test must not slow down or break the next."""
@@ -517,6 +591,6 @@ def clean_stores():
 
 if __name__ == "__main__":
     kind, port, bucket = sys.argv[1:]
-    stop = {"gcs": _serve_gcs, "s3": _serve_s3}[kind](int(port), bucket)
+    stop = {"gcs": _serve_gcs, "s3": _serve_s3, "web": _serve_web}[kind](int(port), bucket)
     sys.stdin.read()
     stop()

@@ -5,6 +5,7 @@ one clear error before any work, and resuming a killed run."""
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,7 +14,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import pixels, read_manifest, read_split, shard_bytes, wait_gone, write_image
+from helpers import (
+    assert_one_error_line,
+    children,
+    pixels,
+    read_manifest,
+    read_split,
+    run_cli,
+    shard_bytes,
+    wait_gone,
+    write_image,
+)
+from stores import closed_port
 
 import tfrecorder
 from tfrecorder import ResumeError, StorageError
@@ -148,6 +160,171 @@ def test_the_cli_says_what_is_wrong_in_one_line(store, tmp_path):
     assert process.returncode != 0
     lines = process.stderr.strip().splitlines()
     assert len(lines) == 1 and "no-such-bucket" in lines[0], process.stderr
+
+
+# --- web URLs and stores that cannot be reached ------------------------------------------
+
+def web_table(web_store, image_table, tmp_path) -> pd.DataFrame:
+    """The image table, its first 6 images served by the web server, plus a URL the server
+    answers 404 to and one on a port nothing listens on."""
+    table = image_table.copy()
+    for i in range(6):
+        table.loc[i, "image_uri"] = web_store.upload(
+            table["image_uri"][i], f"{web_store.root}/{tmp_path.name}/{i}.jpg")
+    dead = f"http://127.0.0.1:{closed_port()}/image.jpg"
+    extra = pd.DataFrame({"split": ["TRAIN", "TRAIN"], "label": ["cat", "dog"],
+                          "image_uri": [f"{web_store.root}/missing.jpg", dead]})
+    return pd.concat([table, extra], ignore_index=True)
+
+
+def test_a_web_url_that_cannot_be_read_is_a_rejected_row_with_the_reason(
+        web_store, image_table, tmp_path):
+    """Web hosts differ by row: a host that is down rejects its row, not the run, and the
+    reason is what happened (not a bucket's 404)."""
+    table = web_table(web_store, image_table, tmp_path)
+    result = tfrecorder.convert(table, str(tmp_path / "out"), progress=False)
+    assert result.num_records == 24 and result.num_rejected == 2
+    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv")
+    reasons = dict(zip(rejected["image_uri"], rejected["reason"]))
+    assert reasons[table["image_uri"][24]] == "cannot read file: not found (404)"
+    port = table["image_uri"][25].split(":")[2].split("/")[0]
+    assert reasons[table["image_uri"][25]].endswith(
+        f"cannot reach 127.0.0.1:{port}: connection refused.")
+    # ...and they count against max_rejected, as any rejected row does.
+    with pytest.raises(tfrecorder.TooManyRejectedError):
+        tfrecorder.convert(table, str(tmp_path / "strict"), max_rejected=0.05,
+                           progress=False)
+
+
+class SilentServer:
+    """A TCP port that accepts connections and never answers (a TLS handshake waits)."""
+
+    def __enter__(self):
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self.socket.getsockname()[1]}"
+        return self
+
+    def __exit__(self, *exc):
+        self.socket.close()
+
+
+API_CONVERT = """
+import logging, sys, tfrecorder
+logging.basicConfig()
+try:
+    tfrecorder.convert(sys.argv[1], sys.argv[2], progress=False)
+except tfrecorder.StorageError as error:
+    sys.exit(str(error))
+"""
+
+
+@pytest.mark.parametrize("cause, command", [
+    ("connection refused", ["-m", "tfrecorder", "convert"]),
+    ("connection refused", ["-c", API_CONVERT]),
+    ("timed out", ["-m", "tfrecorder", "convert"])], ids=["refused-cli", "refused-api",
+                                                          "timed-out-cli"])
+def test_a_gcs_endpoint_that_cannot_be_reached_is_one_line_within_seconds(
+        gcs_store, tmp_path, cause, command):
+    """No route to the store: the probe gives up within seconds and names the cause, in
+    one line without the store client's tracebacks (gcsfs retried for 36 s before, then
+    logged three tracebacks and blamed the bucket's name and the credentials)."""
+    table_csv = tmp_path / "table.csv"
+    pd.DataFrame({"image_uri": ["gs://bucket/a.jpg"], "label": ["a"]}).to_csv(
+        table_csv, index=False)
+    with SilentServer() as silent:
+        endpoint = silent.url if cause == "timed out" else f"http://127.0.0.1:{closed_port()}"
+        started = time.monotonic()
+        process = subprocess.run([sys.executable, *command, str(table_csv),
+                                  str(tmp_path / "out")], capture_output=True, text=True,
+                                 env={**os.environ, "STORAGE_EMULATOR_HOST": endpoint},
+                                 timeout=120)
+    assert time.monotonic() - started < 15
+    assert process.returncode == 1 and "Traceback" not in process.stderr
+    lines = process.stderr.strip().splitlines()
+    assert len(lines) == 1, process.stderr
+    assert f"cannot reach the store at {endpoint.split('://')[1]} (STORAGE_EMULATOR_HOST): " \
+           f"{cause}" in lines[0]
+    assert "credentials" not in lines[0] and "does not exist" not in lines[0]
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_an_s3_endpoint_that_cannot_be_reached_is_named_with_the_cause(s3_store, tmp_path):
+    """botocore names only the URL it could not connect to; the advice was about the
+    bucket's name and the credentials."""
+    table_csv = tmp_path / "table.csv"
+    pd.DataFrame({"image_uri": ["s3://bucket/a.jpg"], "label": ["a"]}).to_csv(
+        table_csv, index=False)
+    port = closed_port()
+    process = subprocess.run(
+        [sys.executable, "-m", "tfrecorder", "convert", str(table_csv), str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, env={
+            **os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_MAX_ATTEMPTS": "1"})  # botocore's retries: 13 s
+    line = assert_one_error_line(process, f"cannot reach 127.0.0.1:{port}: connection refused")
+    assert "credentials" not in line
+
+
+def test_a_store_error_in_a_row_leaves_no_traceback_on_the_command_line(gcs_store,
+                                                                          tmp_path):
+    """gcsfs logs a traceback with an error it does not retry (here a 400) before raising
+    it: the row is rejected with the answer, and the terminal shows no traceback."""
+    table = remote_images(gcs_store, tmp_path, 4, "traceback")
+    table.to_csv(tmp_path / "table.csv", index=False)
+    gcs_store.fail("traceback/002.jpg?alt=media", 400)
+    process = run_cli("convert", tmp_path / "table.csv", tmp_path / "out", "--no-progress")
+    assert process.returncode == 0, process.stderr
+    assert "Traceback" not in process.stderr and "_request" not in process.stderr
+    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv")
+    assert rejected["reason"].str.contains("HTTP 400").tolist() == [True]
+
+
+# --- stopping while reads are in flight ---------------------------------------------------
+
+@pytest.mark.parametrize("runner", [[], ["--runner", "DirectRunner"]], ids=["local", "beam"])
+@pytest.mark.parametrize("stop, said", [(signal.SIGINT, "tfrecorder: interrupted"),
+                                        (signal.SIGTERM, "tfrecorder: stopped by signal 15")],
+                         ids=["int", "term"])
+def test_a_stop_ends_the_run_at_once_while_a_read_is_held(web_store, tmp_path, runner,
+                                                           stop, said):
+    """Ctrl-C or SIGTERM while the server holds an image's GET open: the process and its
+    workers are gone within seconds, as after any stop, and no file of the run is left
+    (the read was waited for: 10 s on the local engine, on Beam until the read's own
+    timeout of 300 s, then Beam logged the interrupt's traceback and exited with 1)."""
+    name = f"{tmp_path.name}/held.jpg"
+    uris = [web_store.upload(write_image(tmp_path / "img" / f"{i}.jpg", seed=i),
+                             f"{web_store.root}/{tmp_path.name}/{i}.jpg") for i in range(8)]
+    uris.insert(4, web_store.upload(tmp_path / "img" / "0.jpg", f"{web_store.root}/{name}"))
+    pd.DataFrame({"image_uri": uris, "label": ["a", "b", "c"] * 3}).to_csv(
+        tmp_path / "table.csv", index=False)
+    web_store.hold(name, 120)
+    web_store.reset_stats()
+    out = tmp_path / "out"
+    # One shard given: no sample is read to size shards, so the engine holds the read.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfrecorder", "convert", str(tmp_path / "table.csv"), str(out),
+         "--num-shards", "1", "--num-workers", "2", "--no-progress", *runner],
+        stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(name in line for line in web_store.stats()["log"]):
+        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.05)
+    time.sleep(0.5)  # the other reads are done: only the held one is in flight
+    workers = children(process.pid)
+    assert len(workers) == (0 if runner else 2)
+    started = time.monotonic()
+    process.send_signal(stop)
+    try:
+        process.wait(timeout=20)
+    finally:
+        process.kill()
+    assert time.monotonic() - started < 4  # about 1 s; the machine may be busy
+    stderr = process.stderr.read()
+    assert process.returncode == 128 + stop and "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == said
+    for pid in workers:
+        with contextlib.suppress(ChildProcessError, ProcessLookupError):
+            assert wait_gone(pid, 1)
+    assert not out.exists() or not os.listdir(out)
 
 
 # --- resume ------------------------------------------------------------------------------

@@ -25,11 +25,13 @@ import os
 import posixpath
 import queue
 import re
+import socket
 import stat
 import threading
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import BinaryIO
 
 from tfrecorder.errors import StorageError
@@ -42,6 +44,11 @@ _EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3")
 def is_remote(uri: str) -> bool:
     """True for URIs with a scheme other than `file://` (gs://, s3://, ...)."""
     return "://" in uri and not is_file_uri(uri)
+
+
+def is_web(uri: str) -> bool:
+    """True for `http://` and `https://` URLs: each names its own host, not a bucket."""
+    return protocol(uri).lower() in ("http", "https")
 
 
 def protocol(uri: str) -> str:
@@ -108,6 +115,22 @@ def filesystem(uri: str):
     return _filesystems[key]
 
 
+class _NoTracebacks(logging.Filter):
+    """Drops a store client's records that carry a traceback: gcsfs logs one with every
+    error it then raises, and that error reaches the user anyway, as one line. They stay
+    for whoever asks for the client's debug logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.exc_info or logging.getLogger(record.name).isEnabledFor(
+            logging.DEBUG)
+
+
+def _quiet_tracebacks(logger: logging.Logger) -> None:
+    if not any(isinstance(f, _NoTracebacks) for f in logger.filters):
+        logger.addHandler(logging.NullHandler())  # nothing where logging is not set up
+        logger.addFilter(_NoTracebacks())
+
+
 def _new_filesystem(name: str):
     try:
         if name in ("gs", "gcs"):
@@ -117,9 +140,9 @@ def _new_filesystem(name: str):
 
             # An emulator takes no credentials (as with google-cloud-storage's client).
             anonymous = os.environ.get("STORAGE_EMULATOR_HOST", "") not in ("", "default")
-            # gcsfs logs a traceback for every refused request before raising it; the
-            # error reaches the caller anyway, as one line (unless logging is set up).
-            logging.getLogger("gcsfs").addHandler(logging.NullHandler())
+            # gcsfs logs a traceback with every error it then raises; the error reaches
+            # the caller anyway, as one line.
+            _quiet_tracebacks(logging.getLogger("gcsfs"))
             return GCSFileSystem(token="anon" if anonymous else None)
         if name in ("s3", "s3a"):
             from s3fs import S3FileSystem
@@ -184,6 +207,38 @@ def _read_regular(path: str) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def start_read(uri: str) -> Future:
+    """Starts reading a remote file in the background: the future gives its bytes or
+    raises what `read_bytes` would.
+
+    Cancelling the future stops the read at once, whatever the store is doing, so that
+    Ctrl-C stops a run within a second: a store served by asyncio (gcsfs, s3fs, http)
+    drops the request on fsspec's event loop; any other is read on a daemon thread,
+    which neither a stop nor the exit of the process waits for.
+    """
+    store = filesystem(uri)
+    if getattr(store, "async_impl", False):
+        import asyncio  # here: importing tfrecorder stays fast
+
+        async def read() -> bytes:
+            with storage_errors(uri):
+                return await store._cat_file(uri)
+
+        return asyncio.run_coroutine_threadsafe(read(), store.loop)
+    future: Future = Future()
+
+    def read_on_thread() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                with storage_errors(uri):
+                    future.set_result(store.cat_file(uri))
+            except BaseException as error:
+                future.set_exception(error)
+
+    threading.Thread(target=read_on_thread, daemon=True, name="tfrecorder-read").start()
+    return future
 
 
 def _open_regular(path: str) -> BinaryIO:
@@ -506,12 +561,20 @@ _FIXES = {
 }
 
 
+_UNREACHABLE_FIX = "Check the network connection (a proxy, a firewall) and the address."
+
+
 def answer(error: BaseException) -> str:
-    """What the store answered, in a few words: 'not found (404)', 'HTTP 503: ...'; for
-    a local file, the system's words ('no such file or directory'), without the errno
-    and the path, which a rejected row gives beside its reason."""
+    """What the store answered, in a few words: 'not found (404)', 'HTTP 503: ...', or
+    why it could not answer: 'cannot reach 127.0.0.1:9: connection refused'; for a local
+    file, the system's words ('no such file or directory'), without the errno and the
+    path, which a rejected row gives beside its reason."""
     if isinstance(error, StorageError):
         return str(error)
+    cause = _network_cause(error)
+    if cause is not None:
+        address = _address(error)
+        return f"cannot reach {address}: {cause}" if address else cause
     if isinstance(error, OSError) and error.filename is not None and error.strerror:
         return error.strerror[:1].lower() + error.strerror[1:]
     if isinstance(error, FileNotFoundError) and error.filename is None:  # not the OS's
@@ -535,6 +598,58 @@ def answer(error: BaseException) -> str:
     return f"{name}: {message}" if message and name not in message else message or name
 
 
+def _network_cause(error: BaseException) -> str | None:
+    """Why no answer came, in the words a person checks first ('DNS lookup failed',
+    'connection refused', 'no route to host', 'timed out', 'TLS failed: ...'), from the
+    error or the errors it wraps; None when the store did answer."""
+    import ssl  # here: importing tfrecorder stays fast
+
+    for link in _chain(error):
+        if isinstance(link, socket.gaierror):
+            return "DNS lookup failed"
+        if isinstance(link, ssl.SSLCertVerificationError):
+            return f"TLS failed: the certificate was refused ({link.verify_message})"
+        if isinstance(link, ssl.SSLError):
+            return f"TLS failed: {link.reason or link}"
+        if isinstance(link, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(link, OSError) and link.errno in (errno.ENETUNREACH,
+                                                        errno.EHOSTUNREACH):
+            return "no route to host"
+        if isinstance(link, TimeoutError):  # asyncio's and aiohttp's timeouts too
+            return "timed out"
+    return None
+
+
+def _address(error: BaseException) -> str | None:
+    """The host:port a connection was tried to, where an error in the chain says
+    (aiohttp's connection errors; botocore's name the endpoint's URL)."""
+    for link in _chain(error):
+        host, port = getattr(link, "host", None), getattr(link, "port", None)
+        if isinstance(host, str) and isinstance(port, int):
+            return f"{host}:{port}"
+        details = getattr(link, "kwargs", None)
+        url = details.get("endpoint_url") if isinstance(details, dict) else None
+        if isinstance(url, str):
+            return urllib.parse.urlsplit(url).netloc or None
+    return None
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """`error` and the errors it wraps, as causes, contexts or (aiohttp, botocore)
+    attributes."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        details = getattr(link, "kwargs", None)
+        wrapped = details.get("error") if isinstance(details, dict) else None
+        link = (getattr(link, "os_error", None) or getattr(link, "certificate_error", None)
+                or (wrapped if isinstance(wrapped, BaseException) else None)
+                or link.__cause__ or link.__context__)
+
+
 @contextlib.contextmanager
 def storage_errors(uri: str) -> Iterator[None]:
     """Turns a store's errors about `uri` into one StorageError (one line, no chain);
@@ -546,14 +661,17 @@ def storage_errors(uri: str) -> Iterator[None]:
     except Exception as error:
         if not is_remote(uri) or isinstance(error, (KeyError, TypeError, AttributeError)):
             raise
-        fix = _FIXES.get(protocol(uri), "")
+        fix = ("" if is_web(uri) else _UNREACHABLE_FIX if _network_cause(error)
+               else _FIXES.get(protocol(uri), ""))
         raise StorageError(f"{uri}: {answer(error)}. {fix}".strip(), uri=uri) from None
 
 
 def check_access(read: list[str], write: str | None = None, probe_name: str = "") -> None:
-    """One cheap request per bucket, before any work: that credentials exist, the
-    buckets exist and may be read, and the output may be written. A missing object in
-    `read` is fine (its row is rejected later); a missing bucket is not.
+    """One cheap request per bucket, before any work: that the store can be reached,
+    credentials exist, the buckets exist and may be read, and the output may be written.
+    A missing object in `read` is fine (its row is rejected later); a missing bucket is
+    not. Web URLs (http, https) are not probed: each row names its own host, and a host
+    that cannot be reached rejects its rows, with the reason, as a missing file does.
 
     Args:
         read: one URI per bucket that will be read.
@@ -563,17 +681,80 @@ def check_access(read: list[str], write: str | None = None, probe_name: str = ""
     for uri in read:
         if not is_remote(uri):
             continue
+        if is_web(uri):
+            filesystem(uri)  # only that its client is installed
+            continue
+        _check_reachable(uri)
         with storage_errors(uri):
             try:
                 filesystem(uri).info(uri)
             except FileNotFoundError:
                 _check_bucket(uri)
     if write is not None and is_remote(write):
+        _check_reachable(write)
         probe = join(write, probe_name)
         _check_bucket(probe)
         with storage_errors(write):
             filesystem(probe).pipe_file(probe, b"")
             filesystem(probe).rm_file(probe)
+
+
+# How long the probe of a store's endpoint waits, DNS lookup, connection and TLS together.
+_PROBE_SECONDS = 5.0
+
+
+def _check_reachable(uri: str) -> None:
+    """Fails within seconds, naming the cause, when the endpoint of `uri`'s store cannot
+    be reached: its client would retry for a minute or more, then blame the bucket or
+    the credentials. (Known for gs://, the emulator included; others are not probed.)"""
+    endpoint = _endpoint(uri)
+    if endpoint is None:
+        return
+    cause = _connect(endpoint)
+    if cause is not None:
+        emulator = " (STORAGE_EMULATOR_HOST)" if os.environ.get(
+            "STORAGE_EMULATOR_HOST", "") not in ("", "default") else ""
+        address = urllib.parse.urlsplit(endpoint).netloc
+        raise StorageError(f"{uri}: cannot reach the store at {address}{emulator}: "
+                           f"{cause}. {_UNREACHABLE_FIX}", uri=uri)
+
+
+def _endpoint(uri: str) -> str | None:
+    """The URL of the server a store's client talks to, where the client tells it."""
+    if protocol(uri) not in ("gs", "gcs"):
+        return None
+    location = getattr(filesystem(uri), "_location", None)  # gcsfs's, emulator included
+    return location if isinstance(location, str) else None
+
+
+def _connect(url: str) -> str | None:
+    """Why `url`'s server cannot be connected to (TLS handshake included), or None.
+    Runs on a daemon thread, so a DNS lookup that hangs is given up on too."""
+    import ssl
+
+    parts = urllib.parse.urlsplit(url)
+    tls = parts.scheme == "https"
+    outcome: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            address = (parts.hostname, parts.port or (443 if tls else 80))
+            with socket.create_connection(address, timeout=_PROBE_SECONDS) as connection:
+                if tls:
+                    ssl.create_default_context().wrap_socket(
+                        connection, server_hostname=parts.hostname).close()
+        except Exception as error:
+            outcome.append(error)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=attempt, daemon=True, name="tfrecorder-probe")
+    thread.start()
+    thread.join(_PROBE_SECONDS)
+    if not outcome:
+        return "timed out"
+    error = outcome[0]
+    return None if error is None else _network_cause(error) or answer(error)
 
 
 def bucket_root(uri: str) -> str:

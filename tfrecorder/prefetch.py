@@ -3,10 +3,10 @@ at the speed of the CPUs, as local disk is.
 
 Both engines' workers encode rows strictly in plan order (so shards stay byte-identical)
 and ask a `Prefetcher` for each row's bytes some rows before they encode it. Remote reads
-run on a pool of threads: each fsspec read waits on the network without holding the GIL,
-so one process keeps dozens of requests in flight while its main thread decodes.
-Local files are read when they are encoded: the page cache answers in microseconds and
-threads would only add overhead.
+are requests on fsspec's event loop (`fs.start_read`), which waits on the network without
+holding the GIL, so one process keeps dozens of requests in flight while its main thread
+decodes.
+Local files are read when they are encoded: the page cache answers in microseconds.
 
 Memory stays bounded: callers stop asking for more rows while `full` (too many reads
 unconsumed, or too many bytes fetched and not yet encoded).
@@ -19,7 +19,7 @@ import functools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from tfrecorder import fs
 from tfrecorder.options import ConvertOptions, ImageOptions
@@ -35,21 +35,23 @@ _FALLBACK_RECORD_BYTES = 100_000
 
 
 class Prefetcher:
-    """Starts reads ahead of use; a context manager that stops its threads on exit."""
+    """Starts reads ahead of use; a context manager that cancels on exit the reads still
+    in flight (`fs.start_read`), so that a stop never waits for a store: Ctrl-C in the
+    middle of a read that a server holds open still ends the run at once."""
 
     def __init__(self, max_in_flight: int = MAX_IN_FLIGHT,
                  max_buffered_bytes: int = MAX_BUFFERED_BYTES):
         self.max_in_flight = max_in_flight
         self.max_buffered_bytes = max_buffered_bytes
-        self._pool: ThreadPoolExecutor | None = None  # made on the first remote read
         self._lock = threading.Lock()
-        self._unconsumed = 0
-        self._buffered = 0
+        self._unconsumed: set[Future] = set()
+        self._arrived_sizes: dict[Future, int] = {}  # arrived, not yet consumed
+        self._buffered = 0  # their sum
 
     @property
     def full(self) -> bool:
         """True while the caller should consume before asking for more."""
-        return (self._unconsumed >= self.max_in_flight
+        return (len(self._unconsumed) >= self.max_in_flight
                 or self._buffered >= self.max_buffered_bytes)
 
     def reader(self, uri: str | None) -> Callable[[], bytes] | None:
@@ -59,37 +61,43 @@ class Prefetcher:
             return None
         if not fs.is_remote(uri):
             return functools.partial(fs.read_bytes, uri)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.max_in_flight,
-                                            thread_name_prefix="tfrecorder-read")
+        future = fs.start_read(uri)
         with self._lock:
-            self._unconsumed += 1
-        return functools.partial(self._consume, self._pool.submit(self._read, uri))
+            self._unconsumed.add(future)
+        future.add_done_callback(self._arrived)
+        return functools.partial(self._consume, future)
 
-    def _read(self, uri: str) -> bytes:
-        data = fs.read_bytes(uri)
+    def _arrived(self, future: Future) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
         with self._lock:
-            self._buffered += len(data)
-        return data
+            if future in self._unconsumed:  # not consumed (or dropped) first
+                self._arrived_sizes[future] = len(future.result())
+                self._buffered += self._arrived_sizes[future]
 
     def _consume(self, future: Future) -> bytes:
         try:
-            data = future.result()
+            return future.result()
         finally:
             with self._lock:
-                self._unconsumed -= 1
+                self._unconsumed.discard(future)
+                self._buffered -= self._arrived_sizes.pop(future, 0)
+
+    def close(self) -> None:
+        """Cancels the reads no one consumed; returns at once."""
         with self._lock:
-            self._buffered -= len(data)
-        return data
+            pending = list(self._unconsumed)
+            self._unconsumed.clear()
+            self._arrived_sizes.clear()
+            self._buffered = 0
+        for future in pending:
+            future.cancel()
 
     def __enter__(self) -> Prefetcher:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        if self._pool is not None:
-            # No thread is left behind to be copied by a fork.
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self.close()
 
 
 def encode_in_order(rows: Iterable[Row], options: ImageOptions, prefetcher: Prefetcher,

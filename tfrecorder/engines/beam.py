@@ -364,9 +364,22 @@ class _WriteShard(beam.DoFn):
         self.prefetcher = Prefetcher()
 
     def teardown(self):
-        self.prefetcher.__exit__(None, None, None)
+        # Reads still in flight here are of a step that stopped (Ctrl-C): not waited for.
+        self.prefetcher.close()
 
     def process(self, element):
+        try:
+            yield from self._write_shard(element)
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, not a failure of the step
+            # Marked as Beam marks an error it has named (`_tagged_with_step`, a private
+            # detail, checked on Beam 2.77), so that Beam raises it as it is: the run
+            # stops as on the local engine, with the signal's exit status, not as a
+            # RuntimeError logged with its traceback (or a `Terminated` rebuilt from
+            # its message).
+            stop._tagged_with_step = True
+            raise
+
+    def _write_shard(self, element):
         index, grouped = element
         split, filename = self.shards[index]
         if filename in self.journal.committed:
