@@ -442,7 +442,7 @@ def test_convert_and_inspect_take_2_0s_fire_flags_with_a_warning(sample, tmp_pat
                       "--num_shards=1", "--no-progress")
     assert process.returncode == 0, process.stderr
     assert process.stderr == (
-        "tfrecorder: WARNING: convert --source= --output_dir= --num_shards= is TFRecorder "
+        "tfrecorder: warning: convert --source= --output_dir= --num_shards= is TFRecorder "
         "2.0's command; use: tfrecorder convert SOURCE OUTPUT_DIR --num-shards\n")
     assert ": 16 records" in process.stdout
     assert all(len(split["shards"]) == 1 for split in read_manifest(out)["splits"].values())
