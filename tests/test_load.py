@@ -150,6 +150,12 @@ def test_convert_and_load(image_table, tmp_path):
 
 
 def test_clear_errors(dataset, image_table, tmp_path):
+    with pytest.raises(TypeError, match="load[(][)] takes the dataset's folder, a path or a "
+                                        "URI such as 'gs://bucket/data', not 123"):
+        tfrecorder.load(123)
+    with pytest.raises(OptionError, match=r"split must be the name of one split \('train', "
+                                          r"'validation', 'test'\) or None, not \['train'\]"):
+        tfrecorder.load(dataset, ["train"])
     with pytest.raises(ValueError, match=r"no 'holdout' split; it has \['test', 'train', 'valid"):
         tfrecorder.load(dataset, "holdout")
     with pytest.raises(FileNotFoundError, match="not a finished tfrecorder dataset"):

@@ -3,7 +3,7 @@
 
 Code written for 2.0 names splits "TRAIN" and passes `tfrecord_dir=`; `load`, `inspect`
 and `show` translate both here, with a `DeprecationWarning` that names ours. A leaf
-(errors and splits only): readers import it and nothing else of 2.0's, so reading a
+(errors, splits and wording only): readers import it and nothing else of 2.0's, so reading a
 dataset never reaches the writer. What `convert` translates is in `convert_spellings`.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 
-from tfrecorder.errors import warn_user
-from tfrecorder.splits import Split
+from tfrecorder.errors import OptionError, warn_user
+from tfrecorder.splits import SPLITS, Split
+from tfrecorder.wording import shown
 
 
 def deprecated(old: str, new: str) -> None:
@@ -24,6 +25,10 @@ def split_name(name: str | None) -> str | None:
     """A split as a user names it to `load` or `inspect`: "train", or 2.0's "TRAIN"."""
     if name is None:
         return None
+    if not isinstance(name, str):
+        raise OptionError(f"split must be the name of one split "
+                          f"({', '.join(repr(str(s)) for s in SPLITS)}) or None, not "
+                          f"{shown(name)}.", option="split")
     try:
         split = Split(name)
     except ValueError:  # the manifest names the splits there are
@@ -49,4 +54,7 @@ def dataset_dir(path, tfrecord_dir, function: str) -> str:
         return os.fspath(tfrecord_dir)
     if path is None:
         raise TypeError(f"{function}() missing the dataset folder: {function}(path)")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{function}() takes the dataset's folder, a path or a URI such "
+                        f"as 'gs://bucket/data', not {shown(path)}.")
     return os.fspath(path)
