@@ -69,3 +69,29 @@ def test_a_store_without_asyncio_is_read_on_a_thread():
         assert prefetcher.reader("memory://prefetch/a.jpg")() == b"bytes"
         with pytest.raises(FileNotFoundError):
             prefetcher.reader("memory://prefetch/missing.jpg")()
+
+
+def test_a_rows_reads_left_unread_are_released(web_store, tmp_path):
+    """A row rejected before its mask is read (a corrupt image) releases the mask's read:
+    it no longer counts against `full`, which would otherwise stall the worker for good."""
+    from tfrecorder.options import ImageOptions
+    from tfrecorder.prefetch import encode_read
+    from tfrecorder.rows import Rejection, Row
+
+    image = web_store.upload(_written(tmp_path / "bad.png", b"not an image"),
+                             f"{web_store.root}/{tmp_path.name}/bad.png")
+    mask = web_store.upload(write_image(tmp_path / "mask.png", fmt="PNG"),
+                            f"{web_store.root}/{tmp_path.name}/mask.png")
+    row = Row(0, image, image, None, "train", mask_uri=mask)
+    with Prefetcher(max_in_flight=2) as prefetcher:
+        reads = prefetcher.reads(row)
+        assert prefetcher.full
+        _, result = encode_read(row, reads, ImageOptions(), prefetcher)
+        assert isinstance(result, Rejection)
+        assert not prefetcher.full and prefetcher._buffered == 0
+        assert reads.mask.future.cancelled() or reads.mask.future.done()
+
+
+def _written(path, data: bytes):
+    path.write_bytes(data)
+    return path

@@ -10,7 +10,7 @@ TensorFlow nor Beam.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from PIL import Image
@@ -21,12 +21,12 @@ from tfrecorder.layouts import AREA, MASK, SEGMENTATION_MASK
 from tfrecorder.rows import Row
 
 
-def drawn(row: Row, features: Mapping, source: tuple[int, int], stored: tuple[int, int]
-          ) -> dict:
+def drawn(row: Row, features: Mapping, source: tuple[int, int], stored: tuple[int, int],
+          read_mask: Callable[[], bytes] | None = None) -> dict:
     """The features a row's annotations add, for an image of `source` (height, width)
     stored at `stored`: `objects/mask` (one PNG of 0s and 1s per object), a rescaled
-    `objects/area`, or `segmentation_mask`. Raises ImageRejected for a mask that does
-    not fit its image."""
+    `objects/area`, or `segmentation_mask` (its file read by `read_mask`, a read started
+    ahead, or now). Raises ImageRejected for a mask that does not fit its image."""
     found = {}
     if AREA in features and source != stored:  # pixels of the stored image
         scale = stored[0] * stored[1] / (source[0] * source[1])
@@ -34,7 +34,7 @@ def drawn(row: Row, features: Mapping, source: tuple[int, int], stored: tuple[in
     if row.masks is not None:
         found[MASK] = [_png(mask) for mask in instance_masks(row.masks, stored)]
     if row.mask_uri is not None:
-        found[SEGMENTATION_MASK] = _png(class_mask(row.mask_uri, source, stored))
+        found[SEGMENTATION_MASK] = _png(class_mask(row.mask_uri, source, stored, read_mask))
     return found
 
 
@@ -165,11 +165,13 @@ def _compressed_runs(counts: str | bytes) -> list[int]:
     return runs
 
 
-def class_mask(uri: str, source: tuple[int, int], stored: tuple[int, int]) -> np.ndarray:
+def class_mask(uri: str, source: tuple[int, int], stored: tuple[int, int],
+               read: Callable[[], bytes] | None = None) -> np.ndarray:
     """A segmentation row's mask as class ids, checked to be its image's size and
-    resized, by nearest neighbour so its values stay class ids, to the stored image's."""
+    resized, by nearest neighbour so its values stay class ids, to the stored image's.
+    `read` gives the file's bytes (a read started ahead); by default it is read now."""
     try:
-        data = fs.read_bytes(uri)
+        data = read() if read is not None else fs.read_bytes(uri)
     except Exception as e:  # any I/O failure is this row's problem, not the run's
         raise ImageRejected(f"cannot read mask {uri!r}: {fs.answer(e)}") from None
     try:

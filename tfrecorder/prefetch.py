@@ -20,6 +20,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
+from typing import NamedTuple
 
 from tfrecorder import fs
 from tfrecorder.options import ConvertOptions, ImageOptions
@@ -32,6 +33,14 @@ MAX_IN_FLIGHT = 64
 MAX_BUFFERED_BYTES = 64 << 20  # fetched, not yet encoded (plus what is in flight)
 # A record's size when no sampled row gives one (every sampled row rejected).
 _FALLBACK_RECORD_BYTES = 100_000
+
+
+class RowReads(NamedTuple):
+    """The reads of a row's files, started ahead: its image and, for a segmentation row,
+    its mask (None: no such file). Each gives the bytes when called."""
+
+    image: Callable[[], bytes] | None
+    mask: Callable[[], bytes] | None
 
 
 class Prefetcher:
@@ -65,7 +74,24 @@ class Prefetcher:
         with self._lock:
             self._unconsumed.add(future)
         future.add_done_callback(self._arrived)
-        return functools.partial(self._consume, future)
+        return _Started(self, future)
+
+    def reads(self, row: Row) -> RowReads:
+        """The reads of `row`'s image and mask, started now (`reader`)."""
+        return RowReads(self.reader(row.uri), self.reader(row.mask_uri))
+
+    def release(self, reads: RowReads) -> None:
+        """Forgets the reads of a row that were not consumed (the mask of a row whose
+        image was rejected), cancelling them, so that they neither count against `full`
+        nor hold their bytes."""
+        for read in reads:
+            if isinstance(read, _Started):
+                with self._lock:
+                    if read.future not in self._unconsumed:
+                        continue
+                    self._unconsumed.discard(read.future)
+                    self._buffered -= self._arrived_sizes.pop(read.future, 0)
+                read.future.cancel()
 
     def _arrived(self, future: Future) -> None:
         if future.cancelled() or future.exception() is not None:
@@ -100,18 +126,36 @@ class Prefetcher:
         self.close()
 
 
+class _Started:
+    """A remote read a `Prefetcher` started: calling it gives the bytes (or raises what
+    the store said)."""
+
+    def __init__(self, prefetcher: Prefetcher, future: Future):
+        self.prefetcher, self.future = prefetcher, future
+
+    def __call__(self) -> bytes:
+        return self.prefetcher._consume(self.future)
+
+
 def encode_in_order(rows: Iterable[Row], options: ImageOptions, prefetcher: Prefetcher,
                     window: int = MAX_IN_FLIGHT) -> Iterator[tuple[Row, Record | Rejection]]:
     """Encodes `rows` in their order, reading up to `window` rows ahead."""
     ahead: deque = deque()
     for row in rows:
-        ahead.append((row, prefetcher.reader(row.uri)))
+        ahead.append((row, prefetcher.reads(row)))
         while ahead and (len(ahead) >= window or prefetcher.full):
-            row, read = ahead.popleft()
-            yield row, encode_row(row, options, read)
+            yield encode_read(*ahead.popleft(), options, prefetcher)
     while ahead:
-        row, read = ahead.popleft()
-        yield row, encode_row(row, options, read)
+        yield encode_read(*ahead.popleft(), options, prefetcher)
+
+
+def encode_read(row: Row, reads: RowReads, options: ImageOptions, prefetcher: Prefetcher
+                ) -> tuple[Row, Record | Rejection]:
+    """`row` encoded from the reads `prefetcher` started; any it left unread released."""
+    try:
+        return row, encode_row(row, options, reads.image, reads.mask)
+    finally:
+        prefetcher.release(reads)
 
 
 def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions) -> float:

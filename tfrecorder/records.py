@@ -68,13 +68,14 @@ from tfrecorder.rows import Record, Rejection, Row, StoredImage
 _CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "I;16": 1}
 
 
-def encode_row(row: Row, options: ImageOptions,
-               read: Callable[[], bytes] | None = None) -> Record | Rejection:
+def encode_row(row: Row, options: ImageOptions, read: Callable[[], bytes] | None = None,
+               read_mask: Callable[[], bytes] | None = None) -> Record | Rejection:
     """The `Record` for `row` (its serialized Example and what its image is), or a
     Rejection that says why there is none.
 
-    `read` returns the image's bytes (or raises what the store answered); by default the
-    file is read now. The engines pass readers that fetched ahead (`prefetch`).
+    `read` returns the image's bytes (or raises what the store answered), and `read_mask`
+    a segmentation row's mask's; by default the files are read now. The engines pass
+    readers that fetched ahead (`prefetch`).
     """
     features = record_features(row.split, row.label, row.inputs)
     layout = options.record_layout
@@ -95,7 +96,8 @@ def encode_row(row: Row, options: ImageOptions,
         image, stored_format, height, width, channels, source_size = (
             _encode_image(data, options) if isinstance(data, bytes)
             else _encode_pixels(data, options))
-        features.update(annotations.drawn(row, features, source_size, (height, width)))
+        features.update(annotations.drawn(row, features, source_size, (height, width),
+                                          read_mask))
     except ImageRejected as e:
         return Rejection(row.position, e.reason)
     except Image.UnidentifiedImageError:

@@ -52,8 +52,8 @@ from tfrecorder.finish import RejectionLimit, Written, WrittenShard, image_error
 from tfrecorder.options import ConvertOptions, ImageOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, PlannedTable, Shard
-from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher
-from tfrecorder.records import encode_row, encode_rows_without_images
+from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher, RowReads, encode_read
+from tfrecorder.records import encode_rows_without_images
 from tfrecorder.resume import Journal
 from tfrecorder.rows import Rejection, Row
 from tfrecorder.statistics import ShardFacts
@@ -230,23 +230,23 @@ def encode_segments(take: Callable[[bool], Segment | None], planned: PlannedTabl
                         ended = True
                     elif planned.has_images:
                         rows = planned.rows(segment.positions, segment.split)
-                        readers = [prefetcher.reader(row.uri) for row in rows]
-                        pending.append((segment, rows, readers))
+                        reads = [prefetcher.reads(row) for row in rows]
+                        pending.append((segment, rows, reads))
                     else:
                         pending.append((segment, None, None))
                     continue
-            segment, rows, readers = pending.popleft()
-            yield (_encode_segment(segment, rows, options, readers) if rows is not None
-                   else _encode_without_images(segment, planned))
+            segment, rows, reads = pending.popleft()
+            yield (_encode_segment(segment, rows, options, reads, prefetcher)
+                   if rows is not None else _encode_without_images(segment, planned))
 
 
 def _encode_segment(segment: Segment, rows: list[Row], options: ImageOptions,
-                    readers: list) -> Encoded:
+                    reads: list[RowReads], prefetcher: Prefetcher) -> Encoded:
     """Encodes `segment`'s rows into its segment file of framed records."""
     rejections, facts = [], ShardFacts()
     with fs.create_private(segment.path) as file:
-        for row, read in zip(rows, readers):
-            result = encode_row(row, options, read)
+        for row, row_reads in zip(rows, reads):
+            _, result = encode_read(row, row_reads, options, prefetcher)
             if isinstance(result, Rejection):
                 rejections.append(result)
             else:
