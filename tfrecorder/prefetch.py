@@ -85,12 +85,7 @@ class Prefetcher:
         image was rejected), cancelling them, so that they neither count against `full`
         nor hold their bytes."""
         for read in reads:
-            if isinstance(read, _Started):
-                with self._lock:
-                    if read.future not in self._unconsumed:
-                        continue
-                    self._unconsumed.discard(read.future)
-                    self._buffered -= self._arrived_sizes.pop(read.future, 0)
+            if isinstance(read, _Started) and self._forget(read.future):
                 read.future.cancel()
 
     def _arrived(self, future: Future) -> None:
@@ -105,9 +100,16 @@ class Prefetcher:
         try:
             return future.result()
         finally:
-            with self._lock:
-                self._unconsumed.discard(future)
-                self._buffered -= self._arrived_sizes.pop(future, 0)
+            self._forget(future)
+
+    def _forget(self, future: Future) -> bool:
+        """Stops counting a read against `full`; whether it was still counted."""
+        with self._lock:
+            if future not in self._unconsumed:
+                return False
+            self._unconsumed.discard(future)
+            self._buffered -= self._arrived_sizes.pop(future, 0)
+            return True
 
     def close(self) -> None:
         """Cancels the reads no one consumed; returns at once."""

@@ -27,7 +27,7 @@ def split_name(name: str | None) -> str | None:
         return None
     if not isinstance(name, str):
         raise OptionError(f"split must be the name of one split "
-                          f"({', '.join(repr(str(s)) for s in SPLITS)}) or None, not "
+                          f"({', '.join(map(repr, SPLITS))}) or None, not "
                           f"{shown(name)}.", option="split")
     try:
         split = Split(name)
