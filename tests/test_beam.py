@@ -113,9 +113,11 @@ def test_an_unknown_runner_is_refused_before_any_work(image_table, tmp_path):
     assert dataset_files(out) == before  # the existing dataset was not touched
 
 
-def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path):
+def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path,
+                                               monkeypatch):
     """The portable runner serializes the pipeline and its functions as a distributed
     runner does; an embedded job server runs it here."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where Beam stages a job
     local, portable = str(tmp_path / "local"), str(tmp_path / "portable")
     tfrecorder.convert(table_with_bad_rows, local, progress=False)
     tfrecorder.convert(table_with_bad_rows, portable, runner="PortableRunner", progress=False,
