@@ -1,6 +1,7 @@
 import os
 import signal
 import sys
+import tempfile
 
 import pandas as pd
 import pytest
@@ -18,6 +19,15 @@ from helpers import write_image  # noqa: E402
 from stores import clean_stores, gcs_store, s3_store, web_store  # noqa: E402, F401  (fixtures)
 
 LABELS = ["cat", "dog", "bird"]
+
+
+@pytest.fixture(autouse=True)
+def temporary_folders_in_tmp_path(tmp_path, monkeypatch):
+    """What a test and the processes it starts make with `tempfile` (inspect's default
+    folder, spools, the staging folders of Beam's runners) goes in its `tmp_path`, which
+    pytest removes, not in /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -113,11 +112,9 @@ def test_an_unknown_runner_is_refused_before_any_work(image_table, tmp_path):
     assert dataset_files(out) == before  # the existing dataset was not touched
 
 
-def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path,
-                                               monkeypatch):
+def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path):
     """The portable runner serializes the pipeline and its functions as a distributed
     runner does; an embedded job server runs it here."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where Beam stages a job
     local, portable = str(tmp_path / "local"), str(tmp_path / "portable")
     tfrecorder.convert(table_with_bad_rows, local, progress=False)
     tfrecorder.convert(table_with_bad_rows, portable, runner="PortableRunner", progress=False,
@@ -146,10 +143,9 @@ def test_gs_images_to_a_gs_dataset_on_beam(image_table, tmp_path, gcs_bucket):
     assert list(fs.list_files(f"gs://{gcs_bucket}/beam/tmp")) == []  # staging cleaned up
 
 
-def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket, tmp_path, monkeypatch):
+def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket):
     """Dataflow refuses job graphs over 10 MB: the table must be staged, not embedded.
     Beam's dry run builds the whole job and submits nothing."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where Beam stages a job
     sizes = {}
     for n in (1_000, 1_000_000):
         table = pd.DataFrame({"image_uri": [f"gs://{gcs_bucket}/dry/{i}.jpg" for i in range(n)],
@@ -175,11 +171,9 @@ def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket, tmp_path, mon
     assert list(fs.list_files(f"gs://{gcs_bucket}/dry")) == []  # nothing staged is left
 
 
-def test_a_dataflow_job_without_temp_location_stages_in_the_outputs_bucket(gcs_bucket, tmp_path,
-                                                                            monkeypatch):
+def test_a_dataflow_job_without_temp_location_stages_in_the_outputs_bucket(gcs_bucket):
     """As TFRecorder 2.0 did, the temporary location comes from a gs:// output_dir: here
     a folder at the top of its bucket, outside the dataset."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where Beam stages a job
     from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     table = pd.DataFrame({"image_uri": [f"gs://{gcs_bucket}/dry/a.jpg"], "label": ["cat"]})

@@ -31,7 +31,6 @@ import io
 import os
 import re
 import shutil
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,8 +238,6 @@ def reader_namespace() -> dict:
 def test_every_code_block_runs_and_shows_what_it_prints(doc, tmp_path, monkeypatch):
     sample_photos(doc, tmp_path)
     monkeypatch.chdir(tmp_path)
-    # inspect() without output_dir makes a temporary folder: here, where pytest removes it.
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     namespace = reader_namespace()
     found = blocks(doc)
     assert found, f"no code blocks in {doc}"
