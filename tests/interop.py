@@ -46,7 +46,23 @@ PINS: dict[str, tuple[str, str]] = {
     # platform constraints.txt is locked for.
     "pycocotools": (
         "2.0.11", "18ba75ff58cedb33a85ce2c18f1452f1fe20c9dd59925eec5300b2bf6205dbe1"),
+    # Readers of issue 30 ("read anywhere"). torch is the CPU build that lies on this kind
+    # of machine for pip (its `+cpu` wheel: PyPI's own is a CUDA build of gigabytes).
+    "torch": ("2.13.0", "6746dbcbeb526eb61330b76b41ff1b4eb848951103a892eeb080dfa2b264667b"),
+    # The PyTorch loader of TFRecords on PyPI (`tfrecord.torch.TFRecordDataset`).
+    "tfrecord": ("1.14.4", "a7cb86b68fba9cffa21c52e3752341877e310998c3f04191cd88f5f9c9700e1a"),
+    "tensorflow-datasets": (
+        "4.9.10", "7ec065f0a628e28152b487ba9cbe72fa36d3854705d9f3abd04c6cf5d7a91527"),
+    "grain": ("0.2.18", "08a80a029f8b9c84af9424540d91cf8e4e91fe092e0fb7e0bb460dcf0042f659"),
+    # NVIDIA DALI, run on the CPU (424 MB: installed once per machine).
+    "nvidia-dali-cuda120": (
+        "2.4.0", "8be1bf9137cf4e3a62b51db5de818226ef6c81ec17791672d06ed5351d6e8eb1"),
+    "ray": ("2.60.0", "e227f6b2af8ab4626dd9a35a5860b33864325ea137383d57f854d4637ee3fea2"),
 }
+
+# name -> the wheels a reader imports beside it that the project's environment lacks, as
+# (distribution, version, sha256), installed into the same folder with it.
+ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {}
 
 MARKER = "INTEROP-INSTALLED.json"
 _REPO = Path(__file__).resolve().parents[1]
@@ -62,13 +78,13 @@ def interop_path(name: str) -> Path:
     version, sha256 = PINS[name]
     root = interop_root()
     dest = root / f"{name}-{version}"
-    if _installed(dest, version, sha256):
+    if _installed(dest, name):
         return dest
     if "index" in _unreachable:
         pytest.skip(_unreachable["index"])
     root.mkdir(parents=True, exist_ok=True)
     with _locked(root / f".{name}-{version}.lock") as exclusive:
-        if _installed(dest, version, sha256):  # another process finished while we waited
+        if _installed(dest, name):  # another process finished while we waited
             return dest
         if exclusive:  # only the lock's holder makes temporary folders: these are leftovers
             for stale in root.glob(f".{name}-{version}-*"):
@@ -92,19 +108,28 @@ def installed_seconds(name: str) -> float | None:
         return None
 
 
-def _installed(dest: Path, version: str, sha256: str) -> bool:
+def _installed(dest: Path, name: str) -> bool:
+    version, sha256 = PINS[name]
     try:
         marker = json.loads((dest / MARKER).read_text())
     except (OSError, ValueError):
         return False
-    return marker.get("version") == version and marker.get("sha256") == sha256
+    return (marker.get("version") == version and marker.get("sha256") == sha256
+            and marker.get("also", []) == _also_lines(name))
+
+
+def _also_lines(name: str) -> list[str]:
+    return [f"{dist}=={version} --hash=sha256:{sha256}"
+            for dist, version, sha256 in ALSO.get(name, ())]
 
 
 def _install(name: str, version: str, sha256: str, root: Path, dest: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-{version}-", dir=root))
     try:
         requirements = tmp / "requirements.txt"
-        requirements.write_text(f"{name}=={version} --hash=sha256:{sha256}\n")
+        requirements.write_text("".join(
+            f"{line}\n" for line in [f"{name}=={version} --hash=sha256:{sha256}",
+                                      *_also_lines(name)]))
         target = tmp / "site"
         cmd = [sys.executable, "-m", "pip", "install", "--target", str(target), "--no-deps",
                "--only-binary=:all:", "--require-hashes", "--no-input",
@@ -118,7 +143,8 @@ def _install(name: str, version: str, sha256: str, root: Path, dest: Path) -> No
                                f"(exit {run.returncode}): {' '.join(cmd)}\n"
                                f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
         (target / MARKER).write_text(json.dumps(
-            {"name": name, "version": version, "sha256": sha256, "seconds": seconds,
+            {"name": name, "version": version, "sha256": sha256, "also": _also_lines(name),
+             "seconds": seconds,
              "python": sys.version.split()[0], "installed": time.strftime("%Y-%m-%dT%H:%M:%S")},
             indent=1) + "\n")
         if dest.exists():  # a folder without a valid marker: left by hand, or an old pin

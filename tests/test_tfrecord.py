@@ -23,7 +23,40 @@ def test_tensorflow_reads_what_the_writer_writes(tmp_path, compression):
     assert read(path, "GZIP" if compression else "") == RECORDS
     assert writer.num_records == len(RECORDS)
     assert writer.num_bytes == os.path.getsize(path)
-    assert os.listdir(tmp_path) == ["shard.tfrecord"]
+    if compression:  # a gzip shard cannot be read at an offset: no index
+        assert os.listdir(tmp_path) == ["shard.tfrecord"]
+        return
+    assert sorted(os.listdir(tmp_path)) == ["shard.idx", "shard.tfrecord"]
+    # The index: each record's frame (12-byte header, data, 4-byte checksum), as DALI's
+    # tfrecord2idx writes it; each line's bytes are that record alone, as TF reads it.
+    data, offset, lines = Path(path).read_bytes(), 0, []
+    for record in RECORDS:
+        lines.append(f"{offset} {len(record) + 16}\n")
+        offset += len(record) + 16
+    assert (tmp_path / "shard.idx").read_text() == "".join(lines)
+    frames = [data[int(o):int(o) + int(n)] for o, n in map(str.split, lines)]
+    for frame, record in zip(frames, RECORDS):
+        (tmp_path / "one.tfrecord").write_bytes(frame)
+        assert read(tmp_path / "one.tfrecord") == [record]
+
+
+@pytest.mark.parametrize("how", ["write_framed", "append_file"])
+def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
+    from tfrecorder.tfrecord import framed
+
+    path = str(tmp_path / "shard.tfrecord")
+    segment = tmp_path / "segment"
+    segment.write_bytes(framed(RECORDS))
+    with ShardWriter(path, ".tmp-run1") as writer:
+        writer.write(b"first")
+        if how == "write_framed":
+            writer.write_framed(framed(RECORDS), len(RECORDS))
+        else:
+            writer.append_file(str(segment), len(RECORDS))
+    sizes = [len(r) + 16 for r in [b"first", *RECORDS]]
+    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    assert (tmp_path / "shard.idx").read_text() == "".join(
+        f"{o} {n}\n" for o, n in zip(offsets, sizes))
 
 
 def test_framing_matches_tensorflow_writer(tmp_path):

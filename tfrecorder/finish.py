@@ -44,6 +44,7 @@ from tfrecorder.manifest import (
     ShardInfo,
     Split,
     SplitInfo,
+    index_filename,
     record_feature_types,
 )
 from tfrecorder.options import DEFAULT_MAX_REJECTED
@@ -216,8 +217,9 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
         shards = [w for w in written.shards if w.split == split]
         if shards:
             splits[split] = SplitInfo.of(
-                tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256)
-                      for w in shards), sum(w.num_rejected for w in shards))
+                tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256,
+                                index_filename(w.filename) or "") for w in shards),
+                sum(w.num_rejected for w in shards))
             statistics[split] = split_statistics([_facts(w) for w in shards], num_classes,
                                                  objects=header.task == "detection")
     rejected = Rejected(REJECTED, len(written.rejections), rejection_reasons(written.rejections))

@@ -33,6 +33,7 @@ FORMAT_VERSION = 1
 # The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
 RUN_STATE = "resume.json"
 RECEIPT_SUFFIX = ".receipt.json"
+INDEX_SUFFIX = ".idx"  # a shard's record index: `index_filename`
 TEMP_MARKER = ".tmp-"  # a file being written: `name.tmp-<run id>`
 LOCK = ".tfrecorder.lock"  # held by the run writing into the folder
 
@@ -168,15 +169,21 @@ class ShardInfo:
     num_records: int
     num_bytes: int
     sha256: str = ""  # of the file's bytes; "" in manifests written before it was kept
+    # The shard's record index (`index_filename`); "" for gzip shards, which cannot be
+    # read at an offset, and in manifests written before indexes.
+    index: str = ""
 
     def to_json(self) -> dict:
-        return {"file": self.file, "num_records": self.num_records,
-                "num_bytes": self.num_bytes, "sha256": self.sha256}
+        found = {"file": self.file, "num_records": self.num_records,
+                 "num_bytes": self.num_bytes, "sha256": self.sha256}
+        if self.index:
+            found["index"] = self.index
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping) -> ShardInfo:
         return cls(data["file"], data["num_records"], data["num_bytes"],
-                   data.get("sha256") or "")
+                   data.get("sha256") or "", data.get("index") or "")
 
 
 @dataclass(frozen=True)
@@ -578,10 +585,12 @@ def _no_dataset(dataset_dir: str) -> str:
 
 # --- file names ----------------------------------------------------------------------------
 
-_SHARD_FILE = (r"(?:" + "|".join(SPLITS) + r")-\d{5}-of-\d{5}\.tfrecord(?:\.gz)?")
+_SHARD_STEM = r"(?:" + "|".join(SPLITS) + r")-\d{5}-of-\d{5}"
+_SHARD_FILE = _SHARD_STEM + r"\.tfrecord(?:\.gz)?"
 # Every file a run may leave in the output folder, including temporary ones.
 _DATASET_FILE = re.compile(
     r"^(?:" + _SHARD_FILE + "(?:" + re.escape(RECEIPT_SUFFIX) + ")?|"
+    + _SHARD_STEM + re.escape(INDEX_SUFFIX) + "|"
     + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP)))
     + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
 )
@@ -591,6 +600,19 @@ def shard_filename(split: str, index: int, num_shards: int, compression: str | N
     """`train-00000-of-00004.tfrecord` (`.tfrecord.gz` when gzipped)."""
     suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
     return f"{Split(split)}-{index:05d}-of-{num_shards:05d}{suffix}"
+
+
+def index_filename(shard_file: str) -> str | None:
+    """The record index of an uncompressed shard (`train-00000-of-00004.idx`: a glob
+    for `*.tfrecord` does not match it); None for a gzip shard, whose records cannot be
+    read at an offset.
+
+    One line per record, `<offset> <length>` in bytes of the whole frame: the format of
+    the `tfrecord2idx` tools of NVIDIA DALI and of the `tfrecord` package, which read it.
+    """
+    if not shard_file.endswith(".tfrecord"):
+        return None
+    return shard_file.removesuffix(".tfrecord") + INDEX_SUFFIX
 
 
 def dataset_files(folder: str) -> list[str]:

@@ -6,6 +6,9 @@ TensorFlow out of the writer processes.
 
 `ShardWriter` writes a shard so that it appears under its name only when it is complete
 (`fs.atomic_write`), so a crash never leaves a file that looks like a finished shard.
+Beside an uncompressed shard it writes the shard's record index (`manifest.index_filename`)
+from the frames as they pass, so readers that seek (DALI, the `tfrecord` package,
+`tfrecorder.open_split`) need no pass of their own over the data.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Iterator, Sequence
 import google_crc32c
 
 from tfrecorder import fs
+from tfrecorder.manifest import index_filename
 
 COMPRESSIONS = (None, "gzip")
 
@@ -50,6 +54,28 @@ def framed(records: Sequence[bytes]) -> bytes:
             length_crc = length_crcs[length] = _masked_crc(length)
         parts += (length, length_crc, record, _masked_crc(record))
     return b"".join(parts)
+
+
+def frame_sizes(data, start: int = 0, end: int | None = None) -> list[int]:
+    """The size of each whole frame (header, record and checksums) in a buffer of framed
+    records, from their length fields alone."""
+    sizes, position, end = [], start, len(data) if end is None else end
+    while position < end:
+        size = 16 + struct.unpack_from("<Q", data, position)[0]
+        sizes.append(size)
+        position += size
+    if position != end:
+        raise CorruptRecordError(f"a frame overruns the end of its block, at byte {position}")
+    return sizes
+
+
+def index_text(sizes: Sequence[int]) -> bytes:
+    """A record index (`manifest.index_filename`) of frames of these sizes, in order."""
+    lines, offset = [], 0
+    for size in sizes:
+        lines.append(f"{offset} {size}\n")
+        offset += size
+    return "".join(lines).encode()
 
 
 def _frame_parts(record: bytes) -> tuple[bytes, bytes, bytes, bytes]:
@@ -139,7 +165,9 @@ class ShardWriter:
         temp_suffix: names the temporary file (the run's, see `output.OutputFolder`).
         compression: None or "gzip" (read back with `compression_type="GZIP"`).
 
-    Once closed, `num_records`, `num_bytes` and `sha256` (hex) describe the file.
+    Once closed, `num_records`, `num_bytes` and `sha256` (hex) describe the file. An
+    uncompressed shard's index is committed just after the shard, so a shard the journal
+    holds as committed always has one.
     """
 
     def __init__(self, path: str, temp_suffix: str, compression: str | None = None):
@@ -151,6 +179,10 @@ class ShardWriter:
         self.sha256 = ""
         self._compression = compression
         self._temp_suffix = temp_suffix
+        index = None if compression else index_filename(path)
+        # Frame sizes, in order, for the index (None: no index).
+        self._frames: list[int] | None = None if index is None else []
+        self._index_path = index
 
     def __enter__(self) -> ShardWriter:
         self._stack = contextlib.ExitStack()
@@ -167,11 +199,15 @@ class ShardWriter:
     def write(self, record: bytes) -> None:
         write_framed(self._file, record)
         self.num_records += 1
+        if self._frames is not None:
+            self._frames.append(16 + len(record))
 
     def write_framed(self, block: bytes, num_records: int) -> None:
         """Writes `num_records` records framed already (`framed`), in one call."""
         self._file.write(block)
         self.num_records += num_records
+        if self._frames is not None:
+            self._frames += frame_sizes(block)
 
     def append_file(self, path: str, num_records: int) -> None:
         """Appends a local file of `num_records` framed records (a worker's segment).
@@ -181,17 +217,23 @@ class ShardWriter:
         the upload.
         """
         with open(path, "rb") as source:
+            size = os.fstat(source.fileno()).st_size
             if self._file is self._counted and isinstance(self._raw, io.BufferedWriter):
                 self._raw.flush()
-                size, offset = os.fstat(source.fileno()).st_size, 0
+                offset = 0
                 while offset < size:
                     offset += os.sendfile(self._raw.fileno(), source.fileno(), offset,
                                           size - offset)
                 if size:
                     with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
                         self._counted.sha256.update(view)
+                        if self._frames is not None:
+                            self._frames += frame_sizes(view)
                 self._counted.num_bytes += size
             else:
+                if self._frames is not None and size:
+                    with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                        self._frames += frame_sizes(view)
                 shutil.copyfileobj(source, self._file, 1 << 20)
         self.num_records += num_records
 
@@ -203,3 +245,6 @@ class ShardWriter:
             self.num_bytes = self._counted.num_bytes
             self.sha256 = self._counted.sha256.hexdigest()
             self._stack.__exit__(exc_type, exc, tb)
+        if exc_type is None and self._index_path is not None:
+            with fs.atomic_write(self._index_path, self._temp_suffix) as index:
+                index.write(index_text(self._frames))

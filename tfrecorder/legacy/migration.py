@@ -322,7 +322,8 @@ def _write(old_dir: str, layout: _Layout, folder) -> manifest.Manifest:
                     writer.write(record)
                     largest_label = max(largest_label, -1 if label is None else label)
             shards.append(manifest.ShardInfo(new_name, writer.num_records,
-                                             writer.num_bytes, writer.sha256))
+                                             writer.num_bytes, writer.sha256,
+                                             manifest.index_filename(new_name) or ""))
         info = manifest.SplitInfo.of(tuple(shards),
                                      sum(r.split == split.stored for r in rejections))
         if info.num_records:
