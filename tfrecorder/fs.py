@@ -309,16 +309,67 @@ class _RangeReader(io.RawIOBase):
         offset = self.position - self._block_start
         if not 0 <= offset < len(self._block):
             end = min(self.position + self._BLOCK, self.size)
-            with storage_errors(self.uri):
-                block = filesystem(self.uri).cat_file(self.uri, start=self.position, end=end)
-            if len(block) != end - self.position:
-                raise StorageError(f"{self.uri}: the store sent {len(block)} bytes for bytes "
-                                   f"{self.position}-{end} of {self.size}", uri=self.uri)
+            block = read_range(self.uri, self.position, end - self.position)
             self._block, self._block_start, offset = block, self.position, 0
         count = min(len(buffer), len(self._block) - offset)
         buffer[:count] = self._block[offset:offset + count]
         self.position += count
         return count
+
+
+def read_range(uri: str, offset: int, size: int) -> bytes:
+    """`size` bytes of a remote file from `offset`, in one request; a short answer is a
+    StorageError, never taken for the end of the file."""
+    with storage_errors(uri):
+        data = filesystem(uri).cat_file(uri, start=offset, end=offset + size)
+    if len(data) != size:
+        raise StorageError(f"{uri}: the store sent {len(data)} bytes for bytes "
+                           f"{offset}-{offset + size}", uri=uri)
+    return data
+
+
+class PositionedFile:
+    """A file read at given offsets, one positioned read a call: `os.pread` on a
+    descriptor locally (threads share it safely), a ranged request remotely.
+
+    The descriptor is opened on the first read in each process and never pickled, so
+    the object can be handed to forked or spawned workers (PyTorch's DataLoader,
+    Grain's), each of which opens its own.
+    """
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        self._fd: int | None = None
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Exactly `size` bytes from `offset`; EOFError if the file ends before."""
+        if is_remote(self.uri):
+            return read_range(self.uri, offset, size)
+        fd = self._fd if self._pid == os.getpid() else self._open()
+        data = os.pread(fd, size, offset)
+        if len(data) != size:  # a short read of a regular file is its end
+            raise EOFError(f"{self.uri} ends before byte {offset + size}")
+        return data
+
+    def _open(self) -> int:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._fd, _ = _regular_fd(local_path(self.uri))
+                self._pid = os.getpid()
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd, self._pid = None, 0
+
+    def __getstate__(self) -> dict:
+        return {"uri": self.uri}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["uri"])
 
 
 @contextlib.contextmanager

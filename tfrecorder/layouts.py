@@ -97,6 +97,11 @@ class Layout:
         xmin, ymax, xmax, ...), object classes 0-based."""
         return dict(features)
 
+    def read_features(self, stored: Mapping[str, Feature]) -> dict[str, Feature]:
+        """The `Feature` of each name `values` gives, from the manifest's stored features:
+        what a reader without TensorFlow shapes the values by."""
+        return dict(stored)
+
 
 # The tf_models layout's keys for the canonical image features (image/channels is ours:
 # TensorFlow's decoders ignore it, and it gives raw readers the image's shape).
@@ -219,6 +224,14 @@ class TFModelsLayout(Layout):
             corners = [features.get(key, []) for key in _TF_BOX]
             count = min(map(len, corners))
             found[BBOX] = [corner[i] for i in range(count) for corner in corners]
+        return found
+
+    def read_features(self, stored: Mapping[str, Feature]) -> dict[str, Feature]:
+        found = _renamed(stored)
+        if _TF_OBJECT_CLASS in stored:
+            found[OBJECT_LABEL] = stored[_TF_OBJECT_CLASS]
+        if _TF_BOX[0] in stored:
+            found[BBOX] = OBJECT_FEATURES[BBOX]
         return found
 
     def label_map(self, task: str) -> str | None:

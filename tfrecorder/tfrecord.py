@@ -107,6 +107,44 @@ def read_records(file) -> Iterator[bytes]:
         yield record
 
 
+def unframed(frame: bytes) -> bytes:
+    """The record of one whole frame (as a record index locates it), both checksums
+    checked; CorruptRecordError says which failed, at the frame's own byte."""
+    if len(frame) < 16:
+        raise CorruptRecordError(f"a frame of {len(frame)} bytes, shorter than its header")
+    if frame[8:12] != _masked_crc(frame[:8]):
+        raise CorruptRecordError("bad length checksum")
+    if struct.unpack_from("<Q", frame)[0] != len(frame) - 16:
+        raise CorruptRecordError(
+            f"its length field says {struct.unpack_from('<Q', frame)[0]} bytes, and the "
+            f"index {len(frame) - 16}: the index is not this shard's")
+    record = frame[12:-4]
+    if frame[-4:] != _masked_crc(record):
+        raise CorruptRecordError("bad data checksum")
+    return record
+
+
+def frame_offsets(file) -> list[tuple[int, int]]:
+    """(offset, size) of every frame of an open uncompressed TFRecord file, from its
+    length fields (checked) alone: a seekable file's records are skipped, not read. The
+    index a shard written before indexes lacks."""
+    found, offset = [], 0
+    end = file.seek(0, io.SEEK_END) if file.seekable() else None
+    if end is not None:
+        file.seek(0)
+    while header := file.read(12):
+        if len(header) < 12 or header[8:] != _masked_crc(header[:8]):
+            raise CorruptRecordError(f"a truncated or damaged record header at byte {offset}")
+        size = 16 + struct.unpack_from("<Q", header)[0]
+        if end is not None and offset + size <= end:
+            file.seek(offset + size)
+        elif end is not None or len(file.read(size - 12)) < size - 12:
+            raise CorruptRecordError(f"truncated record at byte {offset}")
+        found.append((offset, size))
+        offset += size
+    return found
+
+
 @contextlib.contextmanager
 def open_read(path: str, compression: str | None, digest=None) -> Iterator:
     """Opens a shard for `read_records`, decompressing gzip shards; the bytes read as
