@@ -62,7 +62,19 @@ PINS: dict[str, tuple[str, str]] = {
 
 # name -> the wheels a reader imports beside it that the project's environment lacks, as
 # (distribution, version, sha256), installed into the same folder with it.
-ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {}
+ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # Grain imports etils (epath, epy), cloudpickle, array_record and portpicker at once;
+    # absl-py, numpy, protobuf and fsspec it finds in the project's environment.
+    "grain": (
+        ("etils", "1.15.0", "b9e7f3d7ab980c564245cd54e2b928e6abcb0521d6042ad3fdb13eea725309f0"),
+        ("cloudpickle", "3.1.2",
+         "9acb47f6afd73f60dc1df93bb801b472f05ff42fa6c84167d25cb206be1fbf4a"),
+        ("array-record", "0.8.6",
+         "b1889a6c1bb139d0cccdb0ad4bd2b1a44e894b4eb561ceec0ea8f6e2ff6c94ec"),
+        ("portpicker", "1.6.0",
+         "b2787a41404cf7edbe29b07b9e0ed863b09f2665dcc01c1eb0c2261c1e7d0755"),
+    ),
+}
 
 MARKER = "INTEROP-INSTALLED.json"
 _REPO = Path(__file__).resolve().parents[1]

@@ -53,7 +53,8 @@ PACKAGE = Path(__file__).parent.parent / "tfrecorder"
 WRITER = ("sources", "sources.*", "table", "schema", "plan", "records", "prefetch", "output",
           "resume", "convert", "engines.*", "statistics", "chunked", "image_cells", "finish",
           "dataset")
-READERS = {"load", "verify", "verify_records", "inspection", "info", "show", "report"}
+READERS = {"load", "verify", "verify_records", "inspection", "info", "show", "report",
+           "reader", "_torch"}
 # Worker code: imported by every worker process, so neither TensorFlow nor Beam. Every
 # name must exist: a rename must update this list, not silently drop a module from it.
 WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "plan",

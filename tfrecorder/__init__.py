@@ -7,7 +7,8 @@
     train = tfrecorder.load("out/", "train", batch_size=32, image_size=(224, 224))
 
 Importing the package registers the `df.tensorflow` accessor; TensorFlow itself is only
-imported by the functions that read datasets back (load, inspect, verify).
+imported by the functions that read datasets back (load, inspect, verify);
+`open_split` reads them without it, for PyTorch and Grain.
 """
 
 from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
@@ -32,6 +33,7 @@ from tfrecorder.inspection import inspect
 from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
 from tfrecorder.legacy.migration import migrate
 from tfrecorder.load import load
+from tfrecorder.reader import SplitDataset, open_split
 from tfrecorder.report import report
 from tfrecorder.show import ContactSheet, show
 from tfrecorder.verify import VerifyReport, verify
@@ -48,6 +50,7 @@ __all__ = [
     "OutputLockedError",
     "ResumeError",
     "SchemaError",
+    "SplitDataset",
     "StorageError",
     "TFRecorderError",
     "TooManyRejectedError",
@@ -62,6 +65,7 @@ __all__ = [
     "inspect",
     "load",
     "migrate",
+    "open_split",
     "report",
     "show",
     "verify",
