@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import partly_labelled_csv
 from interop import interop_path
 
 import tfrecorder
@@ -210,6 +211,17 @@ def test_the_tf_models_layout_reads_as_load_reads_it(tmp_path):
     assert len(records) == len(theirs)
     for record in records:
         assert_same_record(record, theirs[record["image_name"]])
+
+
+def test_a_record_without_a_label_reads_minus_one_as_in_load(tmp_path):
+    path = str(tmp_path / "out")
+    tfrecorder.convert(partly_labelled_csv(tmp_path), path, progress=False)
+    theirs = by_uri(load_numpy(path, "train"))
+    labels = {}
+    for record in tfrecorder.open_split(path, "train"):
+        assert_same_record(record, theirs[record["image_uri"]])
+        labels[os.path.basename(record["image_uri"])] = int(record["label"])
+    assert labels == {b"0.jpg": 0, b"1.jpg": -1, b"2.jpg": 1, b"6.jpg": -1, b"7.jpg": 1}
 
 
 # --- hosts and processes -------------------------------------------------------------------

@@ -116,7 +116,7 @@ class _Shard:
         """The whole frame of the shard's record `position` and its offset."""
         if self.frames is None or (self.compression and self.memory is None):
             self._locate()
-        offset, size = (int(v) for v in self.frames[position])
+        offset, size = self.frames.item(position, 0), self.frames.item(position, 1)
         if self.memory is not None:
             return self.memory[offset:offset + size], offset
         return self.file.read(offset, size), offset
@@ -192,9 +192,14 @@ class SplitDataset:
         self._start, self._stop = start, total if stop is None else stop
         self._layout = layout_named(manifest.layout)
         self.features: dict[str, Feature] = self._layout.read_features(manifest.features)
-        # A label absent from a record reads as NO_LABEL's (-1), as load() parses it.
-        self._defaults = {name: NO_LABEL[f.dtype] for name, f in self.features.items()
-                          if f.role == LABEL and f.shape == ()}
+        # How each feature is shaped, worked out once: (name, dtype, shape after the
+        # first dimension, or None for one value, and the value of a scalar a record
+        # lacks: a label reads as NO_LABEL's (-1), as load() parses it).
+        self._shapes = tuple(
+            (name, _DTYPES[f.dtype], None if f.shape == () else tuple(f.shape[1:]),
+             _scalar(NO_LABEL[f.dtype], _DTYPES[f.dtype]) if f.role == LABEL
+             and f.shape == () else None)
+            for name, f in self.features.items())
 
     def __len__(self) -> int:
         return self._stop - self._start
@@ -267,11 +272,20 @@ class SplitDataset:
         `transform`ed."""
         stored = self._layout.values(decode_example(serialized))
         found = {}
-        for name, feature in self.features.items():
+        for name, dtype, rows, default in self._shapes:
             values = stored.get(name)
-            if values is None and name in self._defaults:
-                values = [self._defaults[name]]
-            found[name] = _shaped(name, values or [], feature, index)
+            if rows is not None:  # a list: [n] or [n, k]
+                found[name] = (np.array(values, dtype) if values else np.empty(0, dtype)
+                               ).reshape(-1, *rows)
+            elif values is not None and len(values) == 1:
+                found[name] = _scalar(values[0], dtype)
+            elif values is None and default is not None:
+                found[name] = default
+            else:
+                raise VerificationError(
+                    f"record {index} has {len(values or ())} values for {name!r}, which the "
+                    "manifest says is one value. Is the manifest this dataset's? Check it "
+                    "with tfrecorder.verify(path).")
         if self._decode and "image" in found:
             found["image"] = decode_image(found, self._channels)
             if SEGMENTATION_MASK in found:
@@ -283,24 +297,13 @@ class SplitDataset:
         return found if self._transform is None else self._transform(found)
 
 
+def _scalar(value, dtype):
+    """One value as `load()` gives it: bytes, or a NumPy scalar of the feature's dtype."""
+    return value if dtype is object else dtype(value)
+
+
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _shaped(name: str, values: list, feature: Feature, index: int):
-    """A feature's values (`decode_example`'s list) as `load()` shapes them: a scalar,
-    or an array of the feature's shape (a list [n], rows [n, k])."""
-    dtype = _DTYPES[feature.dtype]
-    if feature.shape == ():
-        if len(values) != 1:
-            raise VerificationError(
-                f"record {index} has {len(values)} values for {name!r}, which the manifest "
-                "says is one value. Is the manifest this dataset's? Check it with "
-                "tfrecorder.verify(path).")
-        value = values[0]
-        return value if dtype is object else dtype(value)
-    array = np.array(values, dtype=dtype) if values else np.empty(0, dtype)
-    return array.reshape(-1, *feature.shape[1:])
 
 
 # --- images --------------------------------------------------------------------------------
