@@ -308,9 +308,12 @@ def decode_example(serialized: bytes) -> dict[str, list]:
         ValueError: `serialized` is not a well-formed Example.
     """
     data = bytes(serialized)  # a no-op for bytes; indexing bytes is fastest
-    view = memoryview(data)
-    features: dict[str, list] = {}
+    features: dict[str, list] | None = None
     try:
+        features = _plain_features(data)
+        if features is not None:
+            return features
+        features, view = {}, memoryview(data)
         for number, wire, start, end in _fields(data, 0, len(data)):
             if number == 1 and wire == _LENGTH_DELIMITED:  # Example.features
                 for number, wire, entry_start, entry_end in _fields(data, start, end):
@@ -320,6 +323,88 @@ def decode_example(serialized: bytes) -> dict[str, list]:
     except (ValueError, IndexError, struct.error) as error:  # UnicodeDecodeError too
         raise ValueError(f"not a serialized tf.train.Example: {error}") from None
     return features
+
+
+def _plain_features(data: bytes) -> dict[str, list] | None:
+    """The features of an Example laid out as TensorFlow and `encode_example` write it
+    (one `features` field; each map entry its key, then a Feature of one list; numbers
+    packed), read in one loop: under half the time of reading it field by field, which
+    is what `open_split` spends most of a record's time on. None for any other layout
+    (unpacked numbers, unknown fields, fields out of order), which `decode_example` then
+    reads field by field."""
+    end = len(data)
+    if not end:
+        return {}
+    if data[0] != 0x0A:  # Example.features
+        return None
+    length, pos = _length(data, 1)
+    if pos + length != end:
+        return None
+    features = {}
+    while pos < end:
+        if data[pos] != 0x0A:  # Features.feature: one map entry
+            return None
+        length, pos = _length(data, pos + 1)
+        entry_end = pos + length
+        if entry_end > end or data[pos] != 0x0A:  # its key first
+            return None
+        length, pos = _length(data, pos + 1)
+        key_end = pos + length
+        if key_end >= entry_end or data[key_end] != 0x12:  # then its Feature
+            return None
+        name = data[pos:key_end].decode()
+        length, pos = _length(data, key_end + 1)
+        if pos + length != entry_end:
+            return None
+        values: list = []
+        if pos < entry_end:  # an empty Feature has no list
+            kind = data[pos]
+            length, pos = _length(data, pos + 1)
+            if pos + length != entry_end:
+                return None
+            if kind == 0x0A:  # BytesList: one field per value
+                while pos < entry_end:
+                    if data[pos] != 0x0A:
+                        return None
+                    length, pos = _length(data, pos + 1)
+                    if pos + length > entry_end:
+                        return None
+                    values.append(data[pos:pos + length])
+                    pos += length
+            elif kind in (0x12, 0x1A) and pos < entry_end:  # packed floats, int64s
+                if data[pos] != 0x0A:
+                    return None
+                length, pos = _length(data, pos + 1)
+                if pos + length != entry_end:
+                    return None
+                if kind == 0x12:
+                    if length % 4:
+                        return None
+                    values = list(struct.unpack_from(f"<{length // 4}f", data, pos))
+                else:
+                    while pos < entry_end:
+                        value = data[pos]
+                        if value < 0x80:
+                            pos += 1
+                        else:
+                            value, pos = _read_varint(data, pos, entry_end)
+                            value &= _INT64_MASK
+                            if value & _INT64_SIGN:
+                                value -= 1 << 64
+                        values.append(value)
+            elif kind not in (0x12, 0x1A):
+                return None
+        features[name] = values
+        pos = entry_end
+    return features
+
+
+def _length(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at data[pos] (most are one byte) and the position after it."""
+    value = data[pos]
+    if value < 0x80:
+        return value, pos + 1
+    return _read_varint(data, pos, len(data))
 
 
 def _map_entry(data: bytes, view: memoryview, start: int, end: int) -> tuple[str, list]:

@@ -339,13 +339,14 @@ class PositionedFile:
 
     def __init__(self, uri: str):
         self.uri = uri
+        self._remote = is_remote(uri)
         self._fd: int | None = None
         self._pid = 0
         self._lock = threading.Lock()
 
     def read(self, offset: int, size: int) -> bytes:
         """Exactly `size` bytes from `offset`; EOFError if the file ends before."""
-        if is_remote(self.uri):
+        if self._remote:
             return read_range(self.uri, offset, size)
         fd = self._fd if self._pid == os.getpid() else self._open()
         data = os.pread(fd, size, offset)
