@@ -4,7 +4,12 @@ import pytest
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from tfrecorder.example import decode_example, encode_example, encode_examples
+from tfrecorder.example import (
+    _plain_features,
+    decode_example,
+    encode_example,
+    encode_examples,
+)
 
 
 def test_tensorflow_parses_every_value_type():
@@ -100,6 +105,8 @@ def test_decodes_what_tensorflow_writes():
     )
     decoded = decode_example(example.SerializeToString())
     assert decoded == tf_values(example)
+    # TensorFlow's layout is the one read in one loop, typed empty lists and all.
+    assert _plain_features(example.SerializeToString()) == decoded
     assert decoded["ids"][2:6] == [-1, -300, 2**63 - 1, -2**63]
     assert decoded["empty"] == [] and decoded["empty_list"] == []
     assert all(type(v) is bytes for v in decoded["names"])
