@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import pickle
+import re
 import shutil
 import sys
 from collections import Counter
@@ -317,3 +318,28 @@ def test_grain_dataloader_workers_read_every_record_once(dataset, grain):
     loader = grain.DataLoader(data_source=ds, sampler=sampler, worker_count=2)
     seen = Counter(record["image_uri"] for record in loader)
     assert seen == Counter(r["image_uri"] for r in ds)
+
+
+# --- docs/reading.md -----------------------------------------------------------------------
+
+OURS = ("## PyTorch, without TensorFlow", "## JAX and Grain")
+
+
+def recipes() -> list[str]:
+    """The code blocks of docs/reading.md's sections on this reader, in order."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "reading.md").read_text()
+    sections = re.split(r"(?m)^(?=## )", text)
+    return [block for section in sections if section.startswith(OURS)
+            for block in re.findall(r"```python\n(.*?)```", section, re.S)]
+
+
+def test_the_recipes_in_the_docs_run(tmp_path, monkeypatch, torch, grain):
+    tfrecorder.convert(sample_table(), str(tmp_path / "flowers"), progress=False)
+    monkeypatch.chdir(tmp_path)
+    blocks = recipes()
+    assert len(blocks) == 4
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/reading.md", "exec"), namespace)
+    assert tuple(namespace["images"].shape[1:]) == (224, 224, 3)  # the last loop's
+    assert len(namespace["part"]) == len(namespace["train"]) // 2
