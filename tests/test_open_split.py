@@ -225,6 +225,30 @@ def test_a_record_without_a_label_reads_minus_one_as_in_load(tmp_path):
     assert labels == {b"0.jpg": 0, b"1.jpg": -1, b"2.jpg": 1, b"6.jpg": -1, b"7.jpg": 1}
 
 
+@pytest.fixture(params=["gcs_store", "s3_store"])
+def store(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_a_dataset_in_a_bucket_reads_one_ranged_request_a_record(dataset, store, tmp_path):
+    gzipped = str(tmp_path / "gzip")
+    tfrecorder.convert(sample_table(), gzipped, num_shards=2, compression="gzip",
+                       progress=False)
+    for name, folder in [("plain", dataset), ("gzip", gzipped)]:
+        prefix = f"{store.root}/open_split/{name}"
+        for file in sorted(os.listdir(folder)):
+            store.upload_bytes(Path(folder, file).read_bytes(), f"{prefix}/{file}")
+        local = tfrecorder.open_split(folder, "train", decode=False)
+        remote = tfrecorder.open_split(prefix, "train", decode=False)
+        assert [remote.record(i) for i in range(len(remote))] == [
+            local.record(i) for i in range(len(local))]
+        store.wait_idle()
+        store.reset_stats()
+        remote[-1], remote[0]  # indexes and shards read: a record is one request
+        assert store.wait_idle()["requests"] == (2 if name == "plain" else 0)
+        assert_same_record(pickle.loads(pickle.dumps(remote))[3], local[3])
+
+
 # --- hosts and processes -------------------------------------------------------------------
 
 @pytest.mark.parametrize("count", [1, 2, 3, 5, 40])
