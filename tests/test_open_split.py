@@ -273,6 +273,21 @@ def test_a_pickled_dataset_reads_with_its_own_files(dataset):
     assert copy.record(0) == first and len(copy) == len(ds)
 
 
+def test_a_process_keeps_few_shards_open_and_threads_share_them(dataset, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tfrecorder import fs
+
+    monkeypatch.setattr(fs._descriptors, "limit", 2)
+    splits = [tfrecorder.open_split(dataset, split, decode=False) for split in SPLITS]
+    wanted = [(ds, i) for ds in splits for i in range(len(ds))] * 3
+    np.random.default_rng(0).shuffle(wanted)  # six shards, in random order
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda item: item[0].record(item[1]), wanted))
+    assert found == [ds.record(i) for ds, i in wanted]
+    assert len(fs._descriptors.open) == 2  # after the reads on one thread
+
+
 @pytest.fixture
 def torch(monkeypatch):
     """PyTorch from its interop folder, in this process and in the ones it starts."""

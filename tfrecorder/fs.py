@@ -332,45 +332,89 @@ class PositionedFile:
     """A file read at given offsets, one positioned read a call: `os.pread` on a
     descriptor locally (threads share it safely), a ranged request remotely.
 
-    The descriptor is opened on the first read in each process and never pickled, so
-    the object can be handed to forked or spawned workers (PyTorch's DataLoader,
-    Grain's), each of which opens its own.
+    Descriptors are opened on first read and never pickled, so the object can be handed
+    to forked or spawned workers (PyTorch's DataLoader, Grain's), each of which opens its
+    own; a process keeps at most `_descriptors.limit` open (`_Descriptors`).
     """
 
     def __init__(self, uri: str):
         self.uri = uri
         self._remote = is_remote(uri)
         self._fd: int | None = None
-        self._pid = 0
-        self._lock = threading.Lock()
+        self._readers = 0  # reads in flight on `_fd`, which keep it open
 
     def read(self, offset: int, size: int) -> bytes:
         """Exactly `size` bytes from `offset`; EOFError if the file ends before."""
         if self._remote:
             return read_range(self.uri, offset, size)
-        fd = self._fd if self._pid == os.getpid() else self._open()
-        data = os.pread(fd, size, offset)
+        fd = _descriptors.acquire(self)
+        try:
+            data = os.pread(fd, size, offset)
+        finally:
+            _descriptors.release(self)
         if len(data) != size:  # a short read of a regular file is its end
             raise EOFError(f"{self.uri} ends before byte {offset + size}")
         return data
 
-    def _open(self) -> int:
-        with self._lock:
-            if self._pid != os.getpid():
-                self._fd, _ = _regular_fd(local_path(self.uri))
-                self._pid = os.getpid()
-        return self._fd
-
     def close(self) -> None:
-        if self._fd is not None and self._pid == os.getpid():
-            os.close(self._fd)
-        self._fd, self._pid = None, 0
+        _descriptors.close(self)
 
     def __getstate__(self) -> dict:
         return {"uri": self.uri}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["uri"])
+
+
+class _Descriptors:
+    """The descriptors `PositionedFile`s hold open in this process, least recently read
+    first, at most `limit` of them (one being read is never closed): a split of thousands
+    of shards read in random order must not run out of descriptors (often 1024 a
+    process). A forked child closes the ones it inherits and opens its own."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.open: dict[PositionedFile, None] = {}  # in order of last read
+
+    def acquire(self, file: PositionedFile) -> int:
+        with self.lock:
+            if file._fd is None:
+                for old in [f for f in self.open if not f._readers][
+                        :max(0, len(self.open) + 1 - self.limit)]:
+                    self._close(old)
+                file._fd, _ = _regular_fd(local_path(file.uri))
+            else:
+                del self.open[file]
+            self.open[file] = None
+            file._readers += 1
+            return file._fd
+
+    def release(self, file: PositionedFile) -> None:
+        with self.lock:
+            file._readers -= 1
+
+    def close(self, file: PositionedFile) -> None:
+        with self.lock:
+            if file in self.open:
+                self._close(file)
+
+    def _close(self, file: PositionedFile) -> None:
+        del self.open[file]
+        os.close(file._fd)
+        file._fd = None
+
+    def forget_inherited(self) -> None:
+        self.lock = threading.Lock()  # a thread of the parent may have held it
+        for file in list(self.open):
+            file._readers = 0
+            self._close(file)
+
+
+_descriptors = _Descriptors(limit=128)
+# At fork, not on a later pid check: a thread of the parent may hold the lock, and the
+# child would wait for it forever. (Cheap: nothing to do until a file is read.)
+os.register_at_fork(after_in_child=_descriptors.forget_inherited)
 
 
 @contextlib.contextmanager
