@@ -178,7 +178,8 @@ def test_a_truncated_shard_without_an_index_is_an_error(dataset, tmp_path):
     shard = Path(path, "train-00000-of-00002.tfrecord")
     shard.write_bytes(shard.read_bytes()[:-100])
     os.remove(Path(path, "train-00000-of-00002.idx"))
-    with pytest.raises(Exception, match="truncated record"):
+    with pytest.raises(VerificationError, match="train-00000-of-00002.tfrecord cannot be "
+                       "read: truncated record at byte"):
         tfrecorder.open_split(path, "train")[0]
 
 

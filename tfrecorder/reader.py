@@ -30,6 +30,7 @@ import logging
 import operator
 import os
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
@@ -47,7 +48,7 @@ from tfrecorder.manifest import (
     Manifest,
     read_manifest,
 )
-from tfrecorder.options import checked_bool, require
+from tfrecorder.options import checked_bool, is_int, require
 from tfrecorder.tfrecord import CorruptRecordError, frame_offsets, unframed
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def open_split(path: str | os.PathLike, split: str = "train", *, decode: bool = 
     path = spellings.dataset_dir(path, None, "open_split")
     split = spellings.split_name(split)
     checked_bool("decode", decode)
-    require("channels", channels, channels in CHANNELS and not isinstance(channels, bool),
+    require("channels", channels, is_int(channels) and channels in CHANNELS,
             "3 (RGB) or 0 (each image's own channels)")
     require("transform", transform, transform is None or callable(transform),
             "a function of a record's dict, or None")
@@ -125,23 +126,25 @@ class _Shard:
         with self._lock:  # Grain reads on threads; one of them locates
             if self.frames is not None and (not self.compression or self.memory is not None):
                 return
-            if self.compression:
-                with fs.open_read(self.uri) as raw, gzip.GzipFile(fileobj=raw) as stream:
-                    self.memory = stream.read()
-                logger.info("%s is gzip-compressed: decompressed into memory (%d bytes) to "
-                            "read its records at their offsets", self.uri, len(self.memory))
-                frames = frame_offsets(io.BytesIO(self.memory))
-            else:
-                frames = self._indexed()
-            frames = np.asarray(frames, dtype=np.int64).reshape(-1, 2)
+            try:
+                if self.compression:
+                    with fs.open_read(self.uri) as raw, gzip.GzipFile(fileobj=raw) as stream:
+                        memory = stream.read()
+                    logger.info("%s is gzip-compressed: decompressed into memory (%d bytes) "
+                                "to read its records at their offsets", self.uri, len(memory))
+                    frames = frame_offsets(io.BytesIO(memory))
+                else:
+                    memory, frames = None, self._indexed()
+                frames = np.asarray(frames, dtype=np.int64).reshape(-1, 2)
+            except (CorruptRecordError, ValueError, EOFError, zlib.error, gzip.BadGzipFile
+                    ) as error:  # a damaged shard or index
+                raise _damaged(f"{self.uri} cannot be read: {error}") from None
             if len(frames) != self.num_records:
-                raise VerificationError(
+                raise _damaged(
                     f"{self.uri} holds {len(frames)} records by its "
                     f"{'index' if self.index and not self.compression else 'frames'}, and "
-                    f"the manifest says {self.num_records}. Check the dataset with "
-                    "tfrecorder.verify(path), and restore the shard and its index from a "
-                    "copy, or write the dataset again with ", Option("overwrite", True), ".")
-            self.frames = frames
+                    f"the manifest says {self.num_records}")
+            self.memory, self.frames = memory, frames
 
     def _indexed(self) -> list | np.ndarray:
         """The frames of an uncompressed shard, from its index; a shard without one
@@ -220,8 +223,8 @@ class SplitDataset:
     def shard(self, index: int, count: int) -> SplitDataset:
         """The `index`-th of `count` even parts (by position, sizes within one record):
         one host's records, as `tf.data.Dataset.shard` gives each worker its own."""
-        require("count", count, _is_int(count) and count >= 1, "a positive int")
-        require("index", index, _is_int(index) and 0 <= index < count,
+        require("count", count, is_int(count) and count >= 1, "a positive int")
+        require("index", index, is_int(index) and 0 <= index < count,
                 f"an int from 0 to count - 1 ({count - 1})")
         size = len(self)
         return SplitDataset(
@@ -247,11 +250,8 @@ class SplitDataset:
             return unframed(frame)
         except CorruptRecordError as error:
             where = " of its decompressed stream" if shard.compression else ""
-            raise VerificationError(
-                f"{shard.uri}: record {in_shard} (at byte {offset}{where}) is damaged: "
-                f"{error}. Run tfrecorder.verify(path) to list every damaged shard, and "
-                "restore them from a copy or write the dataset again with ",
-                Option("overwrite", True), ".") from None
+            raise _damaged(f"{shard.uri}: record {in_shard} (at byte {offset}{where}) is "
+                           f"damaged: {error}") from None
 
     def _position(self, index: int) -> int:
         """The position in the split of this dataset's record `index` (negative: from
@@ -297,13 +297,15 @@ class SplitDataset:
         return found if self._transform is None else self._transform(found)
 
 
+def _damaged(problem: str) -> VerificationError:
+    return VerificationError(
+        f"{problem}. Run tfrecorder.verify(path) to list every damaged shard, and restore "
+        "them from a copy or write the dataset again with ", Option("overwrite", True), ".")
+
+
 def _scalar(value, dtype):
     """One value as `load()` gives it: bytes, or a NumPy scalar of the feature's dtype."""
     return value if dtype is object else dtype(value)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 # --- images --------------------------------------------------------------------------------
