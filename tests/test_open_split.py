@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from detection_data import scenes, write_detection, write_segmentation
 from helpers import partly_labelled_csv
 from interop import interop_path
 
@@ -248,6 +249,23 @@ def test_a_dataset_in_a_bucket_reads_one_ranged_request_a_record(dataset, store,
         remote[-1], remote[0]  # indexes and shards read: a record is one request
         assert store.wait_idle()["requests"] == (2 if name == "plain" else 0)
         assert_same_record(pickle.loads(pickle.dumps(remote))[3], local[3])
+
+
+@pytest.mark.parametrize("layout", ["tfrecorder", "tf_models"])
+@pytest.mark.parametrize("task", ["detection", "segmentation"])
+def test_detection_and_segmentation_records_are_loads(tmp_path, task, layout):
+    """Boxes [n, 4], 0-based object classes, instance masks [n, H, W] and segmentation
+    masks [H, W, 1] as load() gives them, in both layouts."""
+    drawn = scenes(str(tmp_path / "scenes"))
+    path = str(tmp_path / "out")
+    write = write_detection if task == "detection" else write_segmentation
+    write(path, drawn, layout=layout, num_workers=1,
+          **({"masks": True} if task == "detection" else {}))
+    theirs = {r["image_name"]: r for r in load_numpy(path, "train")}
+    records = list(tfrecorder.open_split(path, "train"))
+    assert len(records) == len(theirs) == len(drawn)
+    for record in records:
+        assert_same_record(record, theirs[record["image_name"]])
 
 
 # --- hosts and processes -------------------------------------------------------------------
