@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image
 
 from tfrecorder.example import encode_example
+from tfrecorder.manifest import index_filename
 from tfrecorder.tfrecord import ShardWriter
 
 _SHAPES = {"L": (), "LA": (2,), "RGB": (3,), "RGBA": (4,)}
@@ -132,7 +133,9 @@ def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
     manifest = read_manifest(output_dir)
     info = manifest["splits"][split]
     for shard in info["shards"]:
-        os.remove(os.path.join(output_dir, shard["file"]))
+        for file in (shard["file"], shard.get("index")):
+            if file:
+                os.remove(os.path.join(output_dir, file))
     suffix = ".tfrecord.gz" if manifest["compression"] == "gzip" else ".tfrecord"
     name = f"{split}-00000-of-00001{suffix}"
     with ShardWriter(os.path.join(output_dir, name), ".tmp-test", manifest["compression"]) as w:
@@ -140,6 +143,8 @@ def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
             w.write(encode_example(example))
     shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes,
              "sha256": w.sha256}
+    if index_filename(name):  # an uncompressed shard: the writer wrote its index
+        shard["index"] = index_filename(name)
     info.update(num_records=w.num_records, num_bytes=w.num_bytes, shards=[shard])
     Path(output_dir, "dataset.json").write_text(json.dumps(manifest))
 

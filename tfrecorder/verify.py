@@ -235,7 +235,8 @@ def _check_files(path: str, manifest: Manifest) -> tuple[list[Problem], set[str]
                 for name in sorted(missing)]
     rejected = manifest.rejected
     label_map = _label_map(manifest)
-    expected = shards | {MANIFEST} | ({rejected.file} if rejected else set()) | (
+    indexes = {shard.index for _, shard in manifest.shards if shard.index}
+    expected = shards | indexes | {MANIFEST} | ({rejected.file} if rejected else set()) | (
         {LABEL_MAP} if label_map is not None else set())
     ours = set(dataset_files(path))
     problems += [_unlisted(name, ours) for name in sorted(present - expected)]
