@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from detection_data import scenes, write_detection, write_segmentation
-from helpers import partly_labelled_csv
+from helpers import make_image, partly_labelled_csv
 from interop import interop_path
+from PIL import Image
 
 import tfrecorder
 from tfrecorder.errors import OptionError, VerificationError
@@ -249,6 +250,36 @@ def test_a_dataset_in_a_bucket_reads_one_ranged_request_a_record(dataset, store,
         remote[-1], remote[0]  # indexes and shards read: a record is one request
         assert store.wait_idle()["requests"] == (2 if name == "plain" else 0)
         assert_same_record(pickle.loads(pickle.dumps(remote))[3], local[3])
+
+
+@pytest.fixture(scope="module")
+def many_modes(tmp_path_factory) -> pd.DataFrame:
+    """Images of every kind a dataset stores: grey, RGB, RGBA, grey+alpha, palette and
+    16-bit PNGs; grey, colour and CMYK JPEGs."""
+    folder = tmp_path_factory.mktemp("modes")
+    images = {"l.png": make_image(mode="L"), "rgba.png": make_image(mode="RGBA", seed=1),
+              "la.png": make_image(mode="LA", seed=2), "p.png": make_image(seed=3).convert(
+                  "P", palette=Image.Palette.ADAPTIVE),
+              "i16.png": Image.fromarray((np.arange(1200, dtype=np.uint16) * 50).reshape(
+                  30, 40)),
+              "l.jpg": make_image(mode="L", seed=4), "rgb.jpg": make_image(seed=5),
+              "cmyk.jpg": make_image(seed=6).convert("CMYK")}
+    for name, image in images.items():
+        image.save(folder / name)
+    return pd.DataFrame({"split": "TRAIN", "label": "a",
+                         "image_uri": [str(folder / name) for name in images]})
+
+
+@pytest.mark.parametrize("image_format", ["auto", "raw"])
+def test_pixels_of_every_kind_of_image_are_loads(many_modes, tmp_path, image_format):
+    path = str(tmp_path / "out")
+    tfrecorder.convert(many_modes, path, image_format=image_format, progress=False)
+    for channels in (3, 0):
+        theirs = by_uri(load_numpy(path, "train", channels=channels))
+        records = list(tfrecorder.open_split(path, "train", channels=channels))
+        assert len(records) == len(many_modes)
+        for record in records:
+            assert_same_record(record, theirs[record["image_uri"]])
 
 
 @pytest.mark.parametrize("layout", ["tfrecorder", "tf_models"])
