@@ -336,6 +336,10 @@ def test_a_process_keeps_few_shards_open_and_threads_share_them(dataset, monkeyp
         found = list(pool.map(lambda item: item[0].record(item[1]), wanted))
     assert found == [ds.record(i) for ds, i in wanted]
     assert len(fs._descriptors.open) == 2  # after the reads on one thread
+    for ds in splits:
+        ds.close()
+    assert not fs._descriptors.open
+    assert splits[0].record(0) == found[wanted.index((splits[0], 0))]  # opened again
 
 
 @pytest.fixture
