@@ -129,6 +129,8 @@ def test_undecoded_images_are_the_stored_bytes_and_transform_runs_last(dataset, 
         tfrecorder.open_split(dataset, "test", channels=1)
     with pytest.raises(OptionError, match="split"):
         tfrecorder.open_split(dataset, "nope")
+    with pytest.raises(OptionError, match="the name of one split .*, not None"):
+        tfrecorder.open_split(dataset, None)
 
 
 def test_indexes_count_from_the_end_and_out_of_range_is_an_index_error(dataset):

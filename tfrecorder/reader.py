@@ -44,6 +44,7 @@ from tfrecorder.manifest import (
     BASE64_ALTCHARS,
     LABEL,
     NO_LABEL,
+    SPLITS,
     Feature,
     Manifest,
     read_manifest,
@@ -87,6 +88,8 @@ def open_split(path: str | os.PathLike, split: str = "train", *, decode: bool = 
         stored without a label has label -1, as in `load()`.
     """
     path = spellings.dataset_dir(path, None, "open_split")
+    require("split", split, isinstance(split, str),
+            f"the name of one split ({', '.join(map(repr, SPLITS))})")
     split = spellings.split_name(split)
     checked_bool("decode", decode)
     require("channels", channels, is_int(channels) and channels in CHANNELS,
