@@ -56,6 +56,13 @@ def pixels(source) -> np.ndarray:
     return array[..., None] if array.ndim == 2 else array
 
 
+def shard_and_index_names(shards) -> list[str]:
+    """What a dataset folder lists of these shards (paths): their names, and the folder
+    of their record indexes, if they have any."""
+    names = [os.path.basename(shard) for shard in shards]
+    return names + (["index"] if any(n.endswith(".tfrecord") for n in names) else [])
+
+
 def read_manifest(output_dir) -> dict:
     with open(os.path.join(output_dir, "dataset.json")) as f:
         return json.load(f)
@@ -132,14 +139,19 @@ def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
     manifest = read_manifest(output_dir)
     info = manifest["splits"][split]
     for shard in info["shards"]:
-        os.remove(os.path.join(output_dir, shard["file"]))
+        for listed in (shard["file"], shard.get("index")):
+            if listed:
+                os.remove(os.path.join(output_dir, listed))
     suffix = ".tfrecord.gz" if manifest["compression"] == "gzip" else ".tfrecord"
     name = f"{split}-00000-of-00001{suffix}"
+    dtypes = {name: feature["dtype"] for name, feature in manifest["features"].items()}
     with ShardWriter(os.path.join(output_dir, name), ".tmp-test", manifest["compression"]) as w:
         for example in examples:
-            w.write(encode_example(example))
+            w.write(encode_example(example, dtypes))
     shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes,
              "sha256": w.sha256}
+    if not manifest["compression"]:
+        shard["index"] = f"index/{split}-00000-of-00001.idx"
     info.update(num_records=w.num_records, num_bytes=w.num_bytes, shards=[shard])
     Path(output_dir, "dataset.json").write_text(json.dumps(manifest))
 

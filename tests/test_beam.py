@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import image_bytes, make_image, read_manifest, shard_bytes
+from helpers import image_bytes, make_image, read_manifest, shard_and_index_names, shard_bytes
 
 import tfrecorder
 from tfrecorder import ConversionAborted, ImageError
@@ -137,7 +137,7 @@ def test_gs_images_to_a_gs_dataset_on_beam(image_table, tmp_path, gcs_bucket):
     beam_copy = download(beam_out, tmp_path / "beam")
     assert dataset_files(beam_copy) == dataset_files(download(local_out, tmp_path / "local"))
     assert sorted(os.listdir(beam_copy)) == sorted(
-        ["dataset.json", "rejected.csv"] + [os.path.basename(s) for s in result.shards])
+        ["dataset.json", "rejected.csv"] + shard_and_index_names(result.shards))
     from tfrecorder import fs
 
     assert list(fs.list_files(f"gs://{gcs_bucket}/beam/tmp")) == []  # staging cleaned up

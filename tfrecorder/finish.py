@@ -23,21 +23,17 @@ from tfrecorder.errors import (
     DuplicateImagesError,
     ImageError,
     Option,
-    OptionError,
     TooManyRejectedError,
 )
 from tfrecorder.example import decode_example
 from tfrecorder.image_checks import rejection_advice
-from tfrecorder.layouts import MASK, OBJECT_FEATURES, label_map_of, layout_named
+from tfrecorder.layouts import label_map_of, layout_named
 from tfrecorder.manifest import (
-    IMAGE_FEATURES,
-    LABEL,
     LABEL_MAP,
     MANIFEST,
     REJECTED,
     SPLITS,
     Duplicate,
-    Feature,
     Labels,
     Manifest,
     Rejected,
@@ -45,7 +41,6 @@ from tfrecorder.manifest import (
     Split,
     SplitInfo,
     index_filename,
-    record_feature_types,
 )
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan, RowColumn
@@ -144,40 +139,10 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
             vocabulary=plan.label_vocabulary or None,
             multi_label=table.multi_label,
             num_classes=_num_classes(plan))
-    return Manifest(compression=plan.compression, features=features(plan, table),
+    return Manifest(compression=plan.compression, features=dict(plan.features),
                     num_source_rows=plan.num_rows, options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
                     task=table.task, layout=plan.image_options.layout)
-
-
-def features(plan: Plan, table: Table) -> dict[str, Feature]:
-    """Every feature of the records, under the plan's layout's keys (`load()` builds its
-    parsing spec from these alone)."""
-    layout = layout_named(plan.image_options.layout, plan.label_vocabulary)
-    if not table.has_images and layout.name != "tfrecorder":
-        raise OptionError(Option("layout", layout.name), " writes the keys TensorFlow's image "
-                          "models read, but the table has no images. Leave it out.",
-                          option="layout")
-    if layout.name != "tfrecorder" and plan.image_options.image_format == "raw":
-        raise OptionError(Option("layout", layout.name), " stores images that TensorFlow's "
-                          "models decode, and base64 pixels (", Option("image_format", "raw"),
-                          ") are not such images. Pass ", Option("image_format", "auto"),
-                          " (or jpeg, png).", option="image_format")
-    labels = record_feature_types(table.has_labels, table.multi_label)
-    inputs, objects = {}, {}
-    for column in table.inputs:
-        feature = Feature(column.dtype, tuple(column.shape), role="input",
-                          vocabulary=(tuple(plan.vocabularies[column.name])
-                                      if column.kind == "categorical" else None))
-        if table.task == "detection" and column.name in OBJECT_FEATURES:
-            objects[column.name] = OBJECT_FEATURES[column.name]
-        else:
-            inputs[column.name] = feature
-    if MASK in table.rows.columns:
-        objects[MASK] = OBJECT_FEATURES[MASK]
-    return layout.features(table.task, IMAGE_FEATURES if table.has_images else {},
-                           labels.get(LABEL), dict(sorted(objects.items())), inputs,
-                           plan.label_vocabulary)
 
 
 def _num_classes(plan: Plan) -> int:

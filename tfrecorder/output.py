@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from tfrecorder import fs
 from tfrecorder.errors import DatasetExistsError, Option, OutputLockedError
 from tfrecorder.manifest import (
+    INDEX_FOLDER,
     LOCK,
     MANIFEST,
     REJECTED,
@@ -92,6 +93,7 @@ class OutputFolder:
         # The manifest goes first: a crash while clearing leaves no dataset, not a broken one.
         names = sorted(names, key=lambda name: name != MANIFEST)
         fs.delete([self.uri(name) for name in names])
+        self._remove_empty_index_folder()
         fs.makedirs(self.path)
         self._before = frozenset(dataset_files(self.path))
 
@@ -106,6 +108,12 @@ class OutputFolder:
         names = [name for name in self.created()
                  if not keep_committed or is_temporary(name) or name in (MANIFEST, REJECTED)]
         fs.delete([self.uri(name) for name in names])
+        self._remove_empty_index_folder()
+
+    def _remove_empty_index_folder(self) -> None:
+        """A local index folder left empty goes too (a bucket has no folders)."""
+        if not fs.is_remote(self.path):
+            remove_empty_folders([fs.local_path(self.uri(INDEX_FOLDER))])
 
 
 _PRIVATE_PREFIX = "tfrecorder-run-"
