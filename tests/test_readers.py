@@ -142,17 +142,32 @@ def check_split(written: Written, loaded, split: str, got: list[tuple[str, Recor
 
 
 def test_load_and_tf_data_read_the_records_as_written(written, loaded):
-    """docs/reading.md, "tf.data and Keras": load(), and tf.data with the manifest's spec."""
+    """docs/reading.md, "tf.data and Keras": load(), and tf.data with the manifest's spec;
+    and the shards' indexes: each line a record's frame, `<offset> <length>`."""
     import tensorflow as tf
 
     spec = read_manifest(str(written.path)).parse_spec()
+    assert spec["tags"] == tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64)
+    assert spec["boxes"] == tf.io.RaggedFeature(
+        tf.float32, partitions=[tf.io.RaggedFeature.UniformRowLength(4)],
+        row_splits_dtype=tf.int64)
     for split in SPLITS:
         batch = next(iter(tfrecorder.load(str(written.path), split, batch_size=8,
                                           image_size=(64, 64))))
-        assert batch["image"].shape == (8, 64, 64, 3)
+        assert batch["image"].shape == (8, 64, 64, 3) and batch["image"].dtype == tf.uint8
         assert isinstance(batch["boxes"], tf.RaggedTensor) and batch["boxes"].shape[2] == 4
+        assert isinstance(batch["tags"], tf.RaggedTensor) and batch["tags"].shape[0] == 8
+        images, labels = next(iter(tfrecorder.load(
+            str(written.path), split, batch_size=8, image_size=(64, 64), as_supervised=True)))
+        assert images.shape == (8, 64, 64, 3) and labels.shape == (8,)
+        expected = expected_records(written, split)
+        for e in tfrecorder.load(str(written.path), split, shuffle=False).as_numpy_iterator():
+            record = expected[e["image_uri"].decode()]
+            assert e["boxes"].shape == (len(record.boxes) // 4, 4)
+            assert (int(e["label"]), tuple(e["boxes"].reshape(-1).tolist()),
+                    tuple(e["tags"].tolist())) == (record.label, record.boxes, record.tags)
 
-        files = sorted(str(p) for p in written.path.glob(f"{split}-*.tfrecord"))
+        files = sorted(tf.io.gfile.glob(f"{written.path}/{split}-*.tfrecord"))
         assert files == written.shards(split)
         records = tf.data.TFRecordDataset(files).map(
             lambda r: tf.io.parse_single_example(r, spec))
@@ -161,6 +176,13 @@ def test_load_and_tf_data_read_the_records_as_written(written, loaded):
                                                tuple(e["tags"].tolist()), e["image"]))
                for e in records.as_numpy_iterator()]
         check_split(written, loaded, split, got)
+
+        for shard, index in zip(files, written.indexes(split)):
+            # A frame: the record's 8-byte length and its 4-byte CRC, the record, its CRC.
+            frames = [16 + len(r) for r in tf.data.TFRecordDataset(shard).as_numpy_iterator()]
+            offsets = np.cumsum([0, *frames[:-1]])
+            assert Path(index).read_text() == "".join(
+                f"{offset} {frame}\n" for offset, frame in zip(offsets, frames))
 
 
 # --- the PyPI `tfrecord` package ---------------------------------------------------------
@@ -272,13 +294,20 @@ def test_tfrecord_cannot_read_the_index_of_a_one_record_shard(tmp_path, tfrecord
 
 
 @needs_typed_empty_lists
-def test_tfrecord_reads_gzip_shards_without_an_index(written, tmp_path, tfrecord_package):
+def test_gzip_shards_have_no_index_and_are_read_whole(written, tmp_path, tfrecord_package):
     out = tmp_path / "gzip"
     tfrecorder.convert(written.table[written.table["split"] == "VALIDATION"], str(out),
                        compression="gzip", progress=False)
     [shard] = read_manifest(str(out)).splits["validation"].shards
     assert shard.file.endswith(".tfrecord.gz") and shard.index == ""
     assert {p.name for p in out.iterdir()} == {shard.file, "dataset.json", "rejected.csv"}
+    import tensorflow as tf
+
+    spec = read_manifest(str(out)).parse_spec()
+    parsed = tf.data.TFRecordDataset(str(out / shard.file), compression_type="GZIP").map(
+        lambda r: tf.io.parse_single_example(r, spec))
+    assert {e["image_uri"].decode(): e["image"] for e in parsed.as_numpy_iterator()} == {
+        uri: r.image for uri, r in expected_records(written, "validation").items()}
     got = [_from_tfrecord(r) for r in tfrecord_package.reader.tfrecord_loader(
         str(out / shard.file), None, TFRECORD_DESCRIPTION, compression_type="gzip")]
     assert dict(got) == expected_records(written, "validation")
@@ -385,9 +414,10 @@ def test_dali_reads_every_record_with_our_index_on_the_cpu(written, loaded, dali
         for _ in range(math.ceil(size / batch_size)):
             uris, labels, boxes, tags, images, decoded = pipe.run()
             for i in range(batch_size):
-                if len(got) == size:  # the last batch is padded with its last record
-                    break
                 uri = bytes(uris.at(i)).decode()
+                if len(got) == size:  # the last batch is padded with the last record
+                    assert uri == got[-1][0]
+                    continue
                 [label] = labels.at(i).tolist()
                 got.append((uri, Record(label, tuple(boxes.at(i).tolist()),
                                         tuple(tags.at(i).tolist()), bytes(images.at(i)))))
@@ -432,18 +462,25 @@ def ray_schema(manifest: Manifest):
                                       for name, f in manifest.features.items()])
 
 
+def _from_ray(row: dict) -> tuple[str, Record]:
+    """A row as Ray gives it with a `tf_schema`: every feature a list."""
+    [uri], [label], [image] = row["image_uri"], row["label"], row["image"]
+    return uri.decode(), Record(label, tuple(row["boxes"]), tuple(row["tags"]), image)
+
+
 def test_ray_reads_the_dataset_folder_with_the_extension_filter(written, loaded, ray):
+    schema = ray_schema(written.manifest)
     rows = ray.data.read_tfrecords(str(written.path), file_extensions=["tfrecord"],
-                                   tf_schema=ray_schema(written.manifest),
-                                   include_paths=True).take_all()
+                                   tf_schema=schema, include_paths=True).take_all()
     by_split = collections.defaultdict(list)
     for row in rows:
-        [uri], [label], [image] = row["image_uri"], row["label"], row["image"]
-        by_split[Path(row["path"]).name.split("-")[0]].append((uri.decode(), Record(
-            label, tuple(row["boxes"]), tuple(row["tags"]), image)))
+        by_split[Path(row["path"]).name.split("-")[0]].append(_from_ray(row))
     assert sorted(by_split) == list(SPLITS)
     for split in SPLITS:
         check_split(written, loaded, split, by_split[split])
+    # One split: its shards, as the manifest lists them.
+    rows = ray.data.read_tfrecords(written.shards("validation"), tf_schema=schema).take_all()
+    check_split(written, loaded, "validation", [_from_ray(row) for row in rows])
 
 
 def test_ray_needs_the_extension_filter_and_a_schema(written, ray):
