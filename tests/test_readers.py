@@ -40,6 +40,9 @@ from PIL import Image
 import tfrecorder
 from tfrecorder.manifest import Manifest, read_manifest
 
+# Ray's own modules warn of their own deprecated settings as Ray Data starts.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
+
 CLASSES = ("cat", "coffee", "rocket")  # sorted: the label ids are their positions
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "images"
 SPLITS = ("train", "validation")
@@ -100,6 +103,9 @@ def written(tmp_path_factory) -> Written:
     assert {s: written.manifest.splits[s].num_records for s in SPLITS} == \
         {"train": 31, "validation": 8}
     assert [len(written.shards(s)) for s in SPLITS] == [2, 1]
+    for split in SPLITS:  # each shard's index beside it, as the docs' recipes name it
+        assert written.indexes(split) == [
+            shard.removesuffix(".tfrecord") + ".idx" for shard in written.shards(split)]
     return written
 
 
