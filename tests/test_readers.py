@@ -436,20 +436,25 @@ def test_dali_reads_every_record_with_our_index_on_the_cpu(written, loaded, dali
 
 @pytest.fixture(scope="module")
 def ray(tmp_path_factory):
-    """Ray on one CPU, its workers finding the Ray folder (for TensorFlow Metadata's
-    schema, which they unpickle) through PYTHONPATH; its session files in a short
-    temporary folder (Ray's sockets live there: a Unix socket's path is short)."""
+    """Ray on one CPU and the loopback address, its workers finding the Ray folder (for
+    TensorFlow Metadata's schema, which they unpickle) through PYTHONPATH; its session
+    files in a short temporary folder (Ray's sockets live there: a Unix socket's path is
+    short). Ray's token authentication stays on, its token in a temporary home (Ray writes
+    it to ~/.ray/auth_token, and sets RAY_AUTH_MODE for the process: both undone)."""
     folder = str(interop_path("ray"))
     saved_path = list(sys.path)
     sys.path.insert(0, folder)
+    temporary = tmp_path_factory.mktemp("ray")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTHONPATH", os.pathsep.join(
             [folder, *filter(None, [os.environ.get("PYTHONPATH")])]))
+        patch.setenv("HOME", str(temporary))
+        patch.setenv("RAY_AUTH_MODE", "token")
         import ray
         import ray.data
 
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
-                 _temp_dir=str(tmp_path_factory.mktemp("ray")))
+                 _node_ip_address="127.0.0.1", _temp_dir=str(temporary / "session"))
         ray.data.DataContext.get_current().enable_progress_bars = False
         try:
             yield ray
