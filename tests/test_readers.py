@@ -217,9 +217,9 @@ def tfrecord_package():
     """The `tfrecord` package (and PyTorch) from their interop folders, on `sys.path` for
     this module's tests (DataLoader workers are forked, so they have it too).
 
-    tfrecord 1.14.4's `example_pb2.py` was made by an old protoc: under protobuf >= 4 (the
-    project's: TensorFlow 2.21 needs it) it fails on import ("Descriptors cannot be created
-    directly"), and with PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python it imports but reads
+    tfrecord 1.14.4's `example_pb2.py` was made by an old protoc: under the project's
+    protobuf (6.x: TensorFlow 2.21 needs >= 6.31) it fails on import ("Descriptors cannot be
+    created directly"), and with PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python it imports but reads
     `Features.feature` as a list, not a map (`AttributeError: ... no attribute 'keys'`). So
     its module is made again from the file's own serialized descriptor by the installed
     protobuf, as protoc would now; the reader's code is the package's, unchanged."""
@@ -301,14 +301,15 @@ def test_tfrecord_cannot_read_the_index_of_a_one_record_shard(tmp_path, tfrecord
 
 @needs_typed_empty_lists
 def test_gzip_shards_have_no_index_and_are_read_whole(written, tmp_path, tfrecord_package):
+    """tf.data and the `tfrecord` package read a gzip shard from its start."""
+    import tensorflow as tf
+
     out = tmp_path / "gzip"
     tfrecorder.convert(written.table[written.table["split"] == "VALIDATION"], str(out),
                        compression="gzip", progress=False)
     [shard] = read_manifest(str(out)).splits["validation"].shards
     assert shard.file.endswith(".tfrecord.gz") and shard.index == ""
     assert {p.name for p in out.iterdir()} == {shard.file, "dataset.json", "rejected.csv"}
-    import tensorflow as tf
-
     spec = read_manifest(str(out)).parse_spec()
     parsed = tf.data.TFRecordDataset(str(out / shard.file), compression_type="GZIP").map(
         lambda r: tf.io.parse_single_example(r, spec))
