@@ -62,7 +62,29 @@ PINS: dict[str, tuple[str, str]] = {
 
 # name -> the wheels a reader imports beside it that the project's environment lacks, as
 # (distribution, version, sha256), installed into the same folder with it.
-ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {}
+ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # `import tfrecord` imports its writer, which imports crc32c (reading never uses it).
+    "tfrecord": (
+        ("crc32c", "2.9.post0",
+         "bece7e666065dd5e5c5f36886b4d8f765216e6c043b346e772e2e94aa701bd5c"),
+    ),
+    # DALI's image decoders are nvImageCodec's (its CPU ones: libjpeg-turbo, OpenCV). Its
+    # `[all]` extra brings the CUDA codecs (nvJPEG, nvJPEG2000, nvTIFF), left out: there is
+    # no GPU to run them (DALI logs that it could not load them); nor are nvcomp, nvtx,
+    # makefun and libcst, which DALI declares and reading TFRecords on the CPU never imports.
+    "nvidia-dali-cuda120": (
+        ("nvidia-nvimgcodec-cu12", "0.9.0.20",
+         "00627d63501ff83a7578683f784f03d07c6b69a1db6017fdabfacb0fc1c4cb8a"),
+    ),
+    # Ray's core imports msgpack; read_tfrecords' `tf_schema` is a TensorFlow Metadata
+    # Schema (click, filelock, jsonschema, packaging, protobuf, pyyaml, requests, pandas,
+    # pyarrow and fsspec come from the project's environment).
+    "ray": (
+        ("msgpack", "1.2.4", "a45ceb5f199d5e388f28b550ba881096a3740d4bda10e661d77f59d9a2e8187a"),
+        ("tensorflow-metadata", "1.21.0",
+         "0520806bf3bdd9157333203a3aa0e8afde2a97cc619f15ba622603dc6c898d1f"),
+    ),
+}
 
 MARKER = "INTEROP-INSTALLED.json"
 _REPO = Path(__file__).resolve().parents[1]
