@@ -220,6 +220,21 @@ def test_as_supervised_gives_image_label_pairs(tfds, photos):
         assert image.ndim == 3 and image.shape[2] == 3 and 0 <= label < 3
 
 
+def test_the_recipe_in_the_docs_runs_and_shows_what_it_says(tfds, photos):
+    """docs/reading.md's TFDS block, on this module's dataset of three classes."""
+    section = (REPO / "docs" / "reading.md").read_text().split("## TensorFlow Datasets")[1]
+    code = section.split("```python\n")[1].split("```")[0]
+    namespace: dict = {}
+    exec(code.replace('"datasets/flowers"', repr(photos)), namespace)
+    builder = namespace["builder"]
+    assert builder.info.features["label"].names == ["cat", "coffee", "rocket"]
+    assert builder.info.splits["train"].num_examples == manifest_of(photos).splits[
+        "train"].num_records
+    image, label = next(iter(tfds.as_numpy(namespace["pairs"])))
+    assert image.shape[2] == 3 and label in (0, 1, 2)
+    assert len(list(namespace["train"])) == 9
+
+
 # --- what changes the description -----------------------------------------------------------
 
 @pytest.fixture(scope="module")
