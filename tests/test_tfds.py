@@ -305,16 +305,33 @@ def test_raw_pixels_are_a_string_tensor_of_the_stored_base64(tfds, tmp_path):
                                       ours[uri]["image"])
 
 
-def test_a_table_without_images_reads_too(tfds, tmp_path):
+def test_a_table_without_images_reads_too_nested_names_and_empty_shards_included(
+        tfds, tmp_path):
     table = pd.DataFrame({"split": ["TRAIN"] * 3 + ["TEST"], "label": ["x", "y", "x", "y"],
-                          "size": [1.5, 2.5, 3.5, 4.5], "ids": [[1], [], [2, 3], []]})
+                          "size": [1.5, 2.5, 3.5, 4.5], "ids": [[1], [], [2, 3], []],
+                          "words": [["p", "q"], [], ["r"], []],
+                          "grid": [[[1, 2, 3]], [], [[4, 5, 6], [7, 8, 9]], []],
+                          "camera/iso": [100, 200, 400, 800]})
     out = str(tmp_path / "out")
-    tfrecorder.convert(table, out, progress=False)
+    tfrecorder.convert(table, out, num_shards={"train": 5, "test": 1}, progress=False)
     info = builder(tfds, out).info
     assert "image" not in info.features and info.supervised_keys is None
+    assert 0 in info.splits["train"].shard_lengths  # more shards than records
     records = list(tfds.as_numpy(builder(tfds, out).as_dataset(split="train")))
-    assert sorted((r["size"], r["ids"].tolist(), info.features["label"].names[r["label"]])
-                  for r in records) == [(1.5, [1], "x"), (2.5, [], "y"), (3.5, [2, 3], "x")]
+    found = sorted((float(r["size"]), r["ids"].tolist(), [w.decode() for w in r["words"]],
+                    r["grid"].tolist(), int(r["camera"]["iso"]),
+                    info.features["label"].names[r["label"]]) for r in records)
+    assert found == [(1.5, [1], ["p", "q"], [[1, 2, 3]], 100, "x"),
+                     (2.5, [], [], [], 200, "y"),
+                     (3.5, [2, 3], ["r"], [[4, 5, 6], [7, 8, 9]], 400, "x")]
+
+
+def test_a_name_tfds_cannot_nest_beside_another_gets_no_tfds_files(tmp_path):
+    table = pd.DataFrame({"split": "TRAIN", "label": ["x", "y"], "a": [1, 2], "a/b": [3, 4]})
+    out = str(tmp_path / "out")
+    tfrecorder.convert(table, out, progress=False)
+    assert not set(os.listdir(out)) & TFDS_FILES
+    assert read_manifest(out)["features"]["a/b"]  # the dataset itself is whole
 
 
 # --- detection and segmentation -------------------------------------------------------------

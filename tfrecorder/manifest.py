@@ -36,6 +36,7 @@ LABEL_MAP = "label_map.pbtxt"  # the `tf_models` layout's classes, as its models
 TFDS_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 TFDS_LABEL_NAMES = {"label": "label.labels.txt", "objects/label": "objects-label.labels.txt"}
+TFDS_FILES = (TFDS_INFO, TFDS_FEATURES, *TFDS_LABEL_NAMES.values())
 FORMAT_VERSION = 1
 # The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
 RUN_STATE = "resume.json"
@@ -598,8 +599,7 @@ _SHARD_FILE = _SHARD_STEM + r"\.tfrecord(?:\.gz)?"
 _DATASET_FILE = re.compile(
     r"^(?:" + _SHARD_FILE + "(?:" + re.escape(RECEIPT_SUFFIX) + ")?|"
     + _SHARD_STEM + re.escape(INDEX_SUFFIX) + "|"
-    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP, TFDS_INFO,
-                               TFDS_FEATURES, *TFDS_LABEL_NAMES.values())))
+    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP, *TFDS_FILES)))
     + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
 )
 

@@ -21,10 +21,12 @@ How a feature is described (tests/test_tfds.py reads each back with TFDS):
 - `segmentation_mask` is a one-channel PNG `Image`; text features are `Text`; numbers and
   lists `Tensor`s of their dtype and shape.
 
-No files (an empty dict) for what TFDS cannot read so: gzip shards (TFDS reads its own
-tfrecord files uncompressed) and the `tf_models` layout (its `image/...` keys would nest
-under TFDS's `/`, boxes are four lists and object classes count from 1: its readers are
-TensorFlow's models, which read it through `label_map.pbtxt`).
+A feature named with "/" (`objects/bbox`, an input column `a/b`) is nested, as TFDS
+names nested features so. No files (an empty dict) for what TFDS cannot read so: gzip
+shards (TFDS reads its own tfrecord files uncompressed), the `tf_models` layout (its
+`image/...` keys would nest, boxes are four lists and object classes count from 1: its
+readers are TensorFlow's models, which read it through `label_map.pbtxt`), and input
+columns TFDS cannot nest (`a` beside `a/b`).
 """
 
 from __future__ import annotations
@@ -83,9 +85,12 @@ def tfds_files(manifest: Manifest) -> dict[str, bytes]:
 
 
 def tfds_readable(manifest: Manifest) -> bool:
-    """Whether TFDS reads the dataset through `tfds_files` (not gzip shards, nor the
-    tf_models layout)."""
-    return manifest.compression is None and manifest.layout == "tfrecorder"
+    """Whether TFDS reads the dataset through `tfds_files`: not gzip shards, nor the
+    tf_models layout, nor features TFDS cannot nest ("a" beside "a/b", an empty group)."""
+    keys = list(manifest.features)
+    nestable = all(all(key.split("/")) for key in keys) and not any(
+        other.startswith(key + "/") for key in keys for other in keys)
+    return manifest.compression is None and manifest.layout == "tfrecorder" and nestable
 
 
 def _dataset_info(manifest: Manifest) -> dict:
