@@ -34,7 +34,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from tfrecorder.layouts import BBOX, MASK, OBJECTS
 from tfrecorder.manifest import (
+    DECODE_FEATURES,
     LABEL,
     TFDS_FEATURES,
     TFDS_INFO,
@@ -58,7 +60,7 @@ _CLASS_LABEL = _CLASSES + "class_label_feature.ClassLabel"
 _BBOX = _CLASSES + "bounding_boxes.BBoxFeature"
 _SEQUENCE = _CLASSES + "sequence_feature.Sequence"
 _FEATURES_DICT = _CLASSES + "features_dict.FeaturesDict"
-_TEXT_FEATURES = ("image_format", "image_name", "image_uri", "split")
+IMAGE = DECODE_FEATURES[0]  # the stored image's feature: "image"
 _ENCODINGS = {"jpeg": (1, 3), "png": (1, 2, 3, 4)}  # channels TFDS allows each encoding
 
 
@@ -105,9 +107,9 @@ def _dataset_info(manifest: Manifest) -> dict:
                     "shardLengths": [str(shard.num_records) for shard in split.shards]}
                    for name, split in manifest.splits.items()],
     }
-    if manifest.task == "classification" and "image" in manifest.features and (
+    if manifest.task == "classification" and IMAGE in manifest.features and (
             LABEL in manifest.features):  # as_supervised=True: (image, label)
-        found["supervisedKeys"] = {"tuple": {"items": [{"featureKey": "image"},
+        found["supervisedKeys"] = {"tuple": {"items": [{"featureKey": IMAGE},
                                                        {"featureKey": LABEL}]}}
     return found
 
@@ -119,7 +121,7 @@ def _dict(tree: Mapping, manifest: Manifest, labels: dict, prefix: str) -> dict:
         key = prefix + name
         if isinstance(node, Feature):
             features[name] = _feature(key, node, manifest, labels)
-        elif manifest.task == "detection" and key == "objects":  # per object, as coco's
+        elif manifest.task == "detection" and key + "/" == OBJECTS:  # per object, as coco's
             features[name] = {"pythonClassName": _SEQUENCE, "sequence": {
                 "feature": _dict({k: _one(f) for k, f in node.items()}, manifest, labels,
                                  prefix=key + "/"),
@@ -135,20 +137,18 @@ def _one(feature: Feature) -> Feature:
 
 
 def _feature(key: str, feature: Feature, manifest: Manifest, labels: dict) -> dict:
-    name = key.rpartition("/")[2]
     if feature.role == "label" and feature.dtype == "int64" and feature.shape in ((), (None,)):
         label = _class_label(key, feature, manifest, labels)
         if feature.shape == () and manifest.unlabeled() == 0:
             return label
         return _sequence(label)  # a list of labels, or none: parsed as possibly empty
-    if key == "image":
+    if key == IMAGE:
         return _image(manifest)
-    if feature.role == "mask" or (feature.role == "objects" and name == "mask"):
+    if feature.role == "mask" or key == MASK:  # segmentation_mask, an object's mask
         return _image_of(1, "png")
-    if feature.dtype == "string" and feature.shape == () and (
-            key in _TEXT_FEATURES or feature.role == "input"):
+    if feature.dtype == "string" and feature.shape == ():
         return {"pythonClassName": _TEXT, "text": {}}
-    if name == "bbox" and feature.shape == (4,) and feature.dtype == "float32":
+    if key == BBOX:
         return {"pythonClassName": _BBOX, "boundingBox": {
             "shape": _shape((4,)), "dtype": "float32", "bboxFormat": "REL_YXYX"}}
     return _tensor(feature)
