@@ -31,6 +31,9 @@ from tfrecorder.errors import OptionError
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 
+# What TensorFlow Datasets reads a dataset with a text label by (tfds_metadata).
+TFDS_FILES = ["dataset_info.json", "features.json", "label.labels.txt"]
+
 
 def read_all(output_dir) -> list[dict]:
     return [r for split in ("train", "validation", "test") for r in read_split(output_dir, split)]
@@ -68,7 +71,8 @@ def test_dataframe_accessor_writes_a_dataset_equal_to_its_sources(image_table, t
     assert result.counts == {k: v["num_records"] for k, v in manifest["splits"].items()}
     assert result.num_records == 24 and result.num_rejected == 0
     assert sorted(os.listdir(out)) == sorted(
-        ["dataset.json", "rejected.csv"] + [os.path.basename(p) for p in result.shards])
+        ["dataset.json", "rejected.csv", *TFDS_FILES]
+        + [os.path.basename(p) for p in result.shards])
     assert result.elapsed_seconds > 0
     # TFRecorder 2.0's result was a dict: this one is a read-only mapping, with 2.0's keys.
     as_dict = dict(result)
@@ -189,8 +193,9 @@ def test_an_existing_dataset_is_kept_unless_overwrite(image_table, tmp_path):
     tfrecorder.convert(image_table.iloc[:6], str(out), overwrite=True, progress=False)
     assert read_manifest(out)["num_source_rows"] == 6
     assert sorted(os.listdir(out)) == sorted(
-        ["dataset.json", "notes.txt", "rejected.csv", "train-00000-of-00001.tfrecord",
-         "validation-00000-of-00001.tfrecord", "test-00000-of-00001.tfrecord"])
+        ["dataset.json", "notes.txt", "rejected.csv", *TFDS_FILES,
+         "train-00000-of-00001.tfrecord", "validation-00000-of-00001.tfrecord",
+         "test-00000-of-00001.tfrecord"])
 
 
 def test_leftovers_of_an_interrupted_run_are_not_taken_for_a_dataset(image_table, tmp_path):
