@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from conftest import LABELS
 from helpers import (
+    TFDS_FILES,
     children,
     download,
     image_bytes,
@@ -30,9 +31,6 @@ from tfrecorder import DatasetExistsError, ImageError
 from tfrecorder.errors import OptionError
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
-
-# What TensorFlow Datasets reads a dataset with a text label by (tfds_metadata).
-TFDS_FILES = ["dataset_info.json", "features.json", "label.labels.txt"]
 
 
 def read_all(output_dir) -> list[dict]:

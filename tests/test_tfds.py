@@ -378,8 +378,9 @@ def test_gzip_shards_get_no_tfds_files_and_the_docs_say_why(tfds, photos_table, 
     out = str(tmp_path / "gzip")
     tfrecorder.convert(photos_table, out, compression="gzip", progress=False)
     assert not TFDS_FILES & set(os.listdir(out))
-    with pytest.raises(Exception, match="dataset_info.json"):
+    with pytest.raises(Exception, match="dataset_info.json") as raised:
         builder(tfds, out)
+    assert type(raised.value).__name__ == "DatasetInfoFileError"  # as the docs say
     reading = (REPO / "docs" / "reading.md").read_text()
     section = reading.split("## TensorFlow Datasets")[1].split("\n## ")[0]
     assert "gzip" in section and "tf_models" in section
