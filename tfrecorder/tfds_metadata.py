@@ -38,6 +38,7 @@ from tfrecorder.layouts import BBOX, MASK, OBJECTS
 from tfrecorder.manifest import (
     DECODE_FEATURES,
     LABEL,
+    MANIFEST,
     TFDS_FEATURES,
     TFDS_INFO,
     TFDS_LABEL_NAMES,
@@ -99,8 +100,8 @@ def _dataset_info(manifest: Manifest) -> dict:
     found = {
         "name": TFDS_NAME,
         "version": TFDS_VERSION,
-        "description": f"Written by {manifest.created_by or 'tfrecorder'}; its manifest, "
-                       "dataset.json, describes it.",
+        # Not the version (the manifest's `created_by`): the files change with the data only.
+        "description": f"Written by tfrecorder; its manifest, {MANIFEST}, describes it.",
         "fileFormat": "tfrecord",
         "splits": [{"name": str(name), "filepathTemplate": SHARD_TEMPLATE,
                     "numBytes": str(split.num_bytes),
