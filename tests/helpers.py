@@ -17,6 +17,9 @@ from tfrecorder.example import encode_example
 from tfrecorder.tfrecord import ShardWriter
 
 _SHAPES = {"L": (), "LA": (2,), "RGB": (3,), "RGBA": (4,)}
+# What TensorFlow Datasets reads a dataset with a text label by (`tfds_metadata`), in a
+# folder a run wrote.
+TFDS_FILES = ["dataset_info.json", "features.json", "label.labels.txt"]
 
 
 def make_image(size=(40, 30), mode="RGB", seed=0) -> Image.Image:

@@ -103,9 +103,10 @@ def written(tmp_path_factory) -> Written:
     assert {s: written.manifest.splits[s].num_records for s in SPLITS} == \
         {"train": 31, "validation": 8}
     assert [len(written.shards(s)) for s in SPLITS] == [2, 1]
-    for split in SPLITS:  # each shard's index beside it, as the docs' recipes name it
+    for split in SPLITS:  # each shard's index in index/, as the docs' recipes name it
         assert written.indexes(split) == [
-            "index/" + shard.removesuffix(".tfrecord") + ".idx" for shard in written.shards(split)]
+            str(out / "index" / Path(shard).name.removesuffix(".tfrecord")) + ".idx"
+            for shard in written.shards(split)]
     return written
 
 

@@ -54,6 +54,7 @@ from tfrecorder.statistics import (
     split_statistics,
 )
 from tfrecorder.table import Table, rows_at
+from tfrecorder.tfds_metadata import tfds_files
 from tfrecorder.tfrecord import ShardWriter, open_read, read_records
 
 
@@ -161,9 +162,10 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     """The last step of every run, whichever engine wrote the shards (a Beam job that the
     driver did not wait for runs it itself): refuses a run that rejected too many rows;
     finds images stored more than once and warns, drops or refuses them as the header's
-    `duplicates` option says; writes rejected.csv, then the manifest with the records'
-    statistics, into the run's `output.OutputFolder` (each under a temporary name first,
-    so it is either absent or complete), and deletes the run's journal. Returns the
+    `duplicates` option says; writes rejected.csv, the files TensorFlow Datasets reads
+    (`tfds_metadata`), then the manifest with the records' statistics, into the run's
+    `output.OutputFolder` (each under a temporary name first, so it is either absent or
+    complete), and deletes the run's journal. Returns the
     manifest. `image_uris` name the table's images, by position (None: no images);
     `image_column` is the source's column of images held in memory, if any."""
     if limit.exceeded(len(written.rejections)):
@@ -192,6 +194,8 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     if label_map is not None:
         folder.write_bytes(LABEL_MAP, label_map.encode())
     manifest = header.finished(splits, rejected, statistics, duplicates)
+    for name, content in tfds_files(manifest).items():
+        folder.write_bytes(name, content)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])
     return manifest

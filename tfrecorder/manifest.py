@@ -6,8 +6,9 @@ or TensorFlow at import): `load`, `verify`, `inspect` and the command line depen
 never on the writer. TensorFlow Datasets shares `DatasetInfo` and its features between
 builder and reader the same way.
 
-A dataset folder holds shards (`train-00000-of-00004.tfrecord`), `rejected.csv` and the
-manifest `dataset.json`, written last: a folder without a manifest is not a dataset, so an
+A dataset folder holds shards (`train-00000-of-00004.tfrecord`), `rejected.csv`, the
+files TensorFlow Datasets reads it by (`dataset_info.json`, ...) and the manifest
+`dataset.json`, written last: a folder without a manifest is not a dataset, so an
 interrupted run can never look complete. While a run writes, the folder also holds its
 lock, its journal and files under temporary names (see `output`).
 """
@@ -29,6 +30,13 @@ from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names i
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
 LABEL_MAP = "label_map.pbtxt"  # the `tf_models` layout's classes, as its models read them
+# What TensorFlow Datasets reads the folder by (`tfds_metadata`): its DatasetInfo, its
+# features, and each ClassLabel's names, by feature ("objects/label" is a detection
+# record's), in TFDS's `<feature>.labels.txt` (groups joined by "-").
+TFDS_INFO = "dataset_info.json"
+TFDS_FEATURES = "features.json"
+TFDS_LABEL_NAMES = {"label": "label.labels.txt", "objects/label": "objects-label.labels.txt"}
+TFDS_FILES = (TFDS_INFO, TFDS_FEATURES, *TFDS_LABEL_NAMES.values())
 FORMAT_VERSION = 1
 # The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
 RUN_STATE = "resume.json"
@@ -602,7 +610,7 @@ _SHARD_FILE = _SHARD_STEM + r"\.tfrecord(?:\.gz)?"
 _DATASET_FILE = re.compile(
     r"^(?:" + _SHARD_FILE + "(?:" + re.escape(RECEIPT_SUFFIX) + ")?|"
     + re.escape(INDEX_FOLDER + "/") + _SHARD_STEM + re.escape(INDEX_SUFFIX) + "|"
-    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP)))
+    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP, *TFDS_FILES)))
     + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
 )
 

@@ -41,6 +41,7 @@ from tfrecorder.manifest import (
     MANIFEST,
     REJECTED,
     TEMP_MARKER,
+    TFDS_FILES,
     dataset_files,
     is_temporary,
 )
@@ -105,8 +106,10 @@ class OutputFolder:
     def clean_up(self, keep_committed: bool) -> None:
         """Deletes what this run created: everything, or with `keep_committed` (a
         resumable run) all but its committed shards and their journal."""
+        # TFDS's files go too: TFDS would read a folder by them, manifest or not.
         names = [name for name in self.created()
-                 if not keep_committed or is_temporary(name) or name in (MANIFEST, REJECTED)]
+                 if not keep_committed or is_temporary(name)
+                 or name in (MANIFEST, REJECTED, *TFDS_FILES)]
         fs.delete([self.uri(name) for name in names])
         self._remove_empty_index_folder()
 

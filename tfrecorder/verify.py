@@ -46,6 +46,7 @@ from tfrecorder.manifest import (
     is_temporary,
     read_manifest,
 )
+from tfrecorder.tfds_metadata import tfds_files
 from tfrecorder.tfrecord import CorruptRecordError, index_text
 
 logger = logging.getLogger(__name__)
@@ -242,7 +243,7 @@ def _check_files(path: str, manifest: Manifest) -> tuple[list[Problem], set[str]
     rejected = manifest.rejected
     label_map = _label_map(manifest)
     expected = shards | {MANIFEST} | ({rejected.file} if rejected else set()) | (
-        {LABEL_MAP} if label_map is not None else set())
+        {LABEL_MAP} if label_map is not None else set()) | set(tfds_files(manifest))
     ours = set(dataset_files(path))
     problems += [_unlisted(name, ours) for name in sorted(present - expected)]
     if rejected:
