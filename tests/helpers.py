@@ -18,6 +18,9 @@ from tfrecorder.manifest import index_filename
 from tfrecorder.tfrecord import ShardWriter
 
 _SHAPES = {"L": (), "LA": (2,), "RGB": (3,), "RGBA": (4,)}
+# What TensorFlow Datasets reads a dataset with a text label by (`tfds_metadata`), in a
+# folder a run wrote.
+TFDS_FILES = ["dataset_info.json", "features.json", "label.labels.txt"]
 
 
 def make_image(size=(40, 30), mode="RGB", seed=0) -> Image.Image:
@@ -55,6 +58,13 @@ def pixels(source) -> np.ndarray:
         image = image.convert("RGB")
     array = np.asarray(image)
     return array[..., None] if array.ndim == 2 else array
+
+
+def shard_and_index_names(shards) -> list[str]:
+    """What a dataset folder lists of these shards (paths): their names, and the folder
+    of their record indexes, if they have any."""
+    names = [os.path.basename(shard) for shard in shards]
+    return names + (["index"] if any(n.endswith(".tfrecord") for n in names) else [])
 
 
 def read_manifest(output_dir) -> dict:
@@ -133,14 +143,15 @@ def rewrite_split(output_dir, split: str, examples: list[dict]) -> None:
     manifest = read_manifest(output_dir)
     info = manifest["splits"][split]
     for shard in info["shards"]:
-        for file in (shard["file"], shard.get("index")):
-            if file:
-                os.remove(os.path.join(output_dir, file))
+        for listed in (shard["file"], shard.get("index")):
+            if listed:
+                os.remove(os.path.join(output_dir, listed))
     suffix = ".tfrecord.gz" if manifest["compression"] == "gzip" else ".tfrecord"
     name = f"{split}-00000-of-00001{suffix}"
+    dtypes = {name: feature["dtype"] for name, feature in manifest["features"].items()}
     with ShardWriter(os.path.join(output_dir, name), ".tmp-test", manifest["compression"]) as w:
         for example in examples:
-            w.write(encode_example(example))
+            w.write(encode_example(example, dtypes))
     shard = {"file": name, "num_records": w.num_records, "num_bytes": w.num_bytes,
              "sha256": w.sha256}
     if index_filename(name):  # an uncompressed shard: the writer wrote its index

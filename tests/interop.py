@@ -81,6 +81,36 @@ ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("crc32c", "2.9.post0",
          "bece7e666065dd5e5c5f36886b4d8f765216e6c043b346e772e2e94aa701bd5c"),
     ),
+    # DALI's image decoders are nvImageCodec's (its CPU ones: libjpeg-turbo, OpenCV). Its
+    # `[all]` extra brings the CUDA codecs (nvJPEG, nvJPEG2000, nvTIFF), left out: there is
+    # no GPU to run them (DALI logs that it could not load them); nor are nvcomp, nvtx,
+    # makefun and libcst, which DALI declares and reading TFRecords on the CPU never imports.
+    "nvidia-dali-cuda120": (
+        ("nvidia-nvimgcodec-cu12", "0.9.0.20",
+         "00627d63501ff83a7578683f784f03d07c6b69a1db6017fdabfacb0fc1c4cb8a"),
+    ),
+    # Ray's core imports msgpack; read_tfrecords' `tf_schema` is a TensorFlow Metadata
+    # Schema (click, filelock, jsonschema, packaging, protobuf, pyyaml, requests, pandas,
+    # pyarrow and fsspec come from the project's environment).
+    "ray": (
+        ("msgpack", "1.2.4", "a45ceb5f199d5e388f28b550ba881096a3740d4bda10e661d77f59d9a2e8187a"),
+        ("tensorflow-metadata", "1.21.0",
+         "0520806bf3bdd9157333203a3aa0e8afde2a97cc619f15ba622603dc6c898d1f"),
+    ),
+    # What `import tensorflow_datasets` and reading a folder with it import that the project
+    # lacks (TensorFlow, NumPy, protobuf, absl, attrs and wrapt come from the project).
+    # `promise` (its download manager's) has no wheel on PyPI: tests/test_tfds.py stands in
+    # an empty module for it, as reading never downloads.
+    "tensorflow-datasets": (
+        ("etils", "1.15.0", "b9e7f3d7ab980c564245cd54e2b928e6abcb0521d6042ad3fdb13eea725309f0"),
+        ("immutabledict", "4.3.1",
+         "c9facdc0ff30fdb8e35bd16532026cac472a549e182c94fa201b51b25e4bf7bf"),
+        ("toml", "0.10.2", "806143ae5bfb6a3c6e736a764057db0e6a0e05e338b5630894a5f779cabb4f9b"),
+        ("psutil", "7.2.2", "076a2d2f923fd4821644f5ba89f059523da90dc9014e85f8e45a5774ca5bc6f9"),
+        ("dm-tree", "0.1.10", "f0e8907bb6809dc195be3af077e382126eaebe06c00f835d09ae26e36d2165ff"),
+        ("tensorflow-metadata", "1.21.0",
+         "0520806bf3bdd9157333203a3aa0e8afde2a97cc619f15ba622603dc6c898d1f"),
+    ),
 }
 
 MARKER = "INTEROP-INSTALLED.json"

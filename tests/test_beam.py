@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import image_bytes, make_image, read_manifest, shard_bytes
+from helpers import image_bytes, make_image, read_manifest, shard_and_index_names, shard_bytes
 
 import tfrecorder
 from tfrecorder import ConversionAborted, ImageError
@@ -124,7 +124,7 @@ def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path):
 
 
 def test_gs_images_to_a_gs_dataset_on_beam(image_table, tmp_path, gcs_bucket):
-    from helpers import download
+    from helpers import TFDS_FILES, download
     from test_convert import upload_table
 
     remote = upload_table(image_table, f"gs://{gcs_bucket}/beam/images")
@@ -137,7 +137,7 @@ def test_gs_images_to_a_gs_dataset_on_beam(image_table, tmp_path, gcs_bucket):
     beam_copy = download(beam_out, tmp_path / "beam")
     assert dataset_files(beam_copy) == dataset_files(download(local_out, tmp_path / "local"))
     assert sorted(os.listdir(beam_copy)) == sorted(
-        ["dataset.json", "rejected.csv"] + [os.path.basename(s) for s in result.shards])
+        ["dataset.json", "rejected.csv", *TFDS_FILES] + shard_and_index_names(result.shards))
     from tfrecorder import fs
 
     assert list(fs.list_files(f"gs://{gcs_bucket}/beam/tmp")) == []  # staging cleaned up

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from conftest import LABELS
 from helpers import (
+    TFDS_FILES,
     children,
     download,
     image_bytes,
@@ -20,6 +21,7 @@ from helpers import (
     pixels,
     read_manifest,
     read_split,
+    shard_and_index_names,
     shard_bytes,
     start_slow_run,
     write_image,
@@ -68,7 +70,7 @@ def test_dataframe_accessor_writes_a_dataset_equal_to_its_sources(image_table, t
     assert result.counts == {k: v["num_records"] for k, v in manifest["splits"].items()}
     assert result.num_records == 24 and result.num_rejected == 0
     assert sorted(os.listdir(out)) == sorted(
-        ["dataset.json", "rejected.csv"] + [os.path.basename(p) for p in result.shards])
+        ["dataset.json", "rejected.csv", *TFDS_FILES] + shard_and_index_names(result.shards))
     assert result.elapsed_seconds > 0
     # TFRecorder 2.0's result was a dict: this one is a read-only mapping, with 2.0's keys.
     as_dict = dict(result)
@@ -189,8 +191,9 @@ def test_an_existing_dataset_is_kept_unless_overwrite(image_table, tmp_path):
     tfrecorder.convert(image_table.iloc[:6], str(out), overwrite=True, progress=False)
     assert read_manifest(out)["num_source_rows"] == 6
     assert sorted(os.listdir(out)) == sorted(
-        ["dataset.json", "notes.txt", "rejected.csv", "train-00000-of-00001.tfrecord",
-         "validation-00000-of-00001.tfrecord", "test-00000-of-00001.tfrecord"])
+        ["dataset.json", "notes.txt", "rejected.csv", *TFDS_FILES] + shard_and_index_names(
+            ["train-00000-of-00001.tfrecord", "validation-00000-of-00001.tfrecord",
+             "test-00000-of-00001.tfrecord"]))
 
 
 def test_leftovers_of_an_interrupted_run_are_not_taken_for_a_dataset(image_table, tmp_path):

@@ -63,6 +63,25 @@ def test_lists_of_numbers_are_the_bytes_tensorflow_writes(values, kind):
     assert encode_example({"x": values}) == theirs
 
 
+@pytest.mark.parametrize("dtype, kind", [("float32", "float"), ("int64", "int64"),
+                                         ("string", "bytes")])
+def test_an_empty_list_is_the_typed_empty_list_tensorflow_writes(dtype, kind):
+    """TensorFlow's encoder writes `float_list {}`; a Feature with no list set parses in
+    TensorFlow too, but crashes readers that ask which list it holds (PyPI `tfrecord`)."""
+    theirs = tf_example(x=(kind, [])).SerializeToString()
+    assert encode_example({"x": []}, {"x": dtype}) == theirs
+    assert tf.train.Example.FromString(theirs).features.feature["x"].WhichOneof("kind") == \
+        f"{kind}_list"
+    assert encode_examples({"x": [[], []]}, {"x": dtype}) == [theirs, theirs]  # columnar
+
+
+def test_an_empty_list_without_its_dtype_is_an_error_naming_the_feature():
+    with pytest.raises(TypeError, match="feature 'boxes' is an empty list"):
+        encode_example({"boxes": [], "n": 1})
+    with pytest.raises(TypeError, match="feature 'boxes' is an empty list"):
+        encode_examples({"boxes": [[1.0], []]})
+
+
 def test_rejects_values_tf_example_cannot_hold():
     for mixed in ([1, b"x"], [0.5, "a"], [1.5, None], [2, [3]]):
         with pytest.raises(TypeError, match="cannot store"):
@@ -115,10 +134,14 @@ def test_decodes_what_tensorflow_writes():
 def test_decodes_what_encode_example_writes():
     features = {"image": b"\x00\xff" * 5000, "label": [2, -5], "split": "TRAIN",
                 "score": [0.25], "none": []}
-    decoded = decode_example(encode_example(features))
-    assert decoded == tf_values(tf.train.Example.FromString(encode_example(features)))
+    serialized = encode_example(features, {"none": "float32"})
+    decoded = decode_example(serialized)
+    assert decoded == tf_values(tf.train.Example.FromString(serialized))
     assert decoded == {"image": [b"\x00\xff" * 5000], "label": [2, -5],
                        "split": [b"TRAIN"], "score": [0.25], "none": []}
+    # A Feature with no list set, as tfrecorder wrote empty lists before issue 30.
+    untyped = tf_example(none=None, n=("int64", [3])).SerializeToString()
+    assert decode_example(untyped) == {"none": [], "n": [3]}
 
 
 def test_decodes_unpacked_numbers_and_what_protobuf_merges():
@@ -196,13 +219,14 @@ def test_a_column_at_a_time_writes_the_bytes_of_row_by_row():
     expected = []
     for features in spread:
         try:
-            expected.append(encode_example(features))
+            expected.append(encode_example(features, {"tags": "string"}))
         except OverflowError:  # 1e300 does not fit a float32: both paths refuse it
             expected.append(None)
     ok = [i for i, record in enumerate(expected) if record is not None]
     kept = {name: [values[i] for i in ok] for name, values in columns.items()}
-    assert encode_examples(kept) == [expected[i] for i in ok]
-    parsed = tf.train.Example.FromString(encode_examples(kept)[1]).features.feature
+    assert encode_examples(kept, {"tags": "string"}) == [expected[i] for i in ok]
+    parsed = tf.train.Example.FromString(encode_examples(kept, {"tags": "string"})[1]
+                                         ).features.feature
     assert parsed["key"].bytes_list.value == [kept["key"][1].encode()]
     assert parsed["visits"].int64_list.value == [kept["visits"][1]]
     with pytest.raises(OverflowError):

@@ -57,18 +57,31 @@ CASES = {
                                                            "seed": 7}),
     "samples_with_rejected_rows": lambda tmp_path: (samples_with_bad_rows(tmp_path), {}),
     "structured": lambda tmp_path: (structured_table(), {"num_shards": {"train": 3}}),
+    # Empty lists of each dtype, stored typed since issue 30 (`float_list {}`).
+    "empty_lists": lambda tmp_path: (lists_table(), {}),
 }
+
+
+def lists_table() -> pd.DataFrame:
+    rows = range(40)
+    return pd.DataFrame({
+        "split": [("TRAIN", "VALIDATION", "TEST")[i % 3] for i in rows],
+        "label": [i % 4 for i in rows],
+        "boxes": [[[i / 40, 0.0, 1.0, 1.0]] * (i % 3) for i in rows],
+        "ids": [list(range(i % 2 * 3)) for i in rows],
+        "words": [["a", "b"][: i % 3] for i in rows],
+    })
 
 
 def digests(folder: Path) -> dict[str, str]:
     found = {}
-    for path in sorted(folder.iterdir()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         data = path.read_bytes()
         if path.name == "dataset.json":
             manifest = json.loads(data)
             manifest.pop("created_by")
             data = json.dumps(manifest, sort_keys=True).encode()
-        found[path.name] = hashlib.sha256(data).hexdigest()
+        found[path.relative_to(folder).as_posix()] = hashlib.sha256(data).hexdigest()
     return found
 
 

@@ -362,3 +362,18 @@ def test_a_killed_runs_lock_is_taken_once_its_dying_workers_let_go(tmp_path):
     started = time.monotonic()
     with output.claim(str(out), "next-run", overwrite=True, resume=False):
         assert time.monotonic() - started > 0.5  # it did wait for the worker
+
+
+def test_a_resumable_runs_clean_up_keeps_its_shards_but_not_what_finishing_wrote(tmp_path):
+    """Interrupted between the TFDS files and the manifest, a resumable run keeps its
+    committed shards for `resume=True`, but no file a reader would take for a finished
+    dataset: not the manifest, nor the files TensorFlow Datasets reads."""
+    out = tmp_path / "out"
+    with output.claim(str(out), "run", overwrite=False, resume=False) as folder:
+        folder.clear([])
+        names = ["train-00000-of-00001.tfrecord", "rejected.csv", "dataset_info.json",
+                 "features.json", "label.labels.txt"]
+        for name in names:
+            folder.write_bytes(name, b"x")
+        folder.clean_up(keep_committed=True)
+    assert sorted(os.listdir(out)) == ["train-00000-of-00001.tfrecord"]

@@ -222,10 +222,12 @@ def test_rows_without_images_encode_a_column_at_a_time_to_the_row_encoders_bytes
     planned = PlannedTable(plan, table)
     for shard in plan.shards:
         columnar = encode_rows_without_images(shard.split, planned.labels_at(shard.positions),
-                                              planned.inputs_at(shard.positions))
-        by_row = [encode_row(row, ImageOptions()).example
+                                              planned.inputs_at(shard.positions),
+                                              plan.image_options)
+        by_row = [encode_row(row, plan.image_options).example
                   for row in planned.rows(shard.positions, shard.split)]
         assert columnar == by_row
+        assert any(not row.inputs["tags"] for row in planned.rows(shard.positions, shard.split))
         parsed = tf.train.Example.FromString(columnar[0]).features.feature
         position = int(shard.positions[0])
         assert parsed["visits"].int64_list.value == [position * 7919 - 10**12]

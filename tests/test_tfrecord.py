@@ -26,14 +26,15 @@ def test_tensorflow_reads_what_the_writer_writes(tmp_path, compression):
     if compression:  # a gzip shard cannot be read at an offset: no index
         assert os.listdir(tmp_path) == ["shard.tfrecord"]
         return
-    assert sorted(os.listdir(tmp_path)) == ["shard.idx", "shard.tfrecord"]
+    assert sorted(os.listdir(tmp_path)) == ["index", "shard.tfrecord"]
+    assert os.listdir(tmp_path / "index") == ["shard.idx"]
     # The index: each record's frame (12-byte header, data, 4-byte checksum), as DALI's
     # tfrecord2idx writes it; each line's bytes are that record alone, as TF reads it.
     data, offset, lines = Path(path).read_bytes(), 0, []
     for record in RECORDS:
         lines.append(f"{offset} {len(record) + 16}\n")
         offset += len(record) + 16
-    assert (tmp_path / "shard.idx").read_text() == "".join(lines)
+    assert (tmp_path / "index" / "shard.idx").read_text() == "".join(lines)
     frames = [data[int(o):int(o) + int(n)] for o, n in map(str.split, lines)]
     for frame, record in zip(frames, RECORDS):
         (tmp_path / "one.tfrecord").write_bytes(frame)
@@ -55,7 +56,7 @@ def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
             writer.append_file(str(segment), len(RECORDS))
     sizes = [len(r) + 16 for r in [b"first", *RECORDS]]
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
-    assert (tmp_path / "shard.idx").read_text() == "".join(
+    assert (tmp_path / "index" / "shard.idx").read_text() == "".join(
         f"{o} {n}\n" for o, n in zip(offsets, sizes))
 
 

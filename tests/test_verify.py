@@ -132,6 +132,38 @@ def test_a_missing_shard_is_named(dataset):
     assert kinds(problems) == [(shard.name, None, "missing")]
 
 
+def test_each_shard_has_its_index_listed_and_a_stale_or_missing_one_is_named(dataset):
+    """Seeking readers (DALI, the `tfrecord` package) trust the index: one line off sends
+    them into the middle of a record."""
+    shard = first_shard(dataset)
+    index = shard.parent / "index" / shard.with_suffix(".idx").name
+    listed = read_manifest(dataset)["splits"]["train"]["shards"][0]
+    assert listed["index"] == f"index/{index.name}"
+    lines = index.read_text().splitlines()
+    assert len(lines) == listed["num_records"] and lines[0].startswith("0 ")
+    offset, length = map(int, lines[1].split())
+    lines[1] = f"{offset} {length - 1}"
+    index.write_text("\n".join(lines) + "\n")
+    assert texts(found(dataset, decode_images=False)) == [
+        f"index/{index.name}: does not index its shard: line 2 is '{offset} {length - 1}', "
+        f"but the shard's record 1 is at '{offset} {length}' (offset, length)"]
+    index.write_text("\n".join(lines[:-1]) + "\n")
+    assert kinds(found(dataset, decode_images=False)) == [
+        (f"index/{index.name}", None, "index")]
+    index.unlink()
+    assert texts(found(dataset, decode_images=False)) == [
+        f"index/{index.name}: missing; the manifest lists it"]
+
+
+def test_gzip_shards_have_no_index(image_table, tmp_path):
+    out = tmp_path / "out"
+    tfrecorder.convert(image_table, out, compression="gzip", progress=False)
+    assert not (out / "index").exists()
+    assert all("index" not in shard for split in read_manifest(out)["splits"].values()
+               for shard in split["shards"])
+    assert tfrecorder.verify(out, decode_images=False).ok
+
+
 def test_every_file_the_manifest_does_not_list_is_named(dataset):
     shard = first_shard(dataset)
     shutil.copy(shard, Path(dataset, "train-00001-of-00002.tfrecord"))
@@ -165,10 +197,16 @@ def test_a_record_swapped_for_another_valid_one_is_caught_by_the_sha256(dataset)
     with open(shard, "wb") as out:
         for record in swapped:
             write_framed(out, record)
-    assert problems_of(dataset, decode_images=False) == [
+    problems = problems_of(dataset, decode_images=False)
+    assert problems[0] == (
         f"{shard.name}: its SHA-256 is {sha256_of(shard)[:16]}..., but the manifest says "
         f"{read_manifest(dataset)['splits']['train']['shards'][0]['sha256'][:16]}...: the "
-        "file was changed after it was written"]
+        "file was changed after it was written")
+    # Records of other sizes move the others: the index no longer finds them.
+    assert problems[1:] == ([] if len(records[0]) == len(records[-1]) else [
+        f"index/{shard.stem}.idx: does not index its shard: line 1 is '0 "
+        f"{len(records[0]) + 16}', but the shard's record 0 is at '0 "
+        f"{len(records[-1]) + 16}' (offset, length)"])
 
 
 def sha256_of(path) -> str:

@@ -37,7 +37,7 @@ from tfrecorder.legacy import convert_spellings
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
-from tfrecorder.plan import make_plan, plan_labels, sample_rows
+from tfrecorder.plan import make_plan, plan_labels, record_features, sample_rows
 from tfrecorder.rows import Rejection
 from tfrecorder.sources import load_table
 from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
@@ -131,8 +131,9 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     resume = options.output.resume
     with _sigterm_as_interrupt(), output.claim(output_dir, run_id, resume=resume,
                                                overwrite=options.output.overwrite) as folder:
-        record_bytes = prefetch.mean_record_bytes(sample_rows(table, options.split.seed),
-                                                  options)
+        record_bytes = prefetch.mean_record_bytes(
+            sample_rows(table, options.split.seed), options,
+            record_features(table, options.image, labels[0]))
         plan = make_plan(table, options, record_bytes, labels=labels)
         header = manifest_header(plan, table, options.recorded())
         journal = resume_journal.open_journal(folder, header.to_json(), plan, table,

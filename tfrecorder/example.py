@@ -24,6 +24,14 @@ _BYTES_LIST, _FLOAT_LIST, _INT64_LIST = 1, 2, 3
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]  # most tags and lengths: a lookup
 
+# An empty list of each dtype, as TensorFlow's encoder writes it: the list's field with no
+# values (`float_list {}`). A Feature with no list set parses in TensorFlow as an empty
+# list of any dtype, but readers that ask the Feature which list it holds (the PyPI
+# `tfrecord` package, TFDS's example parser) fail on it.
+_EMPTY_LISTS = {"string": bytes((_BYTES_LIST << 3 | 2, 0)),
+                "float32": bytes((_FLOAT_LIST << 3 | 2, 0)),
+                "int64": bytes((_INT64_LIST << 3 | 2, 0))}
+
 
 def _varint(value: int) -> bytes:
     if 0 <= value < 0x80:
@@ -42,8 +50,9 @@ def _header(number: int, length: int) -> bytes:
     return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(length)
 
 
-def _feature(value: FeatureValue) -> list[bytes]:
-    """The parts of one Feature message (headers and payloads, not yet joined)."""
+def _feature(value: FeatureValue, dtype: str | None = None) -> list[bytes]:
+    """The parts of one Feature message (headers and payloads, not yet joined); `dtype`
+    types an empty list."""
     kind = type(value)
     if kind is int:  # the commonest feature: one int64, written in one go
         packed = _varint(value)
@@ -54,8 +63,10 @@ def _feature(value: FeatureValue) -> list[bytes]:
         item = _header(1, len(data))
         return [_header(_BYTES_LIST, len(item) + len(data)), item, data]
     values = [value] if isinstance(value, (bytes, str, int, float)) else list(value)
-    if not values:  # an empty Feature, which TensorFlow parses as an empty list of any type
-        return []
+    if not values:
+        if dtype not in _EMPTY_LISTS:
+            raise EmptyListError(dtype=dtype)
+        return [_EMPTY_LISTS[dtype]]
     packed = _numbers(values)
     if packed is not None:
         parts, kind = [_header(1, len(packed[0])), packed[0]], packed[1]
@@ -76,6 +87,14 @@ def _feature(value: FeatureValue) -> list[bytes]:
     return [_header(kind, sum(map(len, parts))), *parts]
 
 
+class EmptyListError(TypeError):
+    """An empty list without a dtype: which list it is cannot be told from no values."""
+
+    def __init__(self, name: str = "?", dtype=None):
+        super().__init__(f"feature {name!r} is an empty list, which is stored with its dtype "
+                         f"(one of {', '.join(_EMPTY_LISTS)}); its dtype is {dtype!r}")
+
+
 def _numbers(values: list) -> tuple[bytes, int] | None:
     """A list of floats (boxes, areas) or of ints (classes), packed in one pass in C,
     with its list kind; None for anything else, which the checks item by item then
@@ -93,11 +112,12 @@ def _numbers(values: list) -> tuple[bytes, int] | None:
     return None
 
 
-def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
-    """Serializes `features` exactly as `tf.train.Example(...).SerializeToString()` would
-    parse them: bytes/str become a BytesList, ints an Int64List, floats a FloatList. An
-    empty list becomes an empty Feature (no list set), which parses as an empty list of
-    whatever dtype the reader asks for.
+def encode_example(features: Mapping[str, FeatureValue],
+                   list_dtypes: Mapping[str, str] = {}) -> bytes:  # noqa: B006 (read only)
+    """Serializes `features` exactly as `tf.train.Example(...).SerializeToString()` would:
+    bytes/str become a BytesList, ints an Int64List, floats a FloatList. An empty list is
+    an empty list of its feature's dtype in `list_dtypes` ("int64", "float32" or
+    "string"), as TensorFlow's encoder writes it; one without a dtype is an error.
 
     Lengths are computed first and the parts joined once, so an image's bytes are copied
     once, not once per level of nesting.
@@ -105,7 +125,10 @@ def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
     entries, size = [], 0
     for name in sorted(features):
         key = _keys.get(name) or _key(name)
-        feature = _feature(features[name])
+        try:
+            feature = _feature(features[name], list_dtypes.get(name))
+        except EmptyListError:
+            raise EmptyListError(name, list_dtypes.get(name)) from None
         length = sum(map(len, feature))
         value = _header(2, length)
         length += len(key) + len(value)
@@ -115,7 +138,8 @@ def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
     return b"".join([_header(1, size), *entries])
 
 
-def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]]) -> list[bytes]:
+def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]],
+                    list_dtypes: Mapping[str, str] = {}) -> list[bytes]:  # noqa: B006
     """`encode_example` for many rows at once, a column at a time: the same bytes, for
     tables whose records carry no image. `columns` maps each feature name to its value
     in every row; None leaves the feature out of that row's record.
@@ -124,7 +148,8 @@ def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]]) -> lis
     column of labels, splits or category ids costs a dictionary lookup a row, and a row
     is one join of its entries: about 3x faster than `encode_example` row by row.
     """
-    entries_by_column = [_entries(name, columns[name]) for name in sorted(columns)]
+    entries_by_column = [_entries(name, columns[name], list_dtypes.get(name))
+                         for name in sorted(columns)]
     records = []
     headers: dict[int, bytes] = {}  # by body length, which repeats
     for entries in zip(*entries_by_column):
@@ -139,14 +164,15 @@ def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]]) -> lis
 _MEMO_TYPES = (str, bytes, int, float, bool)
 
 
-def _entries(name: str, values: Sequence[FeatureValue | None]) -> list[bytes]:
+def _entries(name: str, values: Sequence[FeatureValue | None],
+             dtype: str | None = None) -> list[bytes]:
     """Each value's whole map entry for feature `name` (b"" for None), as
     `encode_example` writes it. Columns of one kind are built with NumPy (numbers, lists
     of k floats) or with one lookup a row (text); the rest once per distinct value."""
     key = _keys.get(name) or _key(name)
     if isinstance(values, np.ndarray) and values.ndim == 2:  # rows of k numbers
         found = _float_list_entries(key, values) if values.dtype.kind == "f" else None
-        return found if found is not None else _entries(name, list(values.tolist()))
+        return found if found is not None else _entries(name, list(values.tolist()), dtype)
     if isinstance(values, np.ndarray) and values.dtype.kind == "f":
         found = _float_entries(key, values)
         if found is not None:
@@ -179,7 +205,10 @@ def _entries(name: str, values: Sequence[FeatureValue | None]) -> list[bytes]:
         entry = built.get(memo) if memo is not None else None
         if entry is None:
             value = value.tolist() if isinstance(value, np.ndarray) else value
-            entry = _entry(key, value) if value is not None else b""
+            try:
+                entry = _entry(key, value, dtype) if value is not None else b""
+            except EmptyListError:
+                raise EmptyListError(name, dtype) from None
             if memo is not None:
                 built[memo] = entry
         found.append(entry)
@@ -274,8 +303,8 @@ def _text_entries(key: bytes, values: Sequence[str]) -> list[bytes]:
     return found
 
 
-def _entry(key: bytes, value: FeatureValue) -> bytes:
-    feature = b"".join(_feature(value))
+def _entry(key: bytes, value: FeatureValue, dtype: str | None = None) -> bytes:
+    feature = b"".join(_feature(value, dtype))
     body = key + _header(2, len(feature)) + feature
     return _header(1, len(body)) + body
 

@@ -23,21 +23,17 @@ from tfrecorder.errors import (
     DuplicateImagesError,
     ImageError,
     Option,
-    OptionError,
     TooManyRejectedError,
 )
 from tfrecorder.example import decode_example
 from tfrecorder.image_checks import rejection_advice
-from tfrecorder.layouts import MASK, OBJECT_FEATURES, label_map_of, layout_named
+from tfrecorder.layouts import label_map_of, layout_named
 from tfrecorder.manifest import (
-    IMAGE_FEATURES,
-    LABEL,
     LABEL_MAP,
     MANIFEST,
     REJECTED,
     SPLITS,
     Duplicate,
-    Feature,
     Labels,
     Manifest,
     Rejected,
@@ -45,7 +41,6 @@ from tfrecorder.manifest import (
     Split,
     SplitInfo,
     index_filename,
-    record_feature_types,
 )
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan, RowColumn
@@ -59,6 +54,7 @@ from tfrecorder.statistics import (
     split_statistics,
 )
 from tfrecorder.table import Table, rows_at
+from tfrecorder.tfds_metadata import tfds_files
 from tfrecorder.tfrecord import ShardWriter, open_read, read_records
 
 
@@ -144,40 +140,10 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
             vocabulary=plan.label_vocabulary or None,
             multi_label=table.multi_label,
             num_classes=_num_classes(plan))
-    return Manifest(compression=plan.compression, features=features(plan, table),
+    return Manifest(compression=plan.compression, features=dict(plan.features),
                     num_source_rows=plan.num_rows, options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
                     task=table.task, layout=plan.image_options.layout)
-
-
-def features(plan: Plan, table: Table) -> dict[str, Feature]:
-    """Every feature of the records, under the plan's layout's keys (`load()` builds its
-    parsing spec from these alone)."""
-    layout = layout_named(plan.image_options.layout, plan.label_vocabulary)
-    if not table.has_images and layout.name != "tfrecorder":
-        raise OptionError(Option("layout", layout.name), " writes the keys TensorFlow's image "
-                          "models read, but the table has no images. Leave it out.",
-                          option="layout")
-    if layout.name != "tfrecorder" and plan.image_options.image_format == "raw":
-        raise OptionError(Option("layout", layout.name), " stores images that TensorFlow's "
-                          "models decode, and base64 pixels (", Option("image_format", "raw"),
-                          ") are not such images. Pass ", Option("image_format", "auto"),
-                          " (or jpeg, png).", option="image_format")
-    labels = record_feature_types(table.has_labels, table.multi_label)
-    inputs, objects = {}, {}
-    for column in table.inputs:
-        feature = Feature(column.dtype, tuple(column.shape), role="input",
-                          vocabulary=(tuple(plan.vocabularies[column.name])
-                                      if column.kind == "categorical" else None))
-        if table.task == "detection" and column.name in OBJECT_FEATURES:
-            objects[column.name] = OBJECT_FEATURES[column.name]
-        else:
-            inputs[column.name] = feature
-    if MASK in table.rows.columns:
-        objects[MASK] = OBJECT_FEATURES[MASK]
-    return layout.features(table.task, IMAGE_FEATURES if table.has_images else {},
-                           labels.get(LABEL), dict(sorted(objects.items())), inputs,
-                           plan.label_vocabulary)
 
 
 def _num_classes(plan: Plan) -> int:
@@ -196,9 +162,10 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     """The last step of every run, whichever engine wrote the shards (a Beam job that the
     driver did not wait for runs it itself): refuses a run that rejected too many rows;
     finds images stored more than once and warns, drops or refuses them as the header's
-    `duplicates` option says; writes rejected.csv, then the manifest with the records'
-    statistics, into the run's `output.OutputFolder` (each under a temporary name first,
-    so it is either absent or complete), and deletes the run's journal. Returns the
+    `duplicates` option says; writes rejected.csv, the files TensorFlow Datasets reads
+    (`tfds_metadata`), then the manifest with the records' statistics, into the run's
+    `output.OutputFolder` (each under a temporary name first, so it is either absent or
+    complete), and deletes the run's journal. Returns the
     manifest. `image_uris` name the table's images, by position (None: no images);
     `image_column` is the source's column of images held in memory, if any."""
     if limit.exceeded(len(written.rejections)):
@@ -227,6 +194,8 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     if label_map is not None:
         folder.write_bytes(LABEL_MAP, label_map.encode())
     manifest = header.finished(splits, rejected, statistics, duplicates)
+    for name, content in tfds_files(manifest).items():
+        folder.write_bytes(name, content)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])
     return manifest

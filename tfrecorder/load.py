@@ -168,6 +168,7 @@ def load(
     max_boxes: int | None = None,
     drop_remainder: bool = False,
     with_info: bool = False,
+    host: tuple[int, int] | None = None,
 ):
     """Loads a dataset written by tfrecorder as `tf.data` pipelines.
 
@@ -222,6 +223,14 @@ def load(
             says how many are real. By default batches hold RaggedTensors.
         drop_remainder: drop a last, smaller batch.
         with_info: also return the dataset's `DatasetInfo` (as `tfrecorder.info`).
+        host: (index, count): read only this host's share, for `count` hosts (or
+            workers) reading together, each with its own index. With a shard count that
+            splits evenly (`convert(..., hosts=count)` writes such), a host reads its
+            own contiguous block of shards, and the shares differ by at most a record
+            a shard; otherwise every host reads every shard and keeps every count-th
+            record (a logged warning says so). Either way tf.distribute's auto-sharding
+            is turned off for the dataset, which is sharded already; without `host` it
+            shards by record (DATA), which suits any shard count.
 
     Returns:
         A `tf.data.Dataset` for `split`, or a dict of them by split name ("train"; 2.0's
@@ -234,7 +243,7 @@ def load(
         batch_size=batch_size, image_size=image_size, channels=channels, shuffle=shuffle,
         shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat, augment=augment,
         cache=cache, as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
-        drop_remainder=drop_remainder, with_info=with_info)
+        drop_remainder=drop_remainder, with_info=with_info, host=host)
     manifest = read_manifest(path)
     _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot,
                    max_boxes)
@@ -250,7 +259,7 @@ def load(
             shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat,
             augment=augment if name == "train" else None, cache=cache,
             as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
-            drop_remainder=drop_remainder,
+            drop_remainder=drop_remainder, host=host,
         )
         for name in splits
     }
@@ -274,7 +283,7 @@ class _Splits(dict):
 
 def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,
                   augment, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
-                  with_info) -> tuple[int, int] | None:
+                  with_info, host) -> tuple[int, int] | None:
     """Refuses, before any file is read, a value no dataset could take, with the
     `OptionError` that `convert` raises for it: inside the pipeline the same mistake
     surfaces later, far from the option (`'bool' object is not callable` from a
@@ -296,6 +305,9 @@ def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, 
         f"a function (image -> image), {' or '.join(map(repr, AUGMENT_PRESETS))}, or None")
     require("cache", cache, isinstance(cache, (bool, str, os.PathLike)),
             "True, False or a local folder")
+    require("host", host, host is None or (
+        isinstance(host, (tuple, list)) and len(host) == 2 and all(map(is_int, host))
+        and 0 <= host[0] < host[1]), "(index, count) with 0 <= index < count, or None")
     return checked_image_size(image_size)
 
 
@@ -380,14 +392,27 @@ def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None
 
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
               shuffle_buffer, seed, repeat, augment, cache, as_supervised, multi_hot,
-              max_boxes, drop_remainder):
+              max_boxes, drop_remainder, host):
     tf = tensorflow()
 
     autotune = tf.data.AUTOTUNE
     # A seed promises a reproducible order; without one, parallel stages may reorder.
     ordered = seed is not None or not shuffle
-    files = shard_files(path, manifest, split)
-    num_records = manifest.splits[split].num_records
+    shards = manifest.split(split, path).shards
+    by_record = None  # (index, count): every host reads every shard, keeps its records
+    if host is not None:
+        mine = manifest.splits[split].host_shards(*host)
+        if mine is None:
+            by_record = host
+            logger.warning(
+                "the %s split's %d shards do not split evenly across %d hosts: every host "
+                "reads them all and keeps one record in %d. Write the dataset with "
+                "hosts=%d to read only this host's shards.", split, len(shards), host[1],
+                host[1], host[1])
+        else:
+            shards = mine
+    files = [fs.join(path, shard.file) for shard in shards]
+    num_records = sum(shard.num_records for shard in shards)
     spec = manifest.parse_spec()
     layout = layout_named(manifest.layout)
     num_classes = manifest.labels.num_classes if multi_hot else None
@@ -397,22 +422,35 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     annotated = manifest.task != "classification"
 
     ds = tf.data.Dataset.from_tensor_slices(files)
-    if shuffle:
+    if shuffle and by_record is None:  # hosts keeping every n-th record read one order
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     ds = ds.interleave(
         shard_reader(fs.is_remote(path), manifest.compression),
-        cycle_length=min(len(files), 16), num_parallel_calls=autotune,
-        deterministic=ordered,
+        cycle_length=max(1, min(len(files), 16)), num_parallel_calls=autotune,
+        deterministic=ordered or by_record is not None,
     )
+    if by_record is not None:
+        ds = ds.shard(by_record[1], by_record[0])
+        num_records = len(range(by_record[0], num_records, by_record[1]))
+    # tf.distribute's default (AUTO) shards by file: a split of fewer shards than
+    # workers fails on some workers and leaves others empty, and unequal shares stall
+    # synchronous training at an epoch's end. Unless sharded here already (`host`), every
+    # worker keeps its own records (DATA): equal shares, whatever the shard count.
+    policy = tf.data.experimental.AutoShardPolicy
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        policy.OFF if host is not None else policy.DATA)
+    ds = ds.with_options(options)
     # The count is known from the manifest, so len(ds) works through every later step.
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_records))
     unlabeled = manifest.unlabeled(split) if as_supervised else 0
     if unlabeled:  # an (image, label) pair needs a label: such records are left out
         logger.warning("%d of %d records of the %s split have no label (their rows' label "
-                       "was blank); as_supervised leaves them out", unlabeled, num_records,
-                       split)
-        ds = ds.filter(_labelled(manifest)).apply(
-            tf.data.experimental.assert_cardinality(num_records - unlabeled))
+                       "was blank); as_supervised leaves them out", unlabeled,
+                       manifest.splits[split].num_records, split)
+        ds = ds.filter(_labelled(manifest))
+        if host is None:  # a host's share of them is not counted
+            ds = ds.apply(tf.data.experimental.assert_cardinality(num_records - unlabeled))
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 

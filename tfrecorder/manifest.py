@@ -6,8 +6,9 @@ or TensorFlow at import): `load`, `verify`, `inspect` and the command line depen
 never on the writer. TensorFlow Datasets shares `DatasetInfo` and its features between
 builder and reader the same way.
 
-A dataset folder holds shards (`train-00000-of-00004.tfrecord`), `rejected.csv` and the
-manifest `dataset.json`, written last: a folder without a manifest is not a dataset, so an
+A dataset folder holds shards (`train-00000-of-00004.tfrecord`), `rejected.csv`, the
+files TensorFlow Datasets reads it by (`dataset_info.json`, ...) and the manifest
+`dataset.json`, written last: a folder without a manifest is not a dataset, so an
 interrupted run can never look complete. While a run writes, the folder also holds its
 lock, its journal and files under temporary names (see `output`).
 """
@@ -29,11 +30,19 @@ from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names i
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
 LABEL_MAP = "label_map.pbtxt"  # the `tf_models` layout's classes, as its models read them
+# What TensorFlow Datasets reads the folder by (`tfds_metadata`): its DatasetInfo, its
+# features, and each ClassLabel's names, by feature ("objects/label" is a detection
+# record's), in TFDS's `<feature>.labels.txt` (groups joined by "-").
+TFDS_INFO = "dataset_info.json"
+TFDS_FEATURES = "features.json"
+TFDS_LABEL_NAMES = {"label": "label.labels.txt", "objects/label": "objects-label.labels.txt"}
+TFDS_FILES = (TFDS_INFO, TFDS_FEATURES, *TFDS_LABEL_NAMES.values())
 FORMAT_VERSION = 1
 # The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
 RUN_STATE = "resume.json"
 RECEIPT_SUFFIX = ".receipt.json"
-INDEX_SUFFIX = ".idx"  # a shard's record index: `index_filename`
+INDEX_FOLDER, INDEX_SUFFIX = "index", ".idx"  # where shards' record indexes go, and how
+# they end: `index_filename`
 TEMP_MARKER = ".tmp-"  # a file being written: `name.tmp-<run id>`
 LOCK = ".tfrecorder.lock"  # held by the run writing into the folder
 
@@ -196,6 +205,16 @@ class SplitInfo:
     def to_json(self) -> dict:
         return {"num_records": self.num_records, "num_rejected": self.num_rejected,
                 "num_bytes": self.num_bytes, "shards": [s.to_json() for s in self.shards]}
+
+    def host_shards(self, index: int, count: int) -> tuple[ShardInfo, ...] | None:
+        """The shards host `index` of `count` reads: a contiguous block of
+        len(shards) / count, so with shards of sizes within one (as the writer cuts
+        them) every host's record count is within one of the others'. None when the
+        shards do not split evenly across `count` hosts (see `hosts` in convert)."""
+        if len(self.shards) % count:
+            return None
+        each = len(self.shards) // count
+        return self.shards[index * each:(index + 1) * each]
 
     @classmethod
     def of(cls, shards: tuple[ShardInfo, ...], num_rejected: int) -> SplitInfo:
@@ -590,8 +609,8 @@ _SHARD_FILE = _SHARD_STEM + r"\.tfrecord(?:\.gz)?"
 # Every file a run may leave in the output folder, including temporary ones.
 _DATASET_FILE = re.compile(
     r"^(?:" + _SHARD_FILE + "(?:" + re.escape(RECEIPT_SUFFIX) + ")?|"
-    + _SHARD_STEM + re.escape(INDEX_SUFFIX) + "|"
-    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP)))
+    + re.escape(INDEX_FOLDER + "/") + _SHARD_STEM + re.escape(INDEX_SUFFIX) + "|"
+    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP, *TFDS_FILES)))
     + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
 )
 
@@ -603,21 +622,29 @@ def shard_filename(split: str, index: int, num_shards: int, compression: str | N
 
 
 def index_filename(shard_file: str) -> str | None:
-    """The record index of an uncompressed shard (`train-00000-of-00004.idx`: a glob
-    for `*.tfrecord` does not match it); None for a gzip shard, whose records cannot be
-    read at an offset.
+    """The record index of an uncompressed shard, relative to the dataset's folder
+    (`index/train-00000-of-00004.idx`); None for a gzip shard, whose records cannot be
+    read at an offset. Indexes live in a folder of their own, as DALI's examples keep
+    them, so that no glob for shards (`train-*`, `*.tfrecord*`) takes one for a shard.
 
     One line per record, `<offset> <length>` in bytes of the whole frame: the format of
     the `tfrecord2idx` tools of NVIDIA DALI and of the `tfrecord` package, which read it.
     """
     if not shard_file.endswith(".tfrecord"):
         return None
-    return shard_file.removesuffix(".tfrecord") + INDEX_SUFFIX
+    return f"{INDEX_FOLDER}/{shard_file.removesuffix('.tfrecord')}{INDEX_SUFFIX}"
+
+
+def folder_files(folder: str) -> list[str]:
+    """Names of the files in `folder` and in its index folder (as `index/<name>`)."""
+    return fs.list_dir(folder) + [f"{INDEX_FOLDER}/{name}"
+                                  for name in fs.list_dir(fs.join(folder, INDEX_FOLDER))]
 
 
 def dataset_files(folder: str) -> list[str]:
-    """Names of the files in `folder` that a tfrecorder run writes."""
-    return [name for name in fs.list_dir(folder) if _DATASET_FILE.match(name)]
+    """Names of the files in `folder` (its index folder included) that a tfrecorder run
+    writes."""
+    return [name for name in folder_files(folder) if _DATASET_FILE.match(name)]
 
 
 def is_temporary(name: str) -> bool:

@@ -348,6 +348,12 @@ class ImageOptions(_Checked):
         "and `show` read both.", "choice", choices=LAYOUTS,
         help="feature names: tfrecorder's, or tf_models (image/encoded, image/object/...)")
 
+    @property
+    def dtype_of_list(self) -> Mapping[str, str]:
+        """The dtypes empty lists are stored with, by feature: none known here (the plan's
+        `RecordOptions` knows them), so an empty list is an error."""
+        return {}
+
     @functools.cached_property
     def record_layout(self):
         """The `layouts.Layout` that names the records' features, built once per options
@@ -430,6 +436,12 @@ class ShardOptions(_Checked):
     compression: str | None = option(
         None, "None or \"gzip\".", "choice", choices=tuple(c for c in COMPRESSIONS if c),
         help="compress the shards (default: none)")
+    hosts: int | None = option(
+        None, "the hosts that will read the dataset together: every split gets a multiple "
+        "of this many shards, with record counts within one of each other, so that each "
+        "host reads whole shards of an equal share (`load(..., host=(index, hosts))`).",
+        "int", metavar="N", help="give every split a multiple of N shards of equal size, "
+        "for N hosts reading it together")
 
     def __post_init__(self):
         if isinstance(self.num_shards, Mapping):  # any spelling of a split: {"val": 2}
@@ -449,6 +461,17 @@ class ShardOptions(_Checked):
                 raise refusal("num_shards", "a positive int", count)
         self._require("shard_size_mb", _is_number(self.shard_size_mb)
                       and self.shard_size_mb > 0, "a positive number")
+        self._int("hosts", "a positive int or None", minimum=1)
+        uneven = [(split, count) for split, count in counts
+                  if self.hosts and count is not None and count % self.hosts]
+        if uneven:
+            split, count = uneven[0]
+            raise OptionError(
+                Option("num_shards", count), f" for {split}" if split else "",
+                " does not split evenly across ", Option("hosts", self.hosts),
+                f": give a multiple of {self.hosts} (e.g. "
+                f"{-(-count // self.hosts) * self.hosts}), or leave ", Option("num_shards"),
+                " out to size shards by ", Option("shard_size_mb"), ".", option="num_shards")
         self._require("compression", self.compression in COMPRESSIONS,
                       f"one of {COMPRESSIONS}")
 
@@ -461,14 +484,16 @@ class ShardOptions(_Checked):
 
     def count(self, split: str, num_rows: int, record_bytes: float) -> int:
         """Shards for a split of `num_rows`: as given, or as many as keep each near
-        `shard_size_mb`; at least one, never more than rows."""
+        `shard_size_mb` (at least one, never more than rows), rounded up to a multiple
+        of `hosts` (then a split of fewer rows than hosts has empty shards)."""
         if num_rows == 0:
             return 0
         given = (self.num_shards.get(split) if isinstance(self.num_shards, Mapping)
                  else self.num_shards)
         if given is not None:
             return given
-        return shards_for_size(num_rows, record_bytes, int(self.shard_size_mb * 2**20))
+        count = shards_for_size(num_rows, record_bytes, int(self.shard_size_mb * 2**20))
+        return -(-count // self.hosts) * self.hosts if self.hosts else count
 
 
 def shards_for_size(num_rows: int, record_bytes: float, shard_bytes: int) -> int:
@@ -588,14 +613,25 @@ class BeamOptions(_Checked):
 @dataclass(frozen=True)
 class RecordOptions(ImageOptions):
     """`ImageOptions` with what the plan adds for the record encoder: the classes' names,
-    which the `tf_models` layout stores as text beside their ids. Not an option."""
+    which the `tf_models` layout stores as text beside their ids, and the dtype of each
+    list feature, which an empty list is stored with. Not an option."""
 
     class_names: tuple[str, ...] | None = None
+    list_dtypes: tuple[tuple[str, str], ...] = ()  # (stored key, dtype) of list features
 
     @classmethod
-    def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None) -> RecordOptions:
+    def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,
+           features: Mapping | None = None) -> RecordOptions:
+        """`image` with the classes' names and the list dtypes of `features` (the
+        manifest's, by stored key)."""
+        lists = tuple((key, f.dtype) for key, f in sorted((features or {}).items())
+                      if f.shape and f.shape[0] is None)
         return cls(**{f.name: getattr(image, f.name) for f in dataclasses.fields(image)},
-                   class_names=class_names)
+                   class_names=class_names, list_dtypes=lists)
+
+    @functools.cached_property
+    def dtype_of_list(self) -> dict[str, str]:
+        return dict(self.list_dtypes)
 
 
 GROUPS = (TableOptions, SplitOptions, ImageOptions, RejectOptions, ShardOptions,
@@ -643,6 +679,7 @@ class ConvertOptions:
                 **({"stratify": True} if self.split.stratify else {}),  # as before, else
                 "num_shards": self.shards.num_shards,
                 "shard_size_mb": self.shards.shard_size_mb,
+                **({"hosts": self.shards.hosts} if self.shards.hosts else {}),  # as before
                 "duplicates": self.reject.duplicates}
 
 

@@ -36,10 +36,12 @@ from dataclasses import dataclass, field
 from tfrecorder import fs
 from tfrecorder.errors import DatasetExistsError, Option, OutputLockedError
 from tfrecorder.manifest import (
+    INDEX_FOLDER,
     LOCK,
     MANIFEST,
     REJECTED,
     TEMP_MARKER,
+    TFDS_FILES,
     dataset_files,
     is_temporary,
 )
@@ -92,6 +94,7 @@ class OutputFolder:
         # The manifest goes first: a crash while clearing leaves no dataset, not a broken one.
         names = sorted(names, key=lambda name: name != MANIFEST)
         fs.delete([self.uri(name) for name in names])
+        self._remove_empty_index_folder()
         fs.makedirs(self.path)
         self._before = frozenset(dataset_files(self.path))
 
@@ -103,9 +106,17 @@ class OutputFolder:
     def clean_up(self, keep_committed: bool) -> None:
         """Deletes what this run created: everything, or with `keep_committed` (a
         resumable run) all but its committed shards and their journal."""
+        # TFDS's files go too: TFDS would read a folder by them, manifest or not.
         names = [name for name in self.created()
-                 if not keep_committed or is_temporary(name) or name in (MANIFEST, REJECTED)]
+                 if not keep_committed or is_temporary(name)
+                 or name in (MANIFEST, REJECTED, *TFDS_FILES)]
         fs.delete([self.uri(name) for name in names])
+        self._remove_empty_index_folder()
+
+    def _remove_empty_index_folder(self) -> None:
+        """A local index folder left empty goes too (a bucket has no folders)."""
+        if not fs.is_remote(self.path):
+            remove_empty_folders([fs.local_path(self.uri(INDEX_FOLDER))])
 
 
 _PRIVATE_PREFIX = "tfrecorder-run-"

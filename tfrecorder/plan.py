@@ -25,8 +25,14 @@ import pandas as pd
 
 from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
-from tfrecorder.layouts import MASK
-from tfrecorder.manifest import LABEL, shard_filename
+from tfrecorder.layouts import MASK, OBJECT_FEATURES, layout_named
+from tfrecorder.manifest import (
+    IMAGE_FEATURES,
+    LABEL,
+    Feature,
+    record_feature_types,
+    shard_filename,
+)
 from tfrecorder.options import (
     SIZE_SAMPLE,
     ConvertOptions,
@@ -118,6 +124,8 @@ class Plan:
     shards: tuple[Shard, ...]  # in writing order: train, validation, test
     # Categorical inputs' vocabularies (a value's id is its index), by column.
     vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Every feature of the records, by stored key: the manifest's `features`.
+    features: Mapping[str, Feature] = field(default_factory=dict)
 
     @property
     def num_rows(self) -> int:
@@ -338,6 +346,41 @@ def shard_boundaries(num_rows: int, num_shards: int) -> list[int]:
     return [round(num_rows * (i + 1) / num_shards) for i in range(num_shards)]
 
 
+def record_features(table: Table, image: ImageOptions,
+                    label_vocabulary: tuple[str, ...] | None,
+                    vocabularies: Mapping[str, tuple[str, ...]] | None = None
+                    ) -> dict[str, Feature]:
+    """Every feature of the records, under the layout's keys (`load()` builds its parsing
+    spec from these alone; the encoder types empty lists by them). Without the
+    categorical inputs' `vocabularies` (not planned yet), their features have none."""
+    layout = layout_named(image.layout, label_vocabulary)
+    if not table.has_images and layout.name != "tfrecorder":
+        raise OptionError(Option("layout", layout.name), " writes the keys TensorFlow's image "
+                          "models read, but the table has no images. Leave it out.",
+                          option="layout")
+    if layout.name != "tfrecorder" and image.image_format == "raw":
+        raise OptionError(Option("layout", layout.name), " stores images that TensorFlow's "
+                          "models decode, and base64 pixels (", Option("image_format", "raw"),
+                          ") are not such images. Pass ", Option("image_format", "auto"),
+                          " (or jpeg, png).", option="image_format")
+    labels = record_feature_types(table.has_labels, table.multi_label)
+    inputs, objects = {}, {}
+    for column in table.inputs:
+        feature = Feature(column.dtype, tuple(column.shape), role="input",
+                          vocabulary=(tuple(vocabularies[column.name])
+                                      if column.kind == "categorical" and vocabularies is not None
+                                      else None))
+        if table.task == "detection" and column.name in OBJECT_FEATURES:
+            objects[column.name] = OBJECT_FEATURES[column.name]
+        else:
+            inputs[column.name] = feature
+    if MASK in table.rows.columns:
+        objects[MASK] = OBJECT_FEATURES[MASK]
+    return layout.features(table.task, IMAGE_FEATURES if table.has_images else {},
+                           labels.get(LABEL), dict(sorted(objects.items())), inputs,
+                           label_vocabulary)
+
+
 def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
               labels: tuple | None = None) -> Plan:
     """Decides labels, splits, order and shards for `table`; `record_bytes` is the
@@ -363,9 +406,10 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
                                 options.shards.compression))
             start = end
     splits = RowColumn(codes.astype(np.int8), SPLITS)
-    return Plan(seed, RecordOptions.of(options.image, vocabulary), options.shards.compression,
-                vocabulary, label_ids,
-                splits, tuple(shards), vocabularies)
+    features = record_features(table, options.image, vocabulary, vocabularies)
+    return Plan(seed, RecordOptions.of(options.image, vocabulary, features),
+                options.shards.compression, vocabulary, label_ids,
+                splits, tuple(shards), vocabularies, features)
 
 
 def split_codes(table: Table, fractions: Sequence[float],

@@ -18,12 +18,13 @@ import dataclasses
 import functools
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import NamedTuple
 
 from tfrecorder import fs
-from tfrecorder.options import ConvertOptions, ImageOptions
+from tfrecorder.manifest import Feature
+from tfrecorder.options import ConvertOptions, ImageOptions, RecordOptions
 from tfrecorder.records import encode_row
 from tfrecorder.rows import Record, Rejection, Row
 
@@ -160,7 +161,8 @@ def encode_read(row: Row, reads: RowReads, options: ImageOptions, prefetcher: Pr
         prefetcher.release(reads)
 
 
-def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions) -> float:
+def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions,
+                      features: Mapping[str, Feature]) -> float:
     """The mean size of the records of `rows` (a sample: `plan.sample_rows`), which
     `convert` measures before `make_plan` to give each split as many shards as keep them
     near `shard_size_mb`; 0 when no split is sized by bytes (nothing is read then).
@@ -168,11 +170,13 @@ def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions) -> float:
     The estimate is part of planning the shard counts, but it encodes records (Pillow,
     reads from buckets), which the plan must not load and frozen options must not do: so
     it lives here, beside the encoder it runs, with the sample's reads started at once.
-    Image headers only: the sample is not validated.
+    Image headers only: the sample is not validated. `features` are the records' (the
+    plan's, by `plan.record_features`).
     """
     if not options.shards.sized_by_bytes:
         return 0.0
-    image_options = dataclasses.replace(options.image, validate=False)
+    image_options = RecordOptions.of(dataclasses.replace(options.image, validate=False),
+                                     None, features)
     with Prefetcher() as prefetcher:
         sizes = [len(result.example) for _, result
                  in encode_in_order(rows, image_options, prefetcher)

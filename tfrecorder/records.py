@@ -61,14 +61,14 @@ from tfrecorder.manifest import (
     record_columns,
     record_features,
 )
-from tfrecorder.options import ImageOptions
+from tfrecorder.options import ImageOptions, RecordOptions
 from tfrecorder.rows import Record, Rejection, Row, StoredImage
 
 # Channels of each mode images are stored in ("I;16": 16-bit greyscale).
 _CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "I;16": 1}
 
 
-def encode_row(row: Row, options: ImageOptions, read: Callable[[], bytes] | None = None,
+def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | None = None,
                read_mask: Callable[[], bytes] | None = None) -> Record | Rejection:
     """The `Record` for `row` (its serialized Example and what its image is), or a
     Rejection that says why there is none.
@@ -84,7 +84,8 @@ def encode_row(row: Row, options: ImageOptions, read: Callable[[], bytes] | None
         if isinstance(data, bytes) and not data:
             return Rejection(row.position, "empty image (0 bytes)")
     elif row.uri is None:
-        return Record(encode_example(layout.record(features, row.position)))
+        return Record(encode_example(layout.record(features, row.position),
+                                     options.dtype_of_list))
     else:
         try:
             data = read() if read is not None else fs.read_bytes(row.uri)
@@ -108,15 +109,16 @@ def encode_row(row: Row, options: ImageOptions, read: Callable[[], bytes] | None
                                    row.image_uri, row.image_name))
     stored = StoredImage(stored_format, height, width, channels, len(image),
                          xxhash.xxh3_128_digest(image))
-    return Record(encode_example(layout.record(features, row.position)), stored)
+    return Record(encode_example(layout.record(features, row.position),
+                                 options.dtype_of_list), stored)
 
 
-def encode_rows_without_images(split: str, labels: Sequence,
-                               inputs: Mapping[str, Sequence]) -> list[bytes]:
+def encode_rows_without_images(split: str, labels: Sequence, inputs: Mapping[str, Sequence],
+                               options: RecordOptions) -> list[bytes]:
     """The records of many rows of a table without images, of one split: the bytes
     `encode_row` gives each, built a column at a time (`example.encode_examples`), at
     about a third of the cost. Such rows cannot be rejected: validation checked them."""
-    return encode_examples(record_columns(split, labels, inputs))
+    return encode_examples(record_columns(split, labels, inputs), options.dtype_of_list)
 
 
 def _encode_image(data: bytes, options: ImageOptions

@@ -217,10 +217,10 @@ class ShardWriter:
         self.sha256 = ""
         self._compression = compression
         self._temp_suffix = temp_suffix
-        index = None if compression else index_filename(path)
+        index = None if compression else index_filename(fs.basename(path))
         # Frame sizes, in order, for the index (None: no index).
         self._frames: list[int] | None = None if index is None else []
-        self._index_path = index
+        self._index_path = None if index is None else fs.join(fs.dirname(path), index)
 
     def __enter__(self) -> ShardWriter:
         self._stack = contextlib.ExitStack()

@@ -42,10 +42,12 @@ from tfrecorder.manifest import (
     Manifest,
     ShardInfo,
     dataset_files,
+    folder_files,
     is_temporary,
     read_manifest,
 )
-from tfrecorder.tfrecord import CorruptRecordError
+from tfrecorder.tfds_metadata import tfds_files
+from tfrecorder.tfrecord import CorruptRecordError, index_text
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ class Check(StrEnum):
     COUNT = "count"  # another number of records than listed
     SIZE = "size"  # another number of bytes than listed
     SHA256 = "sha256"  # the file was changed after it was written
+    INDEX = "index"  # its record index does not list its records
     # Each record (decode_images=True).
     PARSE = "parse"  # it does not parse with the manifest's features
     IDS = "ids"  # a label or categorical id outside its vocabulary
@@ -167,10 +170,12 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
                 bar.update(shard.num_records)
                 continue
             file = fs.join(path, shard.file)
-            count, error, sha256 = _read_shard(file, compression, bar)
+            count, error, sha256, sizes = _read_shard(file, compression, bar)
             bar.update(max(0, shard.num_records - count))  # those it could not read
             num_records[split] += count
             problems += _check_shard(shard, count, error, fs.size(file), sha256)
+            if shard.index and shard.index not in missing and error is None:
+                problems += _check_index(path, shard.index, sizes)
             if error is None:
                 readable.append(ReadableShard(shard.file, file, split, count))
 
@@ -226,18 +231,19 @@ def _check_totals(manifest: Manifest) -> list[Problem]:
 def _check_files(path: str, manifest: Manifest) -> tuple[list[Problem], set[str]]:
     """Problems with the folder's files (every file the manifest does not list is one),
     and the names of the listed shards it lacks."""
-    present = set(fs.list_dir(path))
+    present = set(folder_files(path))
     shards = {shard.file for _, shard in manifest.shards}
+    indexes = {shard.index for _, shard in manifest.shards if shard.index}
     # A listed name the pattern does not match (a hand-edited manifest) is looked up alone.
-    missing = {name for name in shards
+    missing = {name for name in shards | indexes
                if name not in present and not fs.exists(fs.join(path, name))}
     problems = [Problem(file=name, check=Check.MISSING, detail="missing; the manifest lists it")
                 for name in sorted(missing)]
+    shards |= indexes
     rejected = manifest.rejected
     label_map = _label_map(manifest)
-    indexes = {shard.index for _, shard in manifest.shards if shard.index}
-    expected = shards | indexes | {MANIFEST} | ({rejected.file} if rejected else set()) | (
-        {LABEL_MAP} if label_map is not None else set())
+    expected = shards | {MANIFEST} | ({rejected.file} if rejected else set()) | (
+        {LABEL_MAP} if label_map is not None else set()) | set(tfds_files(manifest))
     ours = set(dataset_files(path))
     problems += [_unlisted(name, ours) for name in sorted(present - expected)]
     if rejected:
@@ -290,21 +296,40 @@ def _check_rejected(path: str, rejected, present: set[str]) -> list[Problem]:
     return []
 
 
-def _read_shard(file: str, compression: str | None, bar) -> tuple[int, str | None, str]:
+def _read_shard(file: str, compression: str | None, bar
+                ) -> tuple[int, str | None, str, list[int]]:
     """The number of sound records at the start of a shard, what stopped the reading
-    short (None when the whole file was read) and the SHA-256 of its bytes."""
-    count, digest = 0, hashlib.sha256()
+    short (None when the whole file was read), the SHA-256 of its bytes and the size of
+    each record's frame."""
+    count, digest, sizes = 0, hashlib.sha256(), []
     try:
-        for _ in shard_records(file, compression, digest):
+        for record in shard_records(file, compression, digest):
             count += 1
+            sizes.append(16 + len(record))
             bar.update(1)
     except CorruptRecordError as error:
-        return count, str(error) + (" of the uncompressed stream" if compression else ""), ""
+        return (count, str(error) + (" of the uncompressed stream" if compression else ""),
+                "", sizes)
     except StorageError:  # the store failed, not the shard
         raise
     except (OSError, EOFError, zlib.error) as error:  # gzip: truncated or garbled
-        return count, f"unreadable {'gzip data' if compression else 'file'}: {error}", ""
-    return count, None, digest.hexdigest()
+        return count, f"unreadable {'gzip data' if compression else 'file'}: {error}", "", sizes
+    return count, None, digest.hexdigest(), sizes
+
+
+def _check_index(path: str, name: str, sizes: list[int]) -> list[Problem]:
+    """A shard's index lists exactly its records (`index_text` of their frames): a stale
+    or damaged index sends seeking readers (DALI, `tfrecord`) into the middle of one."""
+    found = fs.read_bytes(fs.join(path, name)).decode("utf-8", "replace").splitlines()
+    expected = index_text(sizes).decode().splitlines()
+    if found == expected:
+        return []
+    wrong = next((i for i, (a, b) in enumerate(zip(found, expected)) if a != b), None)
+    detail = (f"line {wrong + 1} is {found[wrong]!r}, but the shard's record {wrong} is at "
+              f"{expected[wrong]!r} (offset, length)" if wrong is not None else
+              f"{len(found)} lines, but the shard holds {len(expected)} records")
+    return [Problem(file=name, check=Check.INDEX,
+                    detail=f"does not index its shard: {detail}")]
 
 
 def _check_shard(shard: ShardInfo, count: int, error: str | None, size: int,

@@ -43,7 +43,7 @@ from tfrecorder.errors import (
 )
 from tfrecorder.finish import RejectionLimit, Written, WrittenShard, finish, image_error
 from tfrecorder.manifest import Manifest
-from tfrecorder.options import ConvertOptions, ImageOptions
+from tfrecorder.options import ConvertOptions, RecordOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, planned_rows
 from tfrecorder.prefetch import Prefetcher, encode_in_order
@@ -351,7 +351,7 @@ class _WriteShard(beam.DoFn):
     """Encodes one shard's rows in plan order, reading images ahead, and writes the
     shard; a shard the journal holds as committed (a resumed run) is kept."""
 
-    def __init__(self, folder: OutputFolder, shards, options: ImageOptions, compression,
+    def __init__(self, folder: OutputFolder, shards, options: RecordOptions, compression,
                  on_error, journal: Journal, progress: Progress):
         self.folder, self.shards, self.journal = folder, shards, journal
         self.progress = progress
@@ -417,8 +417,8 @@ class _WriteShard(beam.DoFn):
                               writer: ShardWriter, facts: ShardFacts) -> None:
         labels = [row.label for row in rows]
         inputs = {name: [row.inputs[name] for row in rows] for name in rows[0].inputs}
-        writer.write_framed(framed(encode_rows_without_images(split, labels, inputs)),
-                            len(rows))
+        writer.write_framed(framed(encode_rows_without_images(split, labels, inputs,
+                                                              self.options)), len(rows))
         facts.add_without_images([row.position for row in rows], labels)
         self.read.inc(len(rows))
         self.written.inc(len(rows))

@@ -49,7 +49,7 @@ from tfrecorder import fs, image_cells
 from tfrecorder.engines import EngineRun
 from tfrecorder.errors import ConversionAborted
 from tfrecorder.finish import RejectionLimit, Written, WrittenShard, image_error
-from tfrecorder.options import ConvertOptions, ImageOptions
+from tfrecorder.options import ConvertOptions, RecordOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
 from tfrecorder.plan import Plan, PlannedTable, Shard
 from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher, RowReads, encode_read
@@ -208,7 +208,7 @@ def _progress_bar(total: int, enabled: bool):
 
 
 def encode_segments(take: Callable[[bool], Segment | None], planned: PlannedTable,
-                    options: ImageOptions, ahead: int) -> Iterator[Encoded]:
+                    options: RecordOptions, ahead: int) -> Iterator[Encoded]:
     """Encodes segments in the order `take` gives them, reading their images ahead.
 
     `take(block)` returns the next segment, None when there are no more, or raises
@@ -237,10 +237,10 @@ def encode_segments(take: Callable[[bool], Segment | None], planned: PlannedTabl
                     continue
             segment, rows, reads = pending.popleft()
             yield (_encode_segment(segment, rows, options, reads, prefetcher)
-                   if rows is not None else _encode_without_images(segment, planned))
+                   if rows is not None else _encode_without_images(segment, planned, options))
 
 
-def _encode_segment(segment: Segment, rows: list[Row], options: ImageOptions,
+def _encode_segment(segment: Segment, rows: list[Row], options: RecordOptions,
                     reads: list[RowReads], prefetcher: Prefetcher) -> Encoded:
     """Encodes `segment`'s rows into its segment file of framed records."""
     rejections, facts = [], ShardFacts()
@@ -255,11 +255,12 @@ def _encode_segment(segment: Segment, rows: list[Row], options: ImageOptions,
     return Encoded(segment.number, segment.path, len(rows), rejections, facts)
 
 
-def _encode_without_images(segment: Segment, planned: PlannedTable) -> Encoded:
+def _encode_without_images(segment: Segment, planned: PlannedTable,
+                           options: RecordOptions) -> Encoded:
     """Encodes a segment of a table without images a column at a time."""
     labels = planned.labels_at(segment.positions)
     records = encode_rows_without_images(segment.split, labels,
-                                         planned.inputs_at(segment.positions))
+                                         planned.inputs_at(segment.positions), options)
     facts = ShardFacts()
     facts.add_without_images(segment.positions.tolist(), labels)
     with fs.create_private(segment.path) as file:
@@ -314,7 +315,7 @@ def _die_with(driver: int) -> None:
         os._exit(1)
 
 
-def _work(tasks, results, planned: PlannedTable, options: ImageOptions, ahead: int,
+def _work(tasks, results, planned: PlannedTable, options: RecordOptions, ahead: int,
           driver: int) -> None:
     """A worker process: encodes segments from `tasks` until it takes None."""
     _die_with(driver)
@@ -340,7 +341,7 @@ class _Workers:
     error the processes are terminated before exit.
     """
 
-    def __init__(self, num_workers: int, planned: PlannedTable, options: ImageOptions,
+    def __init__(self, num_workers: int, planned: PlannedTable, options: RecordOptions,
                  ahead: int):
         self.num_workers, self.options, self.ahead = num_workers, options, ahead
         self.planned = planned
