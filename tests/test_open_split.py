@@ -171,7 +171,7 @@ def test_shards_without_an_index_are_read_by_their_frame_headers(dataset, loaded
         for shard in split["shards"][:1]:
             os.remove(Path(path, shard.pop("index")))
     Path(path, "dataset.json").write_text(json.dumps(manifest))
-    os.remove(Path(path, "test-00001-of-00002.idx"))  # listed, but lost
+    os.remove(Path(path, "index", "test-00001-of-00002.idx"))  # listed, but lost
     for split in SPLITS:
         for record in tfrecorder.open_split(path, split):
             assert_same_record(record, loaded[split][record["image_uri"]])
@@ -181,7 +181,7 @@ def test_a_truncated_shard_without_an_index_is_an_error(dataset, tmp_path):
     path = copy_of(dataset, tmp_path)
     shard = Path(path, "train-00000-of-00002.tfrecord")
     shard.write_bytes(shard.read_bytes()[:-100])
-    os.remove(Path(path, "train-00000-of-00002.idx"))
+    os.remove(Path(path, "index", "train-00000-of-00002.idx"))
     with pytest.raises(VerificationError, match="train-00000-of-00002.tfrecord cannot be "
                        "read: truncated record at byte"):
         tfrecorder.open_split(path, "train")[0]
@@ -191,7 +191,7 @@ def test_gzip_shards_are_read_from_memory(dataset, loaded, tmp_path):
     path = str(tmp_path / "gzip")
     tfrecorder.convert(sample_table(), path, num_shards=2, compression="gzip",
                        progress=False)
-    assert not list(Path(path).glob("*.idx"))
+    assert not list(Path(path).rglob("*.idx"))
     for split in SPLITS:
         ds = tfrecorder.open_split(path, split)
         for record in ds:
@@ -241,8 +241,9 @@ def test_a_dataset_in_a_bucket_reads_one_ranged_request_a_record(dataset, store,
                        progress=False)
     for name, folder in [("plain", dataset), ("gzip", gzipped)]:
         prefix = f"{store.root}/open_split/{name}"
-        for file in sorted(os.listdir(folder)):
-            store.upload_bytes(Path(folder, file).read_bytes(), f"{prefix}/{file}")
+        for file in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+            store.upload_bytes(file.read_bytes(),
+                               f"{prefix}/{file.relative_to(folder).as_posix()}")
         local = tfrecorder.open_split(folder, "train", decode=False)
         remote = tfrecorder.open_split(prefix, "train", decode=False)
         assert [remote.record(i) for i in range(len(remote))] == [
@@ -250,7 +251,8 @@ def test_a_dataset_in_a_bucket_reads_one_ranged_request_a_record(dataset, store,
         store.wait_idle()
         store.reset_stats()
         remote[-1], remote[0]  # indexes and shards read: a record is one request
-        assert store.wait_idle()["requests"] == (2 if name == "plain" else 0)
+        stats = store.wait_idle()
+        assert stats["requests"] == (2 if name == "plain" else 0), stats["log"]
         assert_same_record(pickle.loads(pickle.dumps(remote))[3], local[3])
 
 
@@ -316,6 +318,16 @@ def test_host_shards_cover_the_split_once_and_evenly(dataset, count):
     assert isinstance(parts[0], tfrecorder.SplitDataset)
     with pytest.raises(OptionError, match="index"):
         ds.shard(count, count)
+
+
+def test_a_host_reads_the_records_load_gives_it(dataset):
+    """Shards that split evenly across hosts: each host's block of them, as in load()."""
+    ds = tfrecorder.open_split(dataset, "train", decode=False)
+    assert len(ds.manifest.splits["train"].shards) == 2
+    for i in range(2):
+        theirs = tfrecorder.load(dataset, "train", host=(i, 2), shuffle=False)
+        assert [r["image_uri"] for r in ds.shard(i, 2)] == [
+            e["image_uri"].numpy() for e in theirs]
 
 
 def test_a_pickled_dataset_reads_with_its_own_files(dataset):

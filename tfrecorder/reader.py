@@ -194,8 +194,8 @@ class SplitDataset:
         self._shards = shards
         self._decode, self._channels, self._transform = decode, channels, transform
         self._ends = list(np.cumsum([s.num_records for s in shards], dtype=np.int64).tolist())
-        total = self._ends[-1] if self._ends else 0
-        self._start, self._stop = start, total if stop is None else stop
+        self._total = self._ends[-1] if self._ends else 0
+        self._start, self._stop = start, self._total if stop is None else stop
         self._layout = layout_named(manifest.layout)
         self.features: dict[str, Feature] = self._layout.read_features(manifest.features)
         # How each feature is shaped, worked out once: (name, dtype, shape after the
@@ -218,22 +218,29 @@ class SplitDataset:
 
     def __repr__(self) -> str:  # Grain's checkpoints name their source by it
         part = (f", records {self._start}-{self._stop}"
-                if (self._start, self._stop) != (0, self._ends[-1] if self._ends else 0)
+                if (self._start, self._stop) != (0, self._total)
                 else "")
         return (f"SplitDataset({self.path!r}, {self.split!r}, {len(self)} records{part}, "
                 f"decode={self._decode})")
 
     def shard(self, index: int, count: int) -> SplitDataset:
-        """The `index`-th of `count` even parts (by position, sizes within one record):
-        one host's records, as `tf.data.Dataset.shard` gives each worker its own."""
+        """The `index`-th of `count` even parts (by position, sizes within one record
+        a shard): one host's records. Of a whole split whose shards split evenly across
+        `count` hosts (`convert(..., hosts=count)`), the host's block of shards, the
+        records `load(..., host=(index, count))` reads; otherwise even by position."""
         require("count", count, is_int(count) and count >= 1, "a positive int")
         require("index", index, is_int(index) and 0 <= index < count,
                 f"an int from 0 to count - 1 ({count - 1})")
-        size = len(self)
-        return SplitDataset(
-            self.path, self.split, self.manifest, self._shards, self._decode,
-            self._channels, self._transform, self._start + index * size // count,
-            self._start + (index + 1) * size // count)
+        size, whole = len(self), (self._start, self._stop) == (0, self._total)
+        if whole and len(self._shards) % count == 0:
+            each = len(self._shards) // count
+            ends = [0, *self._ends]
+            start, stop = ends[index * each], ends[(index + 1) * each]
+        else:
+            start = self._start + index * size // count
+            stop = self._start + (index + 1) * size // count
+        return SplitDataset(self.path, self.split, self.manifest, self._shards, self._decode,
+                            self._channels, self._transform, start, stop)
 
     def close(self) -> None:
         """Closes the shards this process has open (a later read opens them again);
