@@ -117,14 +117,23 @@ def shard_bytes(output_dir) -> dict[str, bytes]:
     }
 
 
+def dataset_folder_files(folder) -> list[str]:
+    """Every file of a local dataset folder, by its path in it (`index/...` too)."""
+    return sorted(p.relative_to(folder).as_posix() for p in Path(folder).rglob("*")
+                  if p.is_file())
+
+
 def download(prefix: str, local_dir) -> str:
-    """Copies every object under the gs:// `prefix` into `local_dir` (flat)."""
+    """Copies the objects directly under the gs:// `prefix`, and those of its index
+    folder, into `local_dir`."""
     from apache_beam.io.filesystems import FileSystems
 
     from tfrecorder import fs
+    from tfrecorder.manifest import folder_files
 
     os.makedirs(local_dir, exist_ok=True)
-    for name in fs.list_dir(prefix):
+    for name in folder_files(prefix):
+        Path(local_dir, name).parent.mkdir(exist_ok=True)
         Path(local_dir, name).write_bytes(fs.read_bytes(f"{prefix.rstrip('/')}/{name}"))
     assert FileSystems.exists(f"{prefix.rstrip('/')}/dataset.json")
     return str(local_dir)

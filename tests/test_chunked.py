@@ -19,7 +19,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import LABELS
-from helpers import _wait, assert_one_error_line, read_split, run_cli, write_image
+from helpers import (
+    _wait,
+    assert_one_error_line,
+    dataset_folder_files,
+    read_split,
+    run_cli,
+    write_image,
+)
 from test_parquet import relative_images, write_parts
 from test_remote import upload_folder
 from test_schema import records
@@ -30,7 +37,7 @@ from tfrecorder.sources import chunked, load_table
 
 
 def dataset_files(folder) -> dict[str, bytes]:
-    return {name: Path(folder, name).read_bytes() for name in sorted(os.listdir(folder))}
+    return {name: Path(folder, name).read_bytes() for name in dataset_folder_files(folder)}
 
 
 def assert_same_datasets(source, tmp_path, chunk_rows: int, **options) -> Path:

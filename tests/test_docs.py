@@ -114,10 +114,10 @@ def matches(shown: str, actual: str) -> bool:
 
 
 def folder_listing(shown: str, folder: Path) -> None:
-    """A listing of a folder written by the block before: `out/` and a file a line (each
-    line's first word), in any order."""
+    """A listing of a folder written by the block before: `out/` and a file (or a
+    `folder/`) a line (each line's first word), in any order."""
     first, *rest = shown.splitlines()
-    listed = sorted(line.split()[0] for line in rest if line.strip())
+    listed = sorted(line.split()[0].rstrip("/") for line in rest if line.strip())
     assert listed == sorted(os.listdir(folder / first.strip())), shown
 
 

@@ -12,7 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import image_bytes, make_image, read_manifest, read_split, run_cli
+from helpers import (
+    dataset_folder_files,
+    image_bytes,
+    make_image,
+    read_manifest,
+    read_split,
+    run_cli,
+)
 from PIL import Image
 
 import tfrecorder
@@ -151,8 +158,8 @@ def test_both_engines_write_the_same_bytes_for_images_in_memory(tmp_path):
                           "n": np.arange(12)})
     _, local = _convert(table, tmp_path, "local", max_rejected=0.5)
     _, beam = _convert(table, tmp_path, "beam", max_rejected=0.5, runner="DirectRunner")
-    names = sorted(os.listdir(local))
-    assert names == sorted(os.listdir(beam)) and "rejected.csv" in names
+    names = dataset_folder_files(local)
+    assert names == dataset_folder_files(beam) and "rejected.csv" in names
     for name in names:
         assert filecmp.cmp(os.path.join(local, name), os.path.join(beam, name),
                            shallow=False), name
@@ -334,7 +341,7 @@ def test_a_hugging_face_dataset_converts_as_the_same_dicts_in_a_dataframe(tmp_pa
     _, from_frame = _convert(frame, tmp_path, "frame")
     manifest = read_manifest(from_hf)
     assert len(manifest["splits"]) == 3  # UNASSIGNED rows went to every split
-    for name in os.listdir(from_hf):
+    for name in dataset_folder_files(from_hf):
         assert filecmp.cmp(os.path.join(from_hf, name), os.path.join(from_frame, name),
                            shallow=False), name
 

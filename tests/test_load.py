@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 from conftest import LABELS
 from helpers import (
+    dataset_folder_files,
     download,
     image_bytes,
     make_image,
@@ -209,7 +210,7 @@ def test_gs_paths_come_from_the_manifest(dataset, gcs_bucket):
     from gcs_emulator import upload
 
     prefix = f"gs://{gcs_bucket}/load/out"
-    for name in os.listdir(dataset):
+    for name in dataset_folder_files(dataset):
         upload(os.path.join(dataset, name), f"{prefix}/{name}")
     manifest = read_manifest(download(prefix, os.path.join(dataset, "..", "copy")))
     datasets = tfrecorder.load(prefix)

@@ -18,6 +18,7 @@ from detection_data import scenes
 from helpers import (
     assert_one_error_line,
     children,
+    dataset_folder_files,
     pixels,
     read_manifest,
     read_split,
@@ -40,10 +41,12 @@ def store(request):
 
 
 def download(store, prefix: str, local_dir: Path) -> Path:
-    """Every object directly below `prefix`, copied into `local_dir`."""
+    """Every object below `prefix`, copied into `local_dir` under its path there."""
     local_dir.mkdir(parents=True, exist_ok=True)
     for uri in store.list(prefix):
-        (local_dir / uri.rsplit("/", 1)[1]).write_bytes(store.read_bytes(uri))
+        path = local_dir / uri[len(prefix.rstrip("/")) + 1:]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(store.read_bytes(uri))
     return local_dir
 
 
@@ -82,7 +85,8 @@ def test_csv_images_and_dataset_on_a_store(store, image_table, tmp_path, runner)
 
     assert result.num_records == 24 and result.num_rejected == 0
     copy = download(store, f"{prefix}/out", tmp_path / "copy")
-    assert sorted(os.listdir(copy)) == sorted(os.listdir(local))  # no journal, no temp files
+    # no journal, no temp files
+    assert dataset_folder_files(copy) == dataset_folder_files(local)
     assert shard_bytes(copy) == shard_bytes(local)
     assert read_manifest(copy) == read_manifest(local)
     for split in ("train", "validation", "test"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_one_error_line, run_cli, write_image
+from helpers import assert_one_error_line, dataset_folder_files, run_cli, write_image
 
 import tfrecorder
 from tfrecorder import StorageError, VerificationError
@@ -51,7 +51,7 @@ def local(table_csv, tmp_path_factory) -> dict[str, Path]:
 
 def upload_dataset(store, folder: Path, prefix: str, damage=None) -> str:
     """Uploads the dataset in `folder` to `prefix`; `damage(name, data)` may alter files."""
-    for name in sorted(os.listdir(folder)):
+    for name in dataset_folder_files(folder):
         data = (folder / name).read_bytes()
         store.upload_bytes(damage(name, data) if damage else data, f"{prefix}/{name}")
     return prefix

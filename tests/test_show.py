@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import tensorflow as tf
-from helpers import features_of, read_manifest, read_split, rewrite_split, run_without_tensorflow
+from helpers import (
+    dataset_folder_files,
+    features_of,
+    read_manifest,
+    read_split,
+    rewrite_split,
+    run_without_tensorflow,
+)
 from PIL import Image, ImageChops
 
 import tfrecorder
@@ -318,8 +325,8 @@ def without_later_shards(out, copy) -> str:
     """A copy of the dataset `out` without its train shards but the first; returns the
     first's name."""
     first, *later = [s["file"] for s in read_manifest(out)["splits"]["train"]["shards"]]
-    os.makedirs(copy)
-    for name in os.listdir(out):
+    os.makedirs(os.path.join(copy, "index"))
+    for name in dataset_folder_files(out):
         if name not in later:
             shutil.copy(os.path.join(out, name), os.path.join(copy, name))
     return first
@@ -393,7 +400,7 @@ def test_png_sources_and_file_uris(tmp_path):
 def test_a_dataset_in_a_bucket_shows_like_its_local_copy(colours, store_name, request):
     store = request.getfixturevalue(store_name)
     prefix = f"{store.root}/show"
-    for name in os.listdir(colours):
+    for name in dataset_folder_files(colours):
         store.upload_bytes(Path(colours, name).read_bytes(), f"{prefix}/{name}")
     sheet, local = show(prefix, per_class=3, thumbnail_size=32), show(colours, per_class=3,
                                                                       thumbnail_size=32)
