@@ -232,10 +232,10 @@ class SplitDataset:
         require("index", index, is_int(index) and 0 <= index < count,
                 f"an int from 0 to count - 1 ({count - 1})")
         size, whole = len(self), (self._start, self._stop) == (0, self._total)
-        if whole and len(self._shards) % count == 0:
-            each = len(self._shards) // count
-            ends = [0, *self._ends]
-            start, stop = ends[index * each], ends[(index + 1) * each]
+        mine = self.manifest.splits[self.split].host_shards(index, count) if whole else None
+        if mine is not None:
+            start = ([0, *self._ends])[index * len(mine)]  # a block of len(mine) shards
+            stop = start + sum(shard.num_records for shard in mine)
         else:
             start = self._start + index * size // count
             stop = self._start + (index + 1) * size // count
