@@ -23,11 +23,13 @@ def row_labels(frame: pd.DataFrame, names: list[str], types: Mapping) -> tuple[l
     blank cells skipped)."""
     declared = next((types[n] for n in names if types[n] in LABEL_TYPES), None)
     what = f"column {names[0]!r}" if len(names) == 1 else f"label columns {names}"
-    cells = [frame[name].tolist() for name in names]
-    if len(names) == 1 and not _holds_lists(frame[names[0]]):
+    single = len(names) == 1 and not _holds_lists(frame[names[0]])
+    if single:
         labels = _distinct_labels(frame[names[0]], what, declared, names)
         if labels is not None:
             return labels, False
+    cells = [frame[name].tolist() for name in names]
+    if single:
         items = [(i, v) for i, v in zip(frame.index.tolist(), cells[0]) if not is_missing(v)]
         if not items:
             raise SchemaError(
@@ -59,7 +61,9 @@ def _distinct_labels(column: pd.Series, what: str, declared: str | None,
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes, uniques = column.cat.codes.to_numpy(), column.cat.categories.tolist()
     elif pd.api.types.infer_dtype(column, skipna=True) in ("string", "integer"):
-        codes, uniques = pd.factorize(column.to_numpy(), use_na_sentinel=True)
+        # Arrow-backed text is factorized in Arrow, without a Python string a row.
+        codes, uniques = pd.factorize(column.to_numpy() if column.dtype == object
+                                      else column.array, use_na_sentinel=True)
         uniques = uniques.tolist()
     else:
         return None
