@@ -5,11 +5,13 @@ are known exactly (`detection_data`), in both record layouts."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
 import shutil
 import warnings
+from array import array
 from collections import Counter
 from pathlib import Path
 
@@ -233,6 +235,18 @@ def test_facts_keep_each_records_boxes_through_drops_and_receipts():
     assert again == kept
     old_receipt = {k: v for k, v in kept.to_json().items() if not k.startswith("box")}
     assert not ShardFacts.from_json(old_receipt).boxes
+
+
+def test_receipts_from_before_narrow_columns_read_as_they_were():
+    """Receipts once stored every integer column as int64, and did not say so."""
+    facts = ShardFacts()
+    facts.add(Row(7, "x", "x", 0, "TRAIN"),
+              Record(b"", StoredImage("jpeg", 48, 64, 3, 1000, bytes(16))))
+    old = facts.to_json()
+    del old["typecodes"]
+    for name in ("heights", "widths", "channels", "sizes"):
+        old[name] = base64.b64encode(array("q", getattr(facts, name)).tobytes()).decode()
+    assert ShardFacts.from_json(json.loads(json.dumps(old))) == facts
 
 
 def test_dropped_duplicates_take_their_boxes_with_them(drawn, tmp_path):
