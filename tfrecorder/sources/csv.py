@@ -299,7 +299,7 @@ def _automl_columns(shape: _Shape, base_dir: str = "") -> list[str]:
 
 
 _SEPARATORS = ((";", "semicolon"), ("\t", "tab"))
-_BATCH_RECORDS = 65_536  # records parsed into Python lists at a time
+_BATCH_RECORDS = 16_384  # records held as Python lists at a time (about 10 MB)
 
 
 class _Shape:
