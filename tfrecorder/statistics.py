@@ -41,6 +41,58 @@ _NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
 _DIGEST_BYTES = 16
 
 
+class RecordLabels:
+    """Each record's label, in record order, as `Row.label` gives it (an id, a list of
+    ids, or None): ids in an int64 array (-1: None), 8 bytes a record where a list took
+    8 and, for ids above 256, a new int a record from pickling; a list once a record
+    has a list of ids (multi-label)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, labels: Iterable = ()):
+        self.values: array | list = array("q")
+        self.extend(labels)
+
+    def append(self, label) -> None:
+        if isinstance(self.values, array):
+            if label is None:
+                return self.values.append(-1)
+            if isinstance(label, (int, np.integer)) and label >= 0:
+                return self.values.append(label)
+            self.values = list(self)
+        self.values.append(label)
+
+    def extend(self, labels: Iterable) -> None:
+        if isinstance(labels, RecordLabels) and isinstance(labels.values, array) and \
+                isinstance(self.values, array):
+            return self.values.extend(labels.values)
+        if isinstance(labels, list) and isinstance(self.values, array):
+            try:  # ids only (no None, no list): at once
+                return self.values.extend(array("q", labels))
+            except TypeError:
+                pass
+        for label in labels:
+            self.append(label)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int):
+        value = self.values[index]
+        return None if isinstance(self.values, array) and value < 0 else value
+
+    def __iter__(self):
+        if isinstance(self.values, list):
+            return iter(self.values)
+        return (None if value < 0 else value for value in self.values.tolist())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RecordLabels) and list(self) == list(other)
+
+    def tolist(self) -> list:
+        return list(self)
+
+
 @dataclass
 class ShardFacts:
     """What each written record of a shard is, in record order. Columns of typed arrays,
@@ -54,7 +106,7 @@ class ShardFacts:
     record stores them (float32)."""
 
     positions: array = field(default_factory=lambda: array("q"))
-    labels: list = field(default_factory=list)  # an id, a list of ids, or None
+    labels: RecordLabels = field(default_factory=RecordLabels)  # an id, a list of ids, or None
     formats: array = field(default_factory=lambda: array("b"))  # STORED_FORMATS index
     # int32: a record, and so its image, is under 2 GiB (a protocol buffer's limit).
     heights: array = field(default_factory=lambda: array("i"))
@@ -133,7 +185,7 @@ class ShardFacts:
         found = {name: base64.b64encode(getattr(self, name).tobytes()).decode()
                  for name in _ARRAYS}
         found["typecodes"] = {name: getattr(self, name).typecode for name in _ARRAYS}
-        found["labels"] = self.labels
+        found["labels"] = self.labels.tolist()
         found["digests"] = self.digests.hex()
         return found
 
@@ -147,7 +199,7 @@ class ShardFacts:
                 stored = array(typecodes[name], base64.b64decode(data[name]))
                 column.extend(stored if stored.typecode == column.typecode
                               else array(column.typecode, stored.tolist()))
-        facts.labels = list(data["labels"])
+        facts.labels = RecordLabels(data["labels"])
         facts.digests = bytearray.fromhex(data["digests"])
         return facts
 
