@@ -5,11 +5,13 @@ are known exactly (`detection_data`), in both record layouts."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
 import shutil
 import warnings
+from array import array
 from collections import Counter
 from pathlib import Path
 
@@ -34,7 +36,7 @@ from tfrecorder.manifest import Split, SplitStatistics
 from tfrecorder.report import render
 from tfrecorder.rows import Record, Row, StoredImage
 from tfrecorder.show import CLASS_COLOURS, MASK_OPACITY, show, thumbnails
-from tfrecorder.statistics import ShardFacts, split_statistics
+from tfrecorder.statistics import ShardFacts, candidate_duplicates, split_statistics
 
 LAYOUTS = ("tfrecorder", "tf_models")
 pytestmark = pytest.mark.filterwarnings("ignore::tfrecorder.errors.DatasetWarning")
@@ -233,6 +235,32 @@ def test_facts_keep_each_records_boxes_through_drops_and_receipts():
     assert again == kept
     old_receipt = {k: v for k, v in kept.to_json().items() if not k.startswith("box")}
     assert not ShardFacts.from_json(old_receipt).boxes
+
+
+def test_receipts_from_before_narrow_columns_read_as_they_were():
+    """Receipts once stored every integer column as int64, and did not say so."""
+    facts = ShardFacts()
+    facts.add(Row(7, "x", "x", 0, "TRAIN"),
+              Record(b"", StoredImage("jpeg", 48, 64, 3, 1000, bytes(16))))
+    old = facts.to_json()
+    del old["typecodes"]
+    for name in ("heights", "widths", "channels", "sizes"):
+        old[name] = base64.b64encode(array("q", getattr(facts, name)).tobytes()).decode()
+    assert ShardFacts.from_json(json.loads(json.dumps(old))) == facts
+
+
+def test_duplicate_candidates_share_their_whole_hash_not_its_first_half():
+    first, second = ShardFacts(), ShardFacts()
+    digests = [b"A" * 8 + b"1" * 8, b"A" * 8 + b"2" * 8, b"B" * 16, b"A" * 8 + b"1" * 8]
+    for position, digest in enumerate(digests):
+        facts = first if position < 2 else second
+        facts.add(Row(position, "x", "x", 0, "TRAIN"),
+                  Record(b"", StoredImage("png", 4, 4, 3, 10, digest)))
+    for facts in (first, second):  # records without an image: never duplicates
+        facts.add(Row(9, "x", "x", 0, "TRAIN"), Record(b"", None))
+    groups = candidate_duplicates([("train", "a", first), ("train", "b", second)])
+    assert [[(c.shard, c.record, c.position) for c in group] for group in groups] == [
+        [(0, 0, 0), (1, 1, 3)]]
 
 
 def test_dropped_duplicates_take_their_boxes_with_them(drawn, tmp_path):

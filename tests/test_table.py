@@ -209,6 +209,36 @@ def test_a_misspelt_split_in_multi_label_rows_is_reported_as_a_split(tmp_path):
         load_table(write_csv(tmp_path, "TRAN,/a.jpg,cat,dog\n"))
 
 
+def test_csv_records_parsed_in_batches_read_as_one(tmp_path, monkeypatch):
+    """A large file's records are parsed a batch at a time, but what the columns are is
+    told by every record: here a second label in the last batch makes every row
+    multi-label, and a first cell that is no split name in a later batch is a path."""
+    from tfrecorder.sources import csv
+
+    monkeypatch.setattr(csv, "_BATCH_RECORDS", 2)
+    table = load_table(write_csv(tmp_path, "TRAIN,/a.jpg,cat\nTEST,/b.jpg,dog\n\n"
+                                           "TRAIN,/c.jpg,cat\nTEST,/d.jpg,dog,cat\n"))
+    assert table.multi_label
+    assert table.rows["label"].tolist() == [["cat"], ["dog"], ["cat"], ["dog", "cat"]]
+    assert table.rows.index.tolist() == [1, 2, 4, 5]  # lines, the blank one skipped
+    paths = load_table(write_csv(tmp_path, "TRAIN,/a.jpg\nTEST,/b.jpg\n/c.jpg,cat\n"))
+    assert list(paths.source.columns) == ["image_uri", "label"]
+    assert paths.rows["image_uri"].tolist() == ["TRAIN", "TEST", "/c.jpg"]
+
+
+def test_csv_text_is_held_by_arrow_and_paths_read_as_given_once(tmp_path):
+    table = load_table(write_csv(tmp_path, "TRAIN,/a.jpg,cat\nTEST,/b.jpg,dog\n"))
+    assert all(str(table.source[name].dtype) == "str" for name in table.source.columns)
+    import pyarrow as pa
+
+    def text_buffers(name):
+        values = pa.chunked_array([pa.array(table.rows[name].array)])
+        return [b.address for c in values.chunks for b in c.buffers() if b is not None]
+
+    assert text_buffers("uri") == text_buffers("image_uri")  # one copy of the text
+    assert isinstance(table.rows.index, pd.RangeIndex) and table.rows.index[0] == 1
+
+
 def test_missing_source_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such CSV file or image folder"):
         load_table(str(tmp_path / "nope.csv"))

@@ -32,6 +32,7 @@ from tfrecorder.errors import (
     warn_user,
 )
 from tfrecorder.finish import RejectionLimit, finish, image_error, manifest_header
+from tfrecorder.heap import release_freed_memory
 from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
 from tfrecorder.legacy import convert_spellings
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
@@ -138,6 +139,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         header = manifest_header(plan, table, options.recorded())
         journal = resume_journal.open_journal(folder, header.to_json(), plan, table,
                                               resume=resume)
+        release_freed_memory()  # what reading and planning freed, before workers fork
         # A resumed run's shards stay (the journal has checked them); temporary files go.
         folder.clear([name for name in folder.existing
                       if not resume or output.is_temporary(name)])

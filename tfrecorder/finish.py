@@ -315,6 +315,7 @@ def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection
     # "\r", which readers take for a line break: such a file quotes every text cell.
     cells = rows.reset_index()
     lone_return = any(cells[c].astype(str).str.contains("\r", regex=False).any()
-                      for c in cells.columns if cells[c].dtype == object)
+                      for c in cells.columns
+                      if cells[c].dtype == object or isinstance(cells[c].dtype, pd.StringDtype))
     folder.write_bytes(REJECTED, rows.to_csv(
         quoting=csv.QUOTE_NONNUMERIC if lone_return else csv.QUOTE_MINIMAL).encode())

@@ -81,7 +81,7 @@ def cell_words(column: pd.Series | Sequence) -> np.ndarray:
     return words
 
 
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16  # rows of a column held as Python objects at a time (90 B a path)
 
 
 def _scalar_words(values: np.ndarray) -> np.ndarray:

@@ -41,11 +41,64 @@ _NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
 _DIGEST_BYTES = 16
 
 
+class RecordLabels:
+    """Each record's label, in record order, as `Row.label` gives it (an id, a list of
+    ids, or None): ids in an int64 array (-1: None), 8 bytes a record where a list took
+    8 and, for ids above 256, a new int a record from pickling; a list once a record
+    has a list of ids (multi-label)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, labels: Iterable = ()):
+        self.values: array | list = array("q")
+        self.extend(labels)
+
+    def append(self, label) -> None:
+        if isinstance(self.values, array):
+            if label is None:
+                return self.values.append(-1)
+            if isinstance(label, (int, np.integer)) and label >= 0:
+                return self.values.append(label)
+            self.values = list(self)
+        self.values.append(label)
+
+    def extend(self, labels: Iterable) -> None:
+        if isinstance(labels, RecordLabels) and isinstance(labels.values, array) and \
+                isinstance(self.values, array):
+            return self.values.extend(labels.values)
+        if isinstance(labels, list) and isinstance(self.values, array):
+            try:  # ids only (no None, no list): at once
+                return self.values.extend(array("q", labels))
+            except TypeError:
+                pass
+        for label in labels:
+            self.append(label)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int):
+        value = self.values[index]
+        return None if isinstance(self.values, array) and value < 0 else value
+
+    def __iter__(self):
+        if isinstance(self.values, list):
+            return iter(self.values)
+        return (None if value < 0 else value for value in self.values.tolist())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RecordLabels) and list(self) == list(other)
+
+    def tolist(self) -> list:
+        return list(self)
+
+
 @dataclass
 class ShardFacts:
     """What each written record of a shard is, in record order. Columns of typed arrays,
-    not objects: a million-image run holds them all until its manifest is written (about
-    60 bytes a record, and a detection record 8 more and 8 a box).
+    each as narrow as its values allow, not objects: a million-image run holds them all
+    until its manifest is written (46 bytes a record, and a detection record 8 more and 8
+    a box).
 
     A detection record (one whose row has boxes) also notes how many boxes it has
     (`boxes`, one entry a detection record: empty for others) and each box's height and
@@ -53,12 +106,13 @@ class ShardFacts:
     record stores them (float32)."""
 
     positions: array = field(default_factory=lambda: array("q"))
-    labels: list = field(default_factory=list)  # an id, a list of ids, or None
+    labels: RecordLabels = field(default_factory=RecordLabels)  # an id, a list of ids, or None
     formats: array = field(default_factory=lambda: array("b"))  # STORED_FORMATS index
-    heights: array = field(default_factory=lambda: array("q"))
-    widths: array = field(default_factory=lambda: array("q"))
-    channels: array = field(default_factory=lambda: array("q"))
-    sizes: array = field(default_factory=lambda: array("q"))  # stored image bytes
+    # int32: a record, and so its image, is under 2 GiB (a protocol buffer's limit).
+    heights: array = field(default_factory=lambda: array("i"))
+    widths: array = field(default_factory=lambda: array("i"))
+    channels: array = field(default_factory=lambda: array("b"))
+    sizes: array = field(default_factory=lambda: array("i"))  # stored image bytes
     digests: bytearray = field(default_factory=bytearray)  # 16 bytes a record
     boxes: array = field(default_factory=lambda: array("q"))
     box_heights: array = field(default_factory=lambda: array("f"))
@@ -130,17 +184,22 @@ class ShardFacts:
         9 s as JSON lists of numbers), labels as a list."""
         found = {name: base64.b64encode(getattr(self, name).tobytes()).decode()
                  for name in _ARRAYS}
-        found["labels"] = self.labels
+        found["typecodes"] = {name: getattr(self, name).typecode for name in _ARRAYS}
+        found["labels"] = self.labels.tolist()
         found["digests"] = self.digests.hex()
         return found
 
     @classmethod
     def from_json(cls, data: Mapping) -> ShardFacts:
         facts = cls()
+        typecodes = data.get("typecodes", _FIRST_TYPECODES)  # receipts from before them
         for name in _ARRAYS:
             if name in data:  # the box columns: not in receipts from before them
-                getattr(facts, name).frombytes(base64.b64decode(data[name]))
-        facts.labels = list(data["labels"])
+                column = getattr(facts, name)
+                stored = array(typecodes[name], base64.b64decode(data[name]))
+                column.extend(stored if stored.typecode == column.typecode
+                              else array(column.typecode, stored.tolist()))
+        facts.labels = RecordLabels(data["labels"])
         facts.digests = bytearray.fromhex(data["digests"])
         return facts
 
@@ -148,6 +207,9 @@ class ShardFacts:
 _COLUMNS = ("positions", "labels", "formats", "heights", "widths", "channels", "sizes")
 _BOX_COLUMNS = ("boxes", "box_heights", "box_widths")
 _ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS)
+# How receipts stored the typed columns before they said so.
+_FIRST_TYPECODES = {**dict.fromkeys(_ARRAYS, "q"), "formats": "b", "box_heights": "f",
+                    "box_widths": "f"}
 
 
 def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: bool = False
@@ -165,7 +227,8 @@ def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: boo
         return SplitStatistics(tuple(counts.tolist()), unlabeled)
 
     def column(name: str) -> np.ndarray:
-        values = np.concatenate([np.frombuffer(getattr(shard, name), np.int64)
+        values = np.concatenate([np.frombuffer(getattr(shard, name),
+                                               getattr(shard, name).typecode)
                                  for shard in facts])
         return values[with_image]
 
@@ -248,27 +311,34 @@ def candidate_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]]
     """Copies of images whose content hashes match (xxh3-128, which workers take at 60x
     the speed of SHA-256), for `finish` to confirm byte by byte: a match is nearly
     always a duplicate, but a crafted collision must not cost a row. `shards` are
-    (split, file name, facts) in writing order."""
+    (split, file name, facts) in writing order.
+
+    Records are ranked by their hashes' first 64 bits alone, and only the few whose first
+    words match are compared whole: about 25 bytes a record for the while, where sorting
+    the 16-byte hashes took 100."""
     if not shards:
         return []
     facts = [shard_facts for _, _, shard_facts in shards]
-    digests = np.concatenate([np.frombuffer(bytes(f.digests), f"V{_DIGEST_BYTES}")
-                              for f in facts])
-    formats = np.concatenate([np.frombuffer(f.formats, np.int8) for f in facts])
-    shard_of = np.repeat(np.arange(len(facts)), [len(f.formats) for f in facts])
-    record_of = np.concatenate([np.arange(len(f.formats)) for f in facts])
-    with_image = np.flatnonzero(formats != _NO_IMAGE)
-    if not len(with_image):
-        return []
-    _, inverse, counts = np.unique(digests[with_image], return_inverse=True,
-                                   return_counts=True)
-    repeated = counts[inverse] > 1
-    groups: dict[int, list[Located]] = {}
-    for group, i in zip(inverse[repeated].tolist(), with_image[repeated].tolist()):
-        shard, record = int(shard_of[i]), int(record_of[i])
-        groups.setdefault(group, []).append(
+    firsts = np.concatenate([np.frombuffer(f.digests, np.uint64)[::2] for f in facts])
+    with_image = np.concatenate([np.frombuffer(f.formats, np.int8) for f in facts]
+                                ) != _NO_IMAGE
+    starts = np.cumsum([0, *(len(f.formats) for f in facts)])
+    if with_image.all():  # the common case: no index of them
+        order = np.argsort(firsts)
+    else:
+        with_image = np.flatnonzero(with_image)
+        order = with_image[np.argsort(firsts[with_image])]
+    ranked = firsts[order]
+    del firsts
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])  # ranks whose next has its first word
+    matching = np.union1d(same, same + 1)  # the records of those runs, by rank
+    groups: dict[bytes, list[Located]] = {}
+    for i in sorted(order[matching].tolist()):  # in writing order
+        shard = int(np.searchsorted(starts, i, side="right")) - 1
+        record = i - int(starts[shard])
+        groups.setdefault(facts[shard].digest(record), []).append(
             Located(shards[shard][0], shard, record, facts[shard].positions[record]))
-    return list(groups.values())
+    return [copies for copies in groups.values() if len(copies) > 1]
 
 
 def describe_duplicates(groups: Iterable[tuple[str, list[Located]]],

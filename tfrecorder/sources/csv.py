@@ -14,6 +14,7 @@ import io
 import re
 from collections.abc import Iterator
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder import fs
@@ -84,13 +85,36 @@ def read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
     Without `header`, a first record is a header when it names a column (`role_by_name`,
     `synonym_role`, or a column of the schema: `names`) and holds no image path.
 
+    The text is parsed twice: once for what every record says of the columns (`_Shape`),
+    then into columns a batch of records at a time, each column of text Arrow-backed at
+    once (`_compact`): a million records held as lists of Python strings took 700 MB.
+
     Args:
         refuse_boxes: raise for AutoML rows with coordinates after their label
             (`detection.refuse_automl_boxes`).
     """
-    text = decode(fs.read_bytes(path), path)
-    batches = _records(io.StringIO(text, newline=""), path)
-    return next(_csv_frames(batches, path, header, names, base_dir, refuse_boxes))
+    frames = _compact_frames(fs.read_bytes(path), path, header, names, base_dir,
+                             refuse_boxes)
+    frame = pd.concat(frames) if len(frames) > 1 else frames[0]
+    del frames
+    frame.index = _line_index(frame.index)
+    for name in frame.columns:  # a column at a time: one copy of one column at once
+        if isinstance(frame[name].dtype, pd.StringDtype):
+            frame[name] = _one_array(frame[name])
+    return frame
+
+
+def _one_array(column: pd.Series) -> pd.Series:
+    """Arrow-backed text as one array, not one a batch: workers take a segment's rows
+    by position, a take from each chunk they fall in (16 rows from 61 chunks took a
+    fifth of a 16x16 JPEG's time)."""
+    import pyarrow as pa
+
+    values = pa.array(column.array)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([values]), dtype=column.dtype),
+                     index=column.index, name=column.name, copy=False)
 
 
 def chunks(path: str, header: bool | None, names: set[str], base_dir: str,
@@ -108,13 +132,17 @@ def chunks(path: str, header: bool | None, names: set[str], base_dir: str,
 
 def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
                 header: bool | None, names: set[str], base_dir: str,
-                refuse_boxes: bool = False) -> Iterator[pd.DataFrame]:
+                refuse_boxes: bool = False, shape: _Shape | None = None
+                ) -> Iterator[pd.DataFrame]:
     """A DataFrame of text cells for each batch of records (`_records`), under the
-    columns the first batch names or implies."""
+    columns the records' `shape` names or implies (by default, the first batch's)."""
     lines, records = next(batches, ([], []))
     if not records:
         raise SchemaError(f"the CSV file {path!r} has no rows.")
-    _check_delimiter(records, path, names)
+    if shape is None:
+        shape = _Shape()
+        shape.add(records)
+    _check_delimiter(shape, path, names)
     if header is None:
         header = any(names_a_column(cell, names) for cell in records[0]) and not any(
             looks_like_path(cell) for cell in records[0])
@@ -130,8 +158,8 @@ def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
                 "there is nothing to convert. Add the rows below the header, or check "
                 "that this is the file meant.")
     else:
-        width = max(len(r) for r in records)
-        names = _automl_columns(records, width, base_dir)
+        width = shape.width
+        names = _automl_columns(shape, base_dir)
         if len(names) < width:
             lead = len(names) - 1
     width = len(names)
@@ -150,6 +178,38 @@ def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
         yield pd.DataFrame(padded, columns=names, index=pd.Index(lines, name="line"),
                            dtype=object)
         lines, records = next(batches, ([], []))
+
+
+def _compact_frames(data: bytes, path: str, header: bool | None, names: set[str],
+                    base_dir: str, refuse_boxes: bool) -> list[pd.DataFrame]:
+    """`read_csv`'s frames of a file's bytes, a batch of records at a time."""
+    decode(data, path)  # refuses UTF-16 and names the line of a byte that is not UTF-8
+
+    def text() -> io.TextIOBase:  # decoded as read: a StringIO's buffer is 4 bytes a char
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+
+    shape = _Shape.of(_records(text(), path, _BATCH_RECORDS))
+    return [_compact(frame) for frame in _csv_frames(
+        _records(text(), path, _BATCH_RECORDS), path, header, names, base_dir,
+        refuse_boxes, shape)]
+
+
+def _compact(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns whose cells are all text as pandas' Arrow-backed `str` (the text and 8
+    bytes a cell, where a Python string costs 50 bytes more); a multi-label column of
+    lists stays as it is."""
+    for name in frame.columns:
+        if pd.api.types.infer_dtype(frame[name], skipna=False) == "string":
+            frame[name] = frame[name].astype("str")
+    return frame
+
+
+def _line_index(index: pd.Index) -> pd.Index:
+    """The records' lines, as a range when no record spans lines or skips a blank one."""
+    lines = index.to_numpy()
+    if len(lines) and (np.diff(lines) == 1).all():
+        return pd.RangeIndex(lines[0], lines[0] + len(lines), name=index.name)
+    return index
 
 
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
@@ -214,30 +274,29 @@ def names_a_column(cell: str, names: set[str] = frozenset()) -> bool:
     return cell in names or bool(role_by_name(cell) or synonym_role(cell))
 
 
-def _check_delimiter(records: list[list[str]], path: str, names: set[str]) -> None:
+def _check_delimiter(shape: _Shape, path: str, names: set[str]) -> None:
     """Raises for a file that is evidently `;`- or tab-separated: one column, every line
     holding the separator as often, and a first line that names columns or rows that
     start with split names. Read with commas it would be one column of impossible paths;
     read with a guessed separator, a `;` in a file name would change what the file means,
     so the file is to be saved with commas."""
-    if any(len(r) > 1 for r in records):
+    if shape.width > 1:
         return
-    for separator, what in ((";", "semicolon"), ("\t", "tab")):
-        counts = {r[0].count(separator) for r in records}
+    for separator, what in _SEPARATORS:
+        counts, splits_first = shape.separated[separator]
         if len(counts) > 1 or counts == {0}:
             continue
-        first = [part.strip() for r in records for part in r[0].split(separator)[:1]]
-        if any(names_a_column(cell, names) for cell in records[0][0].split(separator)) or \
-                all(cell and split_cell(cell) is not None for cell in first):
+        if any(names_a_column(cell, names) for cell in shape.first[0].split(separator)) or \
+                splits_first:
             raise SchemaError(
                 f"the CSV file {path!r} looks {what}-separated: its first line "
-                f"{records[0][0]!r} is a single column when split at commas. tfrecorder "
+                f"{shape.first[0]!r} is a single column when split at commas. tfrecorder "
                 f"reads comma-separated files (as AutoML does): save it with commas, e.g. "
                 f"pd.read_csv(path, sep={separator!r}, dtype=str, keep_default_na=False)"
                 f".to_csv(path, index=False).")
 
 
-def _automl_columns(records: list[list[str]], width: int, base_dir: str = "") -> list[str]:
+def _automl_columns(shape: _Shape, base_dir: str = "") -> list[str]:
     """The columns of header-less AutoML Vision rows: `[split,]image_uri[,label...]`.
 
     Two cells are `split,image_uri` when every first cell is a split name; with three or
@@ -245,13 +304,58 @@ def _automl_columns(records: list[list[str]], width: int, base_dir: str = "") ->
     the first that is a local file is an image (then a misspelt split is reported as
     such, not read as a path).
     """
-    if width == 1:
+    if shape.width == 1:
         return ["image_uri"]
-    if width == 2:
-        if all(split_cell(r[0]) is not None for r in records):
+    if shape.width == 2:
+        if shape.splits_first:
             return ["split", "image_uri"]
         return ["image_uri", "label"]
-    first = [r[0] for r in records]
-    has_split = not (all(looks_like_path(cell) for cell in first)
-                     or first_local_file_is_image(first[:SAMPLE], base_dir))
+    has_split = not (shape.paths_first
+                     or first_local_file_is_image(shape.sample, base_dir))
     return ["split", "image_uri", "label"] if has_split else ["image_uri", "label"]
+
+
+_SEPARATORS = ((";", "semicolon"), ("\t", "tab"))
+_BATCH_RECORDS = 16_384  # records held as Python lists at a time (about 10 MB)
+
+
+class _Shape:
+    """What a file's records say of its columns, gathered a batch of records at a time so
+    that no more than a batch is ever held as Python objects: the first record, the most
+    cells a record has, whether every first cell names a split or looks like an image
+    path, the first SAMPLE first cells, and for records of one cell, how often each
+    other separator is in it and whether every first part before it names a split."""
+
+    def __init__(self):
+        self.first: list[str] | None = None
+        self.width = 0
+        self.splits_first = self.paths_first = True
+        self.sample: list[str] = []
+        self.separated = {separator: (set(), True) for separator, _ in _SEPARATORS}
+
+    @classmethod
+    def of(cls, batches: Iterator[tuple[list[int], list[list[str]]]]) -> _Shape:
+        shape = cls()
+        for _, records in batches:
+            shape.add(records)
+        return shape
+
+    def add(self, records: list[list[str]]) -> None:
+        if not records:
+            return
+        if self.first is None:
+            self.first = records[0]
+        self.width = max(self.width, max(map(len, records)))
+        self.sample += [r[0] for r in records[:SAMPLE - len(self.sample)]]
+        # Each distinct first cell once: split names repeat, and paths are looked at only
+        # until one is not a path.
+        self.splits_first = self.splits_first and all(
+            split_cell(cell) is not None for cell in {r[0] for r in records})
+        self.paths_first = self.paths_first and all(looks_like_path(r[0]) for r in records)
+        if self.width == 1:  # else `_check_delimiter` looks no further
+            for separator, _ in _SEPARATORS:
+                counts, splits_first = self.separated[separator]
+                counts |= {r[0].count(separator) for r in records}
+                self.separated[separator] = counts, splits_first and all(
+                    cell and split_cell(cell) is not None for cell in
+                    {part.strip() for r in records for part in r[0].split(separator)[:1]})

@@ -29,36 +29,51 @@ def indexed_values(column: pd.Series) -> list[tuple]:
     return list(zip(column.index.tolist(), column.tolist()))
 
 
-def image_uris(column: pd.Series, base_dir: str) -> tuple[list[str], list[str]]:
-    """The image URIs exactly as given, and as read (`resolve`).
+def image_uris(column: pd.Series, base_dir: str) -> tuple[pd.api.extensions.ExtensionArray,
+                                                         pd.api.extensions.ExtensionArray]:
+    """The image URIs exactly as given, and as read (`resolve`), as Arrow-backed text.
 
     Nothing is stripped: `'padded.jpg '` names another file than `padded.jpg`. A local
     path with whitespace around it that names no file, where the stripped path does, is
     an error rather than a silent fix or a row rejected later.
+
+    Rows are looked at a slice at a time (a Python string a row costs 50-100 bytes), and
+    where every URI is read as given (absolute paths, bucket URIs), both are the given
+    column's one array, not two copies.
     """
-    items = indexed_values(column)
-    bad = [i for i, v in items if is_missing(v) or not isinstance(v, str)]
+    bad, malformed, unreadable, padded, slices, same = [], {}, [], [], [], True
+    for start in range(0, len(column), _SLICE_ROWS):
+        items = indexed_values(column.iloc[start:start + _SLICE_ROWS])
+        bad += [i for i, v in items if is_missing(v) or not isinstance(v, str)]
+        if bad:  # reported once every row is looked at, before any other error
+            continue
+        resolved = []
+        for i, uri in items:
+            try:
+                resolved.append(resolve(uri, base_dir))
+            except ValueError as error:
+                malformed.setdefault(str(error), []).append((i, uri))
+                unreadable.append(i)
+                resolved.append("")
+        padded += [(i, uri, path) for (i, uri), path in zip(items, resolved)
+                   if uri != uri.strip() and not fs.is_remote(path)
+                   and not is_regular_file(path) and names_a_file(uri.strip(), base_dir)]
+        if same and not all(path is uri for (_, uri), path in zip(items, resolved)):
+            same = False
+            if start:  # the rows before, read as given
+                slices.append(column.iloc[:start].astype("str").reset_index(drop=True))
+        if not same:
+            slices.append(pd.Series(resolved, dtype="str"))
     if bad:
         raise SchemaError(
             f"column {column.name!r} has empty or non-text values at {name_rows(bad)}. "
             "Every row needs the path or gs:// URI of its image; drop or fix those rows.",
             column=column.name, rows=bad)
-    resolved, malformed, unreadable = [], {}, []
-    for i, uri in items:
-        try:
-            resolved.append(resolve(uri, base_dir))
-        except ValueError as error:
-            malformed.setdefault(str(error), []).append((i, uri))
-            unreadable.append(i)
-            resolved.append("")
     if malformed:
         problems = "; ".join(f"{values[0][1]!r} at {name_rows(i for i, _ in values)}: {why}"
                              for why, values in malformed.items())
         raise SchemaError(f"column {column.name!r} has URIs that cannot be read as written: "
                           f"{problems}.", column=column.name, rows=unreadable)
-    padded = [(i, uri, path) for (i, uri), path in zip(items, resolved)
-              if uri != uri.strip() and not fs.is_remote(path) and not is_regular_file(path)
-              and names_a_file(uri.strip(), base_dir)]
     if padded:
         _, uri, _ = padded[0]
         rows = [i for i, _, _ in padded]
@@ -69,7 +84,13 @@ def image_uris(column: pd.Series, base_dir: str) -> tuple[list[str], list[str]]:
             "read exactly as written: remove the whitespace from the table (e.g. "
             f"df[{column.name!r}] = df[{column.name!r}].str.strip(), or 'a,b' for 'a, b' in "
             "a CSV file).", column=column.name, rows=rows)
-    return [uri for _, uri in items], resolved
+    given = column.astype("str").array
+    if same:
+        return given, given
+    return given, pd.concat(slices, ignore_index=True).array
+
+
+_SLICE_ROWS = 65_536  # rows held as Python strings at a time
 
 
 def resolve(uri: str, base_dir: str) -> str:
@@ -175,7 +196,9 @@ def missing_local_images(table: Table) -> list[int]:
     """
     if not table.image_files:
         return []
-    return [position for position, uri in enumerate(table.rows["uri"].tolist())
+    uris = table.rows["uri"]
+    return [start + i for start in range(0, len(uris), _SLICE_ROWS)  # bounded: 90 B a str
+            for i, uri in enumerate(uris.iloc[start:start + _SLICE_ROWS].tolist())
             if "://" not in uri and not is_regular_file(uri)]
 
 

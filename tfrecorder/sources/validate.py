@@ -100,7 +100,8 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     if names:
         labels, multi_label = row_labels(frame, names, types)
         # Unlabelled rows' None kept as it is: pandas would turn ids beside a NaN to floats.
-        rows["label"] = labels if multi_label or None not in labels else \
+        rows["label"] = labels if multi_label or isinstance(labels, pd.Categorical) \
+            or None not in labels else \
             pd.Series(labels, index=frame.index, dtype=object)
     columns = []
     for name in inputs:
