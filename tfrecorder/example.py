@@ -411,16 +411,7 @@ def _plain_features(data: bytes) -> dict[str, list] | None:
                         return None
                     values = list(struct.unpack_from(f"<{length // 4}f", data, pos))
                 else:
-                    while pos < entry_end:
-                        value = data[pos]
-                        if value < 0x80:
-                            pos += 1
-                        else:
-                            value, pos = _read_varint(data, pos, entry_end)
-                            value &= _INT64_MASK
-                            if value & _INT64_SIGN:
-                                value -= 1 << 64
-                        values.append(value)
+                    values = _packed_int64s(data, pos, entry_end)
             elif kind not in (0x12, 0x1A):
                 return None
         features[name] = values
@@ -479,13 +470,27 @@ def _int64_list(data: bytes, view: memoryview, start: int, end: int) -> list[int
         if number != 1:
             continue
         if wire == _LENGTH_DELIMITED:  # packed, as TensorFlow writes them
-            while a < b:
-                value, a = _read_varint(data, a, b)
-                values.append(value & _INT64_MASK)
+            values += _packed_int64s(data, a, b)
         elif wire == _VARINT:
-            values.append(a)
-    # Two's complement: a negative int64 is written as a ten-byte varint of 2**64 + it.
-    return [v - (1 << 64) if v & _INT64_SIGN else v for v in values]
+            values.append(a - (1 << 64) if a & _INT64_SIGN else a)
+    return values
+
+
+def _packed_int64s(data: bytes, pos: int, end: int) -> list[int]:
+    """The packed int64s in data[pos:end]: varints, most of one byte; a negative int64 is
+    a ten-byte varint of 2**64 + it (two's complement)."""
+    values = []
+    while pos < end:
+        value = data[pos]
+        if value < 0x80:
+            pos += 1
+        else:
+            value, pos = _read_varint(data, pos, end)
+            value &= _INT64_MASK
+            if value & _INT64_SIGN:
+                value -= 1 << 64
+        values.append(value)
+    return values
 
 
 _LIST_READERS = {_BYTES_LIST: _bytes_list, _FLOAT_LIST: _float_list, _INT64_LIST: _int64_list}

@@ -56,10 +56,10 @@ def framed(records: Sequence[bytes]) -> bytes:
     return b"".join(parts)
 
 
-def frame_sizes(data, start: int = 0, end: int | None = None) -> list[int]:
+def frame_sizes(data) -> list[int]:
     """The size of each whole frame (header, record and checksums) in a buffer of framed
     records, from their length fields alone."""
-    sizes, position, end = [], start, len(data) if end is None else end
+    sizes, position, end = [], 0, len(data)
     while position < end:
         size = 16 + struct.unpack_from("<Q", data, position)[0]
         sizes.append(size)
@@ -256,22 +256,22 @@ class ShardWriter:
         """
         with open(path, "rb") as source:
             size = os.fstat(source.fileno()).st_size
-            if self._file is self._counted and isinstance(self._raw, io.BufferedWriter):
+            spliced = self._file is self._counted and isinstance(self._raw, io.BufferedWriter)
+            if spliced:
                 self._raw.flush()
                 offset = 0
                 while offset < size:
                     offset += os.sendfile(self._raw.fileno(), source.fileno(), offset,
                                           size - offset)
-                if size:
-                    with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                        self._counted.sha256.update(view)
-                        if self._frames is not None:
-                            self._frames += frame_sizes(view)
                 self._counted.num_bytes += size
-            else:
-                if self._frames is not None and size:
-                    with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            if size and (spliced or self._frames is not None):  # read from the page cache
+                with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                    if spliced:
+                        self._counted.sha256.update(view)
+                    if self._frames is not None:
                         self._frames += frame_sizes(view)
+            if not spliced:
+                source.seek(0)
                 shutil.copyfileobj(source, self._file, 1 << 20)
         self.num_records += num_records
 
