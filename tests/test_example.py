@@ -72,7 +72,8 @@ def test_an_empty_list_is_the_typed_empty_list_tensorflow_writes(dtype, kind):
     assert encode_example({"x": []}, {"x": dtype}) == theirs
     assert tf.train.Example.FromString(theirs).features.feature["x"].WhichOneof("kind") == \
         f"{kind}_list"
-    assert encode_examples({"x": [[], []]}, {"x": dtype}) == [theirs, theirs]  # columnar
+    columnar = encode_examples({"x": [[], []]}, {"x": dtype}).to_pylist()
+    assert columnar == [theirs, theirs]
 
 
 def test_an_empty_list_without_its_dtype_is_an_error_naming_the_feature():
@@ -224,8 +225,8 @@ def test_a_column_at_a_time_writes_the_bytes_of_row_by_row():
             expected.append(None)
     ok = [i for i, record in enumerate(expected) if record is not None]
     kept = {name: [values[i] for i in ok] for name, values in columns.items()}
-    assert encode_examples(kept, {"tags": "string"}) == [expected[i] for i in ok]
-    parsed = tf.train.Example.FromString(encode_examples(kept, {"tags": "string"})[1]
+    assert encode_examples(kept, {"tags": "string"}).to_pylist() == [expected[i] for i in ok]
+    parsed = tf.train.Example.FromString(encode_examples(kept, {"tags": "string"})[1].as_py()
                                          ).features.feature
     assert parsed["key"].bytes_list.value == [kept["key"][1].encode()]
     assert parsed["visits"].int64_list.value == [kept["visits"][1]]
@@ -259,7 +260,7 @@ def test_columns_as_numpy_arrays_write_the_bytes_of_python_values():
     }
     expected = [encode_example({name: values[i].tolist() for name, values in columns.items()})
                 for i in range(rows)]
-    assert encode_examples(columns) == expected
-    parsed = tf.train.Example.FromString(encode_examples(columns)[7]).features.feature
+    assert encode_examples(columns).to_pylist() == expected
+    parsed = tf.train.Example.FromString(encode_examples(columns)[7].as_py()).features.feature
     assert parsed["visits"].int64_list.value == [-(2**63)]
     assert parsed["box"].float_list.value == pytest.approx((np.arange(7, 11) / 7).tolist())

@@ -223,7 +223,7 @@ def test_rows_without_images_encode_a_column_at_a_time_to_the_row_encoders_bytes
     for shard in plan.shards:
         columnar = encode_rows_without_images(shard.split, planned.labels_at(shard.positions),
                                               planned.inputs_at(shard.positions),
-                                              plan.image_options)
+                                              plan.image_options).to_pylist()
         by_row = [encode_row(row, plan.image_options).example
                   for row in planned.rows(shard.positions, shard.split)]
         assert columnar == by_row

@@ -41,19 +41,21 @@ def test_tensorflow_reads_what_the_writer_writes(tmp_path, compression):
         assert read(tmp_path / "one.tfrecord") == [record]
 
 
-@pytest.mark.parametrize("how", ["write_framed", "append_file"])
+@pytest.mark.parametrize("how", ["write_framed", "append_file", "append_file_with_sizes"])
 def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
     from tfrecorder.tfrecord import framed
 
     path = str(tmp_path / "shard.tfrecord")
     segment = tmp_path / "segment"
-    segment.write_bytes(framed(RECORDS))
+    segment.write_bytes(framed(RECORDS).data)
     with ShardWriter(path, ".tmp-run1") as writer:
         writer.write(b"first")
         if how == "write_framed":
-            writer.write_framed(framed(RECORDS), len(RECORDS))
-        else:
+            writer.write_framed(framed(RECORDS))
+        elif how == "append_file":  # frames read back from the segment
             writer.append_file(str(segment), len(RECORDS))
+        else:  # as the worker kept them
+            writer.append_file(str(segment), len(RECORDS), framed(RECORDS).sizes)
     sizes = [len(r) + 16 for r in [b"first", *RECORDS]]
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     assert (tmp_path / "index" / "shard.idx").read_text() == "".join(
@@ -61,6 +63,10 @@ def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
 
 
 def test_framing_matches_tensorflow_writer(tmp_path):
+    import pyarrow as pa
+
+    from tfrecorder.tfrecord import framed
+
     path = str(tmp_path / "tf.tfrecord")
     with tf.io.TFRecordWriter(path) as writer:
         for record in RECORDS:
@@ -69,6 +75,12 @@ def test_framing_matches_tensorflow_writer(tmp_path):
     for record in RECORDS:
         write_framed(ours, record)
     assert Path(path).read_bytes() == ours.getvalue()
+    # A block at once, from bytes or from an Arrow array (a slice: offsets not from 0).
+    block = framed(RECORDS)
+    assert bytes(block.data) == ours.getvalue()
+    assert block.sizes.tolist() == [16 + len(record) for record in RECORDS]
+    sliced = pa.array([b"before", *RECORDS], pa.large_binary()).slice(1)
+    assert bytes(framed(sliced).data) == ours.getvalue()
 
 
 def test_gzip_output_is_deterministic(tmp_path):

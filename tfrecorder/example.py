@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -139,26 +139,172 @@ def encode_example(features: Mapping[str, FeatureValue],
 
 
 def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]],
-                    list_dtypes: Mapping[str, str] = {}) -> list[bytes]:  # noqa: B006
-    """`encode_example` for many rows at once, a column at a time: the same bytes, for
-    tables whose records carry no image. `columns` maps each feature name to its value
-    in every row; None leaves the feature out of that row's record.
+                    list_dtypes: Mapping[str, str] = {}):  # noqa: B006 (read only)
+    """`encode_example` for many rows at once, a column at a time: the same bytes, as an
+    Arrow `large_binary` array of records, for tables whose records carry no image.
+    `columns` maps each feature name to its value in every row (NumPy arrays, Arrow text
+    arrays or lists); None leaves the feature out of that row's record.
 
-    Each feature's entry (key, lengths and value) is built once per distinct value, so a
-    column of labels, splits or category ids costs a dictionary lookup a row, and a row
-    is one join of its entries: about 3x faster than `encode_example` row by row.
+    Each column's map entries (key, lengths and value) are built by NumPy or Arrow
+    compute for a whole column, and Arrow joins each row's entries in C
+    (`binary_join_element_wise`): 1.0 µs a record of bench_structured's table, where a
+    join of Python bytes a row took 4.0 µs. Columns of other kinds (lists of text, ids,
+    mixed values) are built once per distinct value, as before.
     """
-    entries_by_column = [_entries(name, columns[name], list_dtypes.get(name))
-                         for name in sorted(columns)]
-    records = []
-    headers: dict[int, bytes] = {}  # by body length, which repeats
-    for entries in zip(*entries_by_column):
-        body = b"".join(entries)
-        header = headers.get(len(body))
-        if header is None:
-            header = headers[len(body)] = _header(1, len(body))
-        records.append(header + body)
-    return records
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    entries = [_column_entries(name, columns[name], list_dtypes.get(name))
+               for name in sorted(columns)]
+    if not entries or not len(entries[0]):
+        return pa.array([], pa.large_binary())
+    body = pc.binary_join_element_wise(*entries, _NOTHING())
+    return pc.binary_join_element_wise(
+        _varint_cells(pc.binary_length(body).to_numpy(), lambda n: _ONE_BYTE[0x0A]), body,
+        _NOTHING())
+
+
+def _NOTHING():  # noqa: N802 (a constant, made once pyarrow is imported)
+    import pyarrow as pa
+
+    return pa.scalar(b"", pa.large_binary())
+
+
+def _column_entries(name: str, values, dtype: str | None):
+    """Each row's whole map entry for feature `name` (b"" for None), as `encode_example`
+    writes it, as an Arrow `large_binary` array."""
+    import pyarrow as pa
+
+    key = _keys.get(name) or _key(name)
+    found = _fast_entries(key, values)
+    if found is not None:
+        return found
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pylist()
+    return pa.array(_entries(name, values, dtype), pa.large_binary())
+
+
+def _fast_entries(key: bytes, values):
+    """The entries of a column of one kind NumPy or Arrow builds whole: single numbers,
+    lists of k floats, text. None for anything else, and where float32 would overflow
+    (`struct` refuses those: the row path says so) or a float is NaN (whose payload bits
+    `struct` alone decides)."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) or \
+                pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
+            return _text_entries(key, values.cast(pa.large_binary()))
+        return None
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        values = list(values)  # cells: lists or arrays, text, None
+    if not isinstance(values, np.ndarray):
+        kinds = set(map(type, values))
+        if kinds == {str}:
+            return _text_entries(key, pa.array(values, pa.large_string()).cast(
+                pa.large_binary()))
+        if kinds == {float} or kinds == {int}:
+            try:
+                values = np.asarray(values, dtype=np.float64 if kinds == {float} else np.int64)
+            except OverflowError:
+                return None
+        elif kinds and kinds <= {list, np.ndarray}:
+            values = number_grid(values)
+            if values is None:
+                return None
+        else:
+            return None
+    if values.dtype.kind == "f" and values.ndim in (1, 2):
+        grid = values.reshape(len(values), -1)
+        return _float_entries(key, grid) if grid.shape[1] else None
+    if values.dtype.kind in "iu" and values.ndim == 1:
+        return _int_entries(key, values)
+    return None
+
+
+def _float_entries(key: bytes, grid: np.ndarray):
+    """A column of k floats a row (rows x k): one prefix, and each row's floats packed
+    by NumPy."""
+    packed = _float32s(grid.astype(np.float64))
+    if packed is None:
+        return None
+    width = 4 * grid.shape[1]
+    prefix = _entry(key, [0.0] * grid.shape[1])[:-width]
+    cells = np.empty((len(grid), len(prefix) + width), dtype=np.uint8)
+    cells[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    cells[:, len(prefix):] = packed.view(np.uint8).reshape(len(grid), width)
+    return fixed_width_cells(cells)
+
+
+def _int_entries(key: bytes, values: np.ndarray):
+    """A column of single int64s: varints built by NumPy, after a prefix that depends
+    only on the varint's length."""
+    return _varint_cells(np.asarray(values, dtype=np.int64),
+                         lambda n: _entry(key, 1 << (7 * (n - 1)))[:-n])
+
+
+def _text_entries(key: bytes, values):
+    """A column of single strings (Arrow `large_binary`): a prefix that depends only on
+    the text's length, looked up by Arrow for each row, then the text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lengths, rows = np.unique(pc.binary_length(values).to_numpy(zero_copy_only=False),
+                              return_inverse=True)
+    prefixes = pa.array([_entry(key, b"x" * n)[:-n or None] for n in lengths.tolist()],
+                        pa.large_binary())
+    return pc.binary_join_element_wise(prefixes.take(rows), values, _NOTHING(),
+                                       null_handling="replace", null_replacement=b"")
+
+
+def _varint_cells(values: np.ndarray, prefix: Callable[[int], bytes]):
+    """Each value as `prefix(n)` then its varint of n bytes, as an Arrow array: varints
+    built by NumPy, seven bits a step (negative ints are ten-byte two's complement)."""
+    rest = np.asarray(values, dtype=np.int64).view(np.uint64).copy()
+    groups = np.empty((len(rest), 10), dtype=np.uint8)
+    lengths = np.ones(len(rest), dtype=np.int64)
+    for i in range(10):
+        groups[:, i] = (rest & np.uint64(0x7F)).astype(np.uint8)
+        rest >>= np.uint64(7)
+        more = rest != 0
+        if not more.any():
+            break
+        groups[more, i] |= 0x80
+        lengths += more
+    prefixes = {n: prefix(n) for n in np.unique(lengths).tolist()}
+    width = max(len(p) + n for n, p in prefixes.items())
+    cells = np.zeros((len(rest), width), dtype=np.uint8)
+    sizes = np.empty(len(rest), dtype=np.int64)
+    for n, head in prefixes.items():
+        rows = lengths == n
+        cells[rows, :len(head)] = np.frombuffer(head, dtype=np.uint8)
+        cells[rows, len(head):len(head) + n] = groups[rows, :n]
+        sizes[rows] = len(head) + n
+    return ragged_cells(cells, sizes)
+
+
+def fixed_width_cells(cells: np.ndarray):
+    """The rows of a uint8 matrix as an Arrow `large_binary` array, without a copy."""
+    import pyarrow as pa
+
+    rows, width = cells.shape
+    offsets = np.arange(0, rows * width + 1, width, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), rows, [
+        None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(cells))])
+
+
+def ragged_cells(cells: np.ndarray, sizes: np.ndarray):
+    """The rows of a uint8 matrix, each cut to its size, as an Arrow `large_binary`
+    array."""
+    import pyarrow as pa
+
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    kept = cells[np.arange(cells.shape[1]) < sizes[:, None]]
+    return pa.Array.from_buffers(pa.large_binary(), len(sizes), [
+        None, pa.py_buffer(offsets), pa.py_buffer(kept)])
 
 
 _MEMO_TYPES = (str, bytes, int, float, bool)
@@ -167,36 +313,10 @@ _MEMO_TYPES = (str, bytes, int, float, bool)
 def _entries(name: str, values: Sequence[FeatureValue | None],
              dtype: str | None = None) -> list[bytes]:
     """Each value's whole map entry for feature `name` (b"" for None), as
-    `encode_example` writes it. Columns of one kind are built with NumPy (numbers, lists
-    of k floats) or with one lookup a row (text); the rest once per distinct value."""
+    `encode_example` writes it, built once per distinct value: the columns
+    `_fast_entries` does not take (lists of text or ids, booleans, mixed values)."""
     key = _keys.get(name) or _key(name)
-    if isinstance(values, np.ndarray) and values.ndim == 2:  # rows of k numbers
-        found = _float_list_entries(key, values) if values.dtype.kind == "f" else None
-        return found if found is not None else _entries(name, list(values.tolist()), dtype)
-    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
-        found = _float_entries(key, values)
-        if found is not None:
-            return found
-    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
-        found = _int_entries(key, values)
-        if found is not None:
-            return found
     values = values.tolist() if isinstance(values, np.ndarray) else values
-    kinds = set(map(type, values))
-    if kinds == {float}:
-        found = _float_entries(key, values)
-        if found is not None:
-            return found
-    if kinds == {int}:
-        found = _int_entries(key, values)
-        if found is not None:
-            return found
-    if kinds == {str}:
-        return _text_entries(key, values)
-    if kinds and kinds <= {list, np.ndarray}:
-        found = _float_list_entries(key, values)
-        if found is not None:
-            return found
     built: dict = {}
     found = []
     for value in values:
@@ -215,18 +335,6 @@ def _entries(name: str, values: Sequence[FeatureValue | None],
     return found
 
 
-def _float_entries(key: bytes, values: Sequence[float]) -> list[bytes] | None:
-    """A column of single floats: every entry is one prefix and four bytes, packed by
-    NumPy at once. None where float32 overflows (`struct` refuses those: the row path
-    says so) or a value is NaN (whose payload bits `struct` alone decides)."""
-    packed = _float32s(np.asarray(values, dtype=np.float64))
-    if packed is None:
-        return None
-    prefix = _entry(key, 0.0)[:-4]
-    data = packed.tobytes()
-    return [prefix + data[i:i + 4] for i in range(0, len(data), 4)]
-
-
 def _float32s(wide: np.ndarray) -> np.ndarray | None:
     """`wide` as little-endian float32s, as `struct.pack("<f")` rounds them; None where
     that would refuse one (overflow) or decide its bits alone (NaN)."""
@@ -240,6 +348,14 @@ def _float32s(wide: np.ndarray) -> np.ndarray | None:
 def number_grid(cells: Sequence) -> np.ndarray | None:
     """Cells (lists or 1-D arrays) of k > 0 numbers each, as one rows x k array; None
     when they are ragged, empty or hold anything but numbers."""
+    if len(cells) and isinstance(cells[0], np.ndarray):  # joined, not compared: 5x faster
+        try:
+            lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+            flat = np.concatenate(cells) if lengths.min() == lengths.max() > 0 else None
+        except (TypeError, ValueError):
+            flat = None
+        if flat is not None and flat.ndim == 1 and flat.dtype.kind in "biuf":
+            return flat.reshape(len(cells), -1)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # ragged cells make an object array: refuse
@@ -249,58 +365,6 @@ def number_grid(cells: Sequence) -> np.ndarray | None:
     if grid.ndim != 2 or grid.dtype.kind not in "biuf" or not grid.shape[1]:
         return None
     return grid
-
-
-def _float_list_entries(key: bytes, values: Sequence) -> list[bytes] | None:
-    """A column of lists of k floats (Python lists or arrays): one prefix a row, and the
-    floats of every row packed by NumPy at once. None for anything else: lists of other
-    lengths or kinds, which the value-by-value path encodes."""
-    grid = number_grid(values)
-    if grid is None or grid.dtype.kind != "f":
-        return None  # ints: the general path
-    packed = _float32s(grid.astype(np.float64))
-    if packed is None:
-        return None
-    width = 4 * grid.shape[1]
-    prefix = _entry(key, [0.0] * grid.shape[1])[:-width]
-    data = packed.tobytes()
-    return [prefix + data[i:i + width] for i in range(0, len(data), width)]
-
-
-def _int_entries(key: bytes, values: Sequence[int]) -> list[bytes] | None:
-    """A column of single int64s: varints built by NumPy, seven bits a step, and one
-    prefix per varint length. None for values beyond int64 (the row path refuses them)."""
-    try:
-        wide = np.asarray(values, dtype=np.int64)
-    except OverflowError:
-        return None
-    bits = wide.view(np.uint64)  # negative ints are ten-byte two's complement varints
-    groups = np.empty((len(bits), 10), dtype=np.uint8)
-    lengths = np.ones(len(bits), dtype=np.int64)
-    rest = bits.copy()
-    for i in range(10):
-        groups[:, i] = (rest & np.uint64(0x7F)).astype(np.uint8)
-        rest >>= np.uint64(7)
-        more = rest != 0
-        groups[more, i] |= 0x80
-        lengths += more
-    prefixes = {n: _entry(key, 1 << (7 * (n - 1)))[:-n] for n in range(1, 11)}
-    data = groups.tobytes()
-    return [prefixes[n] + data[10 * i:10 * i + n] for i, n in enumerate(lengths.tolist())]
-
-
-def _text_entries(key: bytes, values: Sequence[str]) -> list[bytes]:
-    """A column of single strings: an entry is a prefix that depends only on the text's
-    length (looked up), and the text."""
-    prefixes: dict[int, bytes] = {}
-    found = []
-    for value in values:
-        data = value.encode()
-        prefix = prefixes.get(len(data))
-        if prefix is None:
-            prefix = prefixes[len(data)] = _entry(key, b"x" * len(data))[:-len(data) or None]
-        found.append(prefix + data)
-    return found
 
 
 def _entry(key: bytes, value: FeatureValue, dtype: str | None = None) -> bytes:

@@ -570,7 +570,7 @@ class PlannedTable:
         uris, image_uris, names, mask_files = (
             [None] * len(positions) if values is None else _plain_list(_take(values, positions))
             for values in (self.uris, self.image_uris, self.image_names, self.mask_files))
-        images, masks = ([None] * len(positions) if values is None else list(
+        images, masks = ([None] * len(positions) if values is None else _cells(
             _take(values, positions)) for values in (self.images, self.masks))  # as they are
         return [Row(position, uri, image_uri, label, split,
                     {name: values[i] for name, values in inputs.items()}, image, name,
@@ -580,8 +580,8 @@ class PlannedTable:
                                  masks, mask_files))]
 
     def inputs_at(self, positions: np.ndarray) -> dict[str, Sequence]:
-        """The input columns' values at `positions`, as stored: NumPy columns (or lists
-        of text), as `example.encode_examples` takes them."""
+        """The input columns' values at `positions`, as stored: NumPy columns (or Arrow
+        arrays of text), as `example.encode_examples` takes them."""
         return {name: _take(values, positions) for name, values in self.inputs.items()}
 
 
@@ -598,13 +598,13 @@ def _texts(column: pd.Series):
 
 
 def _take(values, positions: np.ndarray):
-    """The values at `positions`: a NumPy array, or from an Arrow column a list (a rows x
-    k NumPy array for lists of k numbers)."""
+    """The values at `positions`: a NumPy array, or from an Arrow column an Arrow array
+    (a rows x k NumPy array for lists of k numbers)."""
     if isinstance(values, np.ndarray):
         return values[positions]
     taken = values.take(positions)
     grid = _arrow_number_grid(taken)
-    return grid if grid is not None else taken.to_pylist()
+    return grid if grid is not None else taken
 
 
 def _arrow_number_grid(values) -> np.ndarray | None:
@@ -624,9 +624,15 @@ def _arrow_number_grid(values) -> np.ndarray | None:
     return flat.to_numpy().reshape(len(values), lengths["min"])
 
 
+def _cells(values) -> list:
+    """A column's values as they are: NumPy objects, or Arrow's as Python values."""
+    return list(values) if isinstance(values, np.ndarray) else values.to_pylist()
+
+
 def _plain_list(values) -> list:
     """A column's values as Python objects (array cells as lists), as encoders take them."""
-    found = values.tolist() if isinstance(values, np.ndarray) else values
+    found = values.tolist() if isinstance(values, np.ndarray) else (
+        values if isinstance(values, list) else values.to_pylist())
     if found and isinstance(found[0], np.ndarray):
         found = [v.tolist() if isinstance(v, np.ndarray) else v for v in found]
     return found

@@ -21,9 +21,11 @@ import mmap
 import os
 import shutil
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import google_crc32c
+import numpy as np
 
 from tfrecorder import fs
 from tfrecorder.manifest import index_filename
@@ -42,18 +44,61 @@ def write_framed(file, record: bytes) -> None:
         file.write(part)
 
 
-def framed(records: Sequence[bytes]) -> bytes:
-    """Many records framed at once, as one block of bytes: lengths repeat within a
-    block, so their checksums are looked up, and the block is written in one call.
-    (`_frame_parts` inline: a call a record cost a fifth more, 0.65 against 0.53 µs.)"""
-    parts, length_crcs = [], {}
-    for record in records:
-        length = struct.pack("<Q", len(record))
-        length_crc = length_crcs.get(length)
-        if length_crc is None:
-            length_crc = length_crcs[length] = _masked_crc(length)
-        parts += (length, length_crc, record, _masked_crc(record))
-    return b"".join(parts)
+class FramedBlock(NamedTuple):
+    """Records framed back to back (`data`, written in one call) and each frame's size
+    (`sizes`, for the shard's index)."""
+
+    data: bytes | memoryview
+    sizes: np.ndarray
+
+
+def framed(records) -> FramedBlock:
+    """Many records (a sequence of bytes, or an Arrow binary array such as
+    `example.encode_examples` gives) framed at once, in one block.
+
+    Lengths, their checksums (one per distinct length) and the frames' joins are NumPy
+    and Arrow work over the whole block; only the data checksums are a call a record:
+    0.45 µs a record of bench_structured's table, where building the frames in Python
+    took 0.53 µs plus a walk of the block (0.4 µs) for the index.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tfrecorder.example import fixed_width_cells
+
+    if not isinstance(records, pa.Array):
+        records = pa.array(records, pa.large_binary())
+    records = records.cast(pa.large_binary())
+    count = len(records)
+    if not count:
+        return FramedBlock(b"", np.zeros(0, dtype=np.int64))
+    offsets = np.frombuffer(records.buffers()[1], dtype=np.int64,
+                            count=count + 1, offset=8 * records.offset)
+    lengths = np.diff(offsets)
+    data = records.buffers()[2].to_pybytes()  # google_crc32c takes bytes, not views
+    value = google_crc32c.value
+    crcs = np.fromiter(map(value, map(data.__getitem__, map(slice, offsets[:-1].tolist(),
+                                                          offsets[1:].tolist()))),
+                       dtype=np.uint32, count=count)
+    distinct, which = np.unique(lengths, return_inverse=True)
+    length_crcs = np.array([google_crc32c.value(struct.pack("<Q", n))
+                            for n in distinct.tolist()], dtype=np.uint32)[which]
+    heads = np.empty((count, 12), dtype=np.uint8)
+    heads[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(count, 8)
+    heads[:, 8:] = _masked(length_crcs).view(np.uint8).reshape(count, 4)
+    tails = _masked(crcs).view(np.uint8).reshape(count, 4)
+    frames = pc.binary_join_element_wise(fixed_width_cells(heads), records,
+                                         fixed_width_cells(tails),
+                                         pa.scalar(b"", pa.large_binary()))
+    start, end = np.frombuffer(frames.buffers()[1], dtype=np.int64)[[0, count]]
+    return FramedBlock(memoryview(frames.buffers()[2])[start:end], lengths + 16)
+
+
+def _masked(crcs: np.ndarray) -> np.ndarray:
+    """`_masked_crc` of many CRCs at once, as little-endian uint32s."""
+    crcs = crcs.astype(np.uint32)
+    return (((crcs >> np.uint32(15)) | (crcs << np.uint32(17)))
+            + np.uint32(0xA282EAD8)).astype("<u4")
 
 
 def frame_sizes(data) -> list[int]:
@@ -69,13 +114,15 @@ def frame_sizes(data) -> list[int]:
     return sizes
 
 
-def index_text(sizes: Sequence[int]) -> bytes:
-    """A record index (`manifest.index_filename`) of frames of these sizes, in order."""
-    lines, offset = [], 0
-    for size in sizes:
-        lines.append(f"{offset} {size}\n")
-        offset += size
-    return "".join(lines).encode()
+def index_text(sizes) -> bytes:
+    """A record index (`manifest.index_filename`) of frames of these sizes, in order:
+    one bytes formatting of every line (0.17 s a million, against 0.33 s a line at a
+    time)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    lines = np.empty((len(sizes), 2), dtype=np.int64)
+    lines[:, 1] = sizes
+    lines[:, 0] = np.cumsum(sizes) - sizes
+    return b"%d %d\n" * len(sizes) % tuple(lines.ravel().tolist())
 
 
 def _frame_parts(record: bytes) -> tuple[bytes, bytes, bytes, bytes]:
@@ -240,15 +287,16 @@ class ShardWriter:
         if self._frames is not None:
             self._frames.append(16 + len(record))
 
-    def write_framed(self, block: bytes, num_records: int) -> None:
-        """Writes `num_records` records framed already (`framed`), in one call."""
-        self._file.write(block)
-        self.num_records += num_records
+    def write_framed(self, block: FramedBlock) -> None:
+        """Writes records framed already (`framed`), in one call."""
+        self._file.write(block.data)
+        self.num_records += len(block.sizes)
         if self._frames is not None:
-            self._frames += frame_sizes(block)
+            self._frames.extend(block.sizes.tolist())
 
-    def append_file(self, path: str, num_records: int) -> None:
-        """Appends a local file of `num_records` framed records (a worker's segment).
+    def append_file(self, path: str, num_records: int, sizes=None) -> None:
+        """Appends a local file of `num_records` framed records (a worker's segment),
+        whose frames' `sizes` the worker may have kept (else they are read from it).
 
         Into a local uncompressed shard the bytes are copied by the kernel (sendfile),
         and hashed from the page cache; otherwise they stream through the compressor or
@@ -264,11 +312,14 @@ class ShardWriter:
                     offset += os.sendfile(self._raw.fileno(), source.fileno(), offset,
                                           size - offset)
                 self._counted.num_bytes += size
-            if size and (spliced or self._frames is not None):  # read from the page cache
+            if self._frames is not None and sizes is not None:
+                self._frames.extend(sizes.tolist())
+            read_sizes = self._frames is not None and sizes is None
+            if size and (spliced or read_sizes):  # read from the page cache
                 with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
                     if spliced:
                         self._counted.sha256.update(view)
-                    if self._frames is not None:
+                    if read_sizes:
                         self._frames += frame_sizes(view)
             if not spliced:
                 source.seek(0)

@@ -418,7 +418,7 @@ class _WriteShard(beam.DoFn):
         labels = [row.label for row in rows]
         inputs = {name: [row.inputs[name] for row in rows] for name in rows[0].inputs}
         writer.write_framed(framed(encode_rows_without_images(split, labels, inputs,
-                                                              self.options)), len(rows))
+                                                              self.options)))
         facts.add_without_images([row.position for row in rows], labels)
         self.read.inc(len(rows))
         self.written.inc(len(rows))

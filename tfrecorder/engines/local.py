@@ -89,6 +89,8 @@ class Encoded(NamedTuple):
     num_rows: int
     rejections: list[Rejection]
     facts: ShardFacts  # of the records written
+    # Each frame's size in the segment file, where the worker kept them (for the index).
+    frame_sizes: np.ndarray | None = None
 
 
 class LocalEngine:
@@ -172,7 +174,8 @@ def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_er
                 for result in islice(results, _count(shard, segment_rows)):
                     if result.rejections and on_error == "raise":
                         raise image_error(table, result.rejections[0])
-                    writer.append_file(result.path, result.num_rows - len(result.rejections))
+                    writer.append_file(result.path, result.num_rows - len(result.rejections),
+                                       result.frame_sizes)
                     fs.delete([result.path])
                     rejected_here.extend(result.rejections)
                     facts.extend(result.facts)
@@ -263,9 +266,10 @@ def _encode_without_images(segment: Segment, planned: PlannedTable,
                                          planned.inputs_at(segment.positions), options)
     facts = ShardFacts()
     facts.add_without_images(segment.positions.tolist(), labels)
+    block = framed(records)
     with fs.create_private(segment.path) as file:
-        file.write(framed(records))
-    return Encoded(segment.number, segment.path, len(records), [], facts)
+        file.write(block.data)
+    return Encoded(segment.number, segment.path, len(records), [], facts, block.sizes)
 
 
 def _segments(shards: list[Shard], size: int, spool: str, folder: OutputFolder
