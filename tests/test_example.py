@@ -214,6 +214,9 @@ def test_a_column_at_a_time_writes_the_bytes_of_row_by_row():
         "box": [[i / rows, 0.5, 1.0, 2.0] for i in range(rows)],
         "tags": [[b"a", b"b"][: i % 3] for i in range(rows)],
         "flag": [bool(i % 2) for i in range(rows)],
+        "constant": ["TRAIN"] * rows,
+        "seven": [7] * rows,
+        "zeros": [-0.0 if i % 2 else 0.0 for i in range(rows)],  # equal, not the same bits
     }
     spread = [{name: values[i] for name, values in columns.items() if values[i] is not None}
               for i in range(rows)]

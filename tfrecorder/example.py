@@ -202,6 +202,11 @@ def _fast_entries(key: bytes, values):
         values = list(values)  # cells: lists or arrays, text, None
     if not isinstance(values, np.ndarray):
         kinds = set(map(type, values))
+        # One value (a split's name): one entry. Not floats, where 0.0 == -0.0.
+        if len(kinds) == 1 and kinds <= {str, bytes, int, bool} and \
+                list(values).count(values[0]) == len(values):
+            entry = np.frombuffer(_entry(key, values[0]), dtype=np.uint8)
+            return fixed_width_cells(np.tile(entry, (len(values), 1)))
         if kinds == {str}:
             return _text_entries(key, pa.array(values, pa.large_string()).cast(
                 pa.large_binary()))
