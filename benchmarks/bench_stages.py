@@ -65,6 +65,8 @@ DETAIL = [
     ("append_frames", "of `append_file`: the index's frame sizes (`frame_sizes`)"),
 ]
 TOTALS = [
+    ("worker_faults", "page faults an image in the worker's stages (a worker: 2)"),
+    ("quiet_segments", "segments that ran undisturbed, whose splits give the shares"),
     ("encode_segments", "`encode_segments` whole (rows to facts, no queue)"),
     ("convert_1", "`convert(num_workers=1)` whole, one process"),
 ]
@@ -76,6 +78,7 @@ def measure(images: int, folder: str) -> dict[str, float]:
     import hashlib
     import mmap
     import multiprocessing
+    import resource
 
     import xxhash
 
@@ -164,10 +167,13 @@ def measure(images: int, folder: str) -> dict[str, float]:
     records.xxhash = hash_module
     gc.collect()
     gc.freeze()
+    splits: list[tuple[float, float, dict[str, float], int]] = []
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     try:
         with Prefetcher() as prefetcher:
             for segment in segments:
                 wall.clear()
+                switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
                 cpu_started, started = time.thread_time(), time.perf_counter()
                 rows = planned.rows(segment.positions, segment.split)
                 wall["rows"] = time.perf_counter() - started
@@ -177,13 +183,25 @@ def measure(images: int, folder: str) -> dict[str, float]:
                 spent, total = time.thread_time() - cpu_started, time.perf_counter() - started
                 assert not encoded.rejections
                 wall["rest"] = total - sum(wall.values())
-                for key, seconds in wall.items():
-                    cpu[key] = cpu.get(key, 0.0) + spent * seconds / total
+                switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - switches
+                splits.append((spent, total, dict(wall), switches))
                 facts.append(encoded.facts)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     finally:
         for owner, name, function in saved:
             setattr(owner, name, function)
         gc.unfreeze()
+    # Shares from the segments that ran undisturbed (no involuntary context switch), if
+    # there are enough of them: a segment another process interrupted has its pause in
+    # one stage, a random one.
+    quiet = [split for split in splits if not split[3]]
+    shared = quiet if len(quiet) >= len(splits) // 5 else splits
+    worker_cpu = sum(split[0] for split in splits)
+    shared_wall = sum(split[1] for split in shared)
+    for key in splits[0][2]:
+        cpu[key] = worker_cpu * sum(split[2][key] for split in shared) / shared_wall
+    cpu["quiet_segments"] = len(quiet) / len(splits) * count / 1e6  # (shown as a fraction)
+    cpu["worker_faults"] = faults / 1e6  # (page faults an image, once divided by count)
     encoded = [local.Encoded(s.number, s.path, len(s.positions), [], f)
                for s, f in zip(segments, facts)]
     context = multiprocessing.get_context("fork")
