@@ -66,7 +66,7 @@ DETAIL = [
 ]
 TOTALS = [
     ("worker_faults", "page faults an image in the worker's stages (a worker: 2)"),
-    ("quiet_segments", "segments that ran undisturbed, whose splits give the shares"),
+    ("timer", "µs of CPU a timer costs (taken off the stages above)"),
     ("encode_segments", "`encode_segments` whole (rows to facts, no queue)"),
     ("convert_1", "`convert(num_workers=1)` whole, one process"),
 ]
@@ -135,22 +135,36 @@ def measure(images: int, folder: str) -> dict[str, float]:
 
     facts = []
     # The worker's own function on every segment (`_encode_segment`, reading through the
-    # prefetcher), with the functions it calls for each stage wrapped in wall-clock
-    # timers (perf_counter: 0.1 µs a call, where a CPU clock costs 1). Each segment's CPU
-    # time is shared out by those splits; other processes' load lands on a stage in
-    # proportion to its length, so the shares stay unbiased. What no wrapper covers is
-    # the functions' own work ("the rest"). Objects made before are frozen out of the
-    # garbage collector, as the engine freezes them before it forks its workers.
-    wall: dict[str, float] = {}
+    # prefetcher), with the functions it calls for each stage wrapped in CPU-time timers
+    # (`time.thread_time`, which another process's load does not inflate). A timer costs
+    # about a microsecond a call here, so its cost is measured first (`calibrated`) and
+    # taken off: the part inside a timed interval off the stage, the rest off "the rest",
+    # which is each segment's CPU time less its timed stages. Objects made before are
+    # frozen out of the garbage collector, as the engine freezes them before it forks.
+    stage_cpu: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    clock = time.thread_time
 
     def wrapped(key: str, function):
         def timed_call(*args, **kwargs):
-            started = time.perf_counter()
+            started = clock()
             try:
                 return function(*args, **kwargs)
             finally:
-                wall[key] = wall.get(key, 0.0) + time.perf_counter() - started
+                stage_cpu[key] = stage_cpu.get(key, 0.0) + clock() - started
+                calls[key] = calls.get(key, 0) + 1
         return timed_call
+
+    def calibrated(n: int = 20_000) -> tuple[float, float]:
+        """(CPU seconds a timed call of nothing records, CPU seconds it costs)."""
+        nothing = wrapped("nothing", lambda: None)
+        started = clock()
+        for _ in range(n):
+            nothing()
+        spent = clock() - started
+        inside = stage_cpu.pop("nothing") / n
+        calls.pop("nothing")
+        return inside, spent / n
 
     patches = [(records, "jpeg_header", "header"), (records, "check_jpeg_data", "check"),
                (records, "encode_example", "record"), (local, "write_framed", "frame"),
@@ -167,40 +181,38 @@ def measure(images: int, folder: str) -> dict[str, float]:
     records.xxhash = hash_module
     gc.collect()
     gc.freeze()
-    splits: list[tuple[float, float, dict[str, float], int]] = []
+    before = [calibrated()]
+    worker_cpu = 0.0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     try:
         with Prefetcher() as prefetcher:
             for segment in segments:
-                wall.clear()
-                switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
-                cpu_started, started = time.thread_time(), time.perf_counter()
+                started = clock()
                 rows = planned.rows(segment.positions, segment.split)
-                wall["rows"] = time.perf_counter() - started
+                taken = clock()
                 reads = [RowReads(wrapped("read", r.image), r.mask)
                          for r in map(prefetcher.reads, rows)]
+                wrapping = clock()  # (making the read timers: not the worker's work)
                 encoded = local._encode_segment(segment, rows, options, reads, prefetcher)
-                spent, total = time.thread_time() - cpu_started, time.perf_counter() - started
+                ended = clock()
+                stage_cpu["rows"] = stage_cpu.get("rows", 0.0) + taken - started
+                worker_cpu += (taken - started) + (ended - wrapping)
                 assert not encoded.rejections
-                wall["rest"] = total - sum(wall.values())
-                switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - switches
-                splits.append((spent, total, dict(wall), switches))
                 facts.append(encoded.facts)
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     finally:
         for owner, name, function in saved:
             setattr(owner, name, function)
+        before.append(calibrated())
         gc.unfreeze()
-    # Shares from the segments that ran undisturbed (no involuntary context switch), if
-    # there are enough of them: a segment another process interrupted has its pause in
-    # one stage, a random one.
-    quiet = [split for split in splits if not split[3]]
-    shared = quiet if len(quiet) >= len(splits) // 5 else splits
-    worker_cpu = sum(split[0] for split in splits)
-    shared_wall = sum(split[1] for split in shared)
-    for key in splits[0][2]:
-        cpu[key] = worker_cpu * sum(split[2][key] for split in shared) / shared_wall
-    cpu["quiet_segments"] = len(quiet) / len(splits) * count / 1e6  # (shown as a fraction)
+    inside = statistics.mean(i for i, _ in before)
+    outside = statistics.mean(o for _, o in before) - inside
+    timed_calls = sum(calls.values())
+    for key, n in calls.items():
+        cpu[key] = stage_cpu[key] - n * inside
+    cpu["rows"] = stage_cpu["rows"]
+    cpu["rest"] = worker_cpu - sum(stage_cpu.values()) - timed_calls * outside
+    cpu["timer"] = (inside + outside) * count  # (µs a timed call, once divided by count)
     cpu["worker_faults"] = faults / 1e6  # (page faults an image, once divided by count)
     encoded = [local.Encoded(s.number, s.path, len(s.positions), [], f)
                for s, f in zip(segments, facts)]
