@@ -4,24 +4,28 @@
         [--base COMMIT]
 
 bench_write's JPEGs (crops of the sample photos, 400-800 px, about 55 KB, read from the
-page cache) go through the local engine's path with `validate=True`, one stage at a time
-over every image, each stage timed in CPU seconds of this process (`time.thread_time`;
-`time.process_time` for the queue, whose feeder is a thread), which the shared machine's
-load does not inflate. Every stage calls the library's own functions on real images, in
-the order the engine does, on the outputs of the stage before:
+page cache) go through the local engine's own functions with `validate=True`, on a real
+plan: each segment through `_encode_segment` (the worker's), reading through the
+`Prefetcher`, with the functions it calls for each stage wrapped in timers of CPU time
+(`time.thread_time`, which the shared machine's load does not inflate; the timers' own
+cost, about a microsecond a call, is measured and taken off):
 
-- worker: taking a segment's rows from the planned table, reading the files (through
-  the `Prefetcher`), the header, the check (the strict scaled decode), the record's
-  features and its Example, the content hash, `encode_row`'s own remaining work (its
-  whole, less those), framing and writing the segment file, the statistics
-  (`ShardFacts.add`), the task and the result through a multiprocessing queue;
-- driver: appending segments to their shard (`ShardWriter.append_file`: `sendfile`, the
-  shard's SHA-256 from the page cache, the index's frame sizes; the last two also timed
-  alone), deleting the segment files, opening and committing each shard.
+- worker: taking a segment's rows from the planned table (`PlannedTable.rows`), reading
+  the file, the header (`jpeg_header`), the check (`check_jpeg_data`: the strict scaled
+  decode), the record's Example (`encode_example`), the content hash (xxh3-128), framing
+  and writing the segment file, the statistics (`ShardFacts.add`), and "the rest": each
+  segment's CPU time less those (what `_encode_segment`, `encode_read` and `encode_row`
+  do themselves: the features' dicts, the prefetcher's bookkeeping, the file's opening);
+- both: the task and the result through a multiprocessing queue (`time.process_time`:
+  its feeder is a thread);
+- driver: appending the segments to their shard (`ShardWriter.append_file`: `sendfile`,
+  the shard's SHA-256 from the page cache, the index's frame sizes; the last two also
+  timed alone), deleting the segment files, opening and committing each shard.
 
-The table also gives `encode_segments` whole (the worker's loop over the same segments)
-and a whole conversion with one worker (`num_workers=1`: the driver encodes, so one
-process does all the work) in CPU seconds an image, including its fixed costs.
+The table also gives `encode_segments` whole (the worker's loop over the same segments),
+a whole conversion with one worker (`num_workers=1`: the driver encodes, so one process
+does all the work) and one with two (the workers' CPU and the driver's, from
+`getrusage`), in CPU seconds an image, fixed costs included.
 
 With --base, the same measurement of an earlier commit (exported with `git archive`)
 runs in alternating fresh processes, and the table gives both, before and after. Each
@@ -69,6 +73,8 @@ TOTALS = [
     ("timer", "µs of CPU a timer costs (taken off the stages above)"),
     ("encode_segments", "`encode_segments` whole (rows to facts, no queue)"),
     ("convert_1", "`convert(num_workers=1)` whole, one process"),
+    ("convert_2_workers", "`convert(num_workers=2)`: the two workers together"),
+    ("convert_2_driver", "`convert(num_workers=2)`: the driver"),
 ]
 
 
@@ -267,6 +273,14 @@ def measure(images: int, folder: str) -> dict[str, float]:
     tfrecorder.convert(table, os.path.join(out, "one"), progress=False, num_workers=1,
                        validate=True)
     cpu["convert_1"] = time.process_time() - started
+    driver, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                           resource.RUSAGE_CHILDREN))
+    tfrecorder.convert(table, os.path.join(out, "two"), progress=False, num_workers=2,
+                       validate=True)
+    for key, who, before in (("convert_2_driver", resource.RUSAGE_SELF, driver),
+                             ("convert_2_workers", resource.RUSAGE_CHILDREN, workers)):
+        after = resource.getrusage(who)
+        cpu[key] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     shutil.rmtree(out)
     return {key: seconds / count * 1e6 for key, seconds in cpu.items()}
 
