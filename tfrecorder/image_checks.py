@@ -163,7 +163,8 @@ def jpeg_header(data: bytes) -> JpegHeader:
     while True:
         if position + 4 > end:
             raise ImageRejected(f"{CORRUPT}: a JPEG that ends before its image data")
-        prefix, marker, length = _MARKER.unpack_from(data, position)  # one call: 3x faster
+        # One call, half the time of two indexes and a slice (79 against 152 ns).
+        prefix, marker, length = _MARKER.unpack_from(data, position)
         if prefix != 0xFF:
             raise ImageRejected(f"{CORRUPT}: a corrupt JPEG header (bytes that are not a marker "
                                 f"between its segments)")

@@ -258,9 +258,9 @@ def _encode_segment(segment: Segment, rows: list[Row], options: RecordOptions,
 class _SegmentFile:
     """A new segment file (`fs.create_private`) whose framed records are gathered and
     written by one system call (`os.writev`) a MiB, without being joined: a buffered file
-    makes two a record larger than its buffer, and a 16-record segment of 55 KB JPEGs
-    took 12 µs more an image so (docs/performance.md). At most a MiB and a record are
-    held."""
+    makes two a record larger than its buffer: 16-record segments of 55 KB JPEGs took
+    about 10 µs of CPU more an image so (issue 31, docs/performance.md), and the driver's
+    reading and deleting them 5-8 more. At most a MiB and a record are held."""
 
     def __init__(self, path: str):
         self._file = fs.create_private(path)
