@@ -267,6 +267,29 @@ def test_workers_started_by_spawn_write_the_same_bytes(tmp_path):
     assert shard_bytes(tmp_path / "spawn") == shard_bytes(tmp_path / "fork")
 
 
+@pytest.mark.parametrize("short_writes", [False, True])
+def test_segment_files_hold_every_record_framed_however_they_are_written(tmp_path, monkeypatch,
+                                                                         short_writes):
+    """A worker gathers a segment's frames and writes them a MiB (or 250 records) at a
+    time; the file is the frames as `framed` joins them, even when the system writes
+    less than it was asked to."""
+    from tfrecorder.engines import local
+    from tfrecorder.tfrecord import framed
+
+    if short_writes:  # at most 1,000 bytes a call
+        monkeypatch.setattr(local, "_writev",
+                            lambda fd, parts: os.write(fd, b"".join(parts)[:1000]))
+    rng = np.random.default_rng(0)
+    records = [rng.bytes(size) for size in rng.integers(0, 9000, 600).tolist()]
+    records += [rng.bytes(700_000), b"", rng.bytes(1_500_000)]  # past a MiB in one
+    path = str(tmp_path / "segment")
+    with local._SegmentFile(path) as file:
+        for record in records:
+            file.add(record)
+    with open(path, "rb") as f:
+        assert f.read() == framed(records)
+
+
 def test_progress_false_prints_nothing(image_table, tmp_path, capfd):
     tfrecorder.convert(image_table, str(tmp_path / "out"), num_workers=2, progress=False)
     assert capfd.readouterr().err == ""

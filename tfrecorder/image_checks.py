@@ -123,6 +123,7 @@ _JPEG_PROCESSES = {
 }
 _TF_JPEG = {0xC0, 0xC1, 0xC2, 0xC9, 0xCA}
 _LOSSLESS_JPEG = {0xC3, 0xCB}
+_READABLE_JPEG = _TF_JPEG | _LOSSLESS_JPEG  # by TensorFlow, or by Pillow to convert
 _SOS, _APP0, _APP14, _APP15 = 0xDA, 0xE0, 0xEE, 0xEF
 _STANDALONE_MARKERS = {0x01, *range(0xD0, 0xD8)}  # TEM, RST0-7: no length follows
 
@@ -162,10 +163,11 @@ def jpeg_header(data: bytes) -> JpegHeader:
     while True:
         if position + 4 > end:
             raise ImageRejected(f"{CORRUPT}: a JPEG that ends before its image data")
-        if data[position] != 0xFF:
+        # One call, half the time of two indexes and a slice (79 against 152 ns).
+        prefix, marker, length = _MARKER.unpack_from(data, position)
+        if prefix != 0xFF:
             raise ImageRejected(f"{CORRUPT}: a corrupt JPEG header (bytes that are not a marker "
                                 f"between its segments)")
-        marker = data[position + 1]
         if marker == 0xFF:  # fill byte
             position += 1
             continue
@@ -174,7 +176,6 @@ def jpeg_header(data: bytes) -> JpegHeader:
             continue
         if marker in (0xD8, 0xD9):  # SOI, EOI
             raise ImageRejected(f"{CORRUPT}: a JPEG without image data")
-        length = int.from_bytes(data[position + 2:position + 4], "big")
         if length < 2 or position + 2 + length > end:
             raise ImageRejected(f"{CORRUPT}: a JPEG that ends before its image data")
         segments.append((marker, position))
@@ -185,28 +186,32 @@ def jpeg_header(data: bytes) -> JpegHeader:
         if marker in _JPEG_PROCESSES and frame is None:
             if length < 8:
                 raise ImageRejected(f"{CORRUPT}: a corrupt JPEG header (a bad SOF segment)")
-            precision, height, width, components = struct.unpack_from(
-                ">BHHB", data, position + 4)
-            frame = (marker, precision, height, width, components)
+            frame = (marker, *_FRAME.unpack_from(data, position + 4))
         position += 2 + length
     if frame is None:
         raise ImageRejected(f"{CORRUPT}: a corrupt JPEG header (no frame header, SOF, before "
                             f"the image data)")
     header = JpegHeader(*frame, tuple(segments))
+    sof, precision, height, width, components = frame
+    if sof in _READABLE_JPEG and precision == 8 and components in (1, 3, 4) and width \
+            and height:
+        return header  # (the checks below, in one test: names are built only to refuse)
     name = header.name
-    if header.sof not in _TF_JPEG | _LOSSLESS_JPEG:
+    if sof not in _READABLE_JPEG:
         raise ImageRejected(f"{UNSUPPORTED}: {_a(name)}, a process that neither TensorFlow nor "
                             f"Pillow decodes")
-    if header.precision != 8:
-        raise ImageRejected(f"{UNSUPPORTED}: a {header.precision}-bit {name}; TensorFlow and "
+    if precision != 8:
+        raise ImageRejected(f"{UNSUPPORTED}: a {precision}-bit {name}; TensorFlow and "
                             f"Pillow read only 8-bit JPEGs")
-    if header.components not in (1, 3, 4):
-        raise ImageRejected(f"{UNSUPPORTED}: {_a(name)} with {header.components} colour "
+    if components not in (1, 3, 4):
+        raise ImageRejected(f"{UNSUPPORTED}: {_a(name)} with {components} colour "
                             f"components; TensorFlow reads 1 (grey), 3 (colour) or 4 (CMYK)")
-    if header.width == 0 or header.height == 0:
-        raise ImageRejected(f"{UNSUPPORTED}: {_a(name)} of {header.width}x{header.height} pixels "
-                            f"(a height given later, in a DNL marker, is not supported)")
-    return header
+    raise ImageRejected(f"{UNSUPPORTED}: {_a(name)} of {width}x{height} pixels "
+                        f"(a height given later, in a DNL marker, is not supported)")
+
+
+_MARKER = struct.Struct(">BBH")  # a marker's 0xFF, its code and (if it has one) its length
+_FRAME = struct.Struct(">BHHB")  # a frame header's precision, height, width, components
 
 
 # libjpeg warnings that say nothing about the pixels: each is about a header field that
@@ -238,9 +243,9 @@ def check_jpeg_data(data: bytes, header: JpegHeader) -> None:
     # Decoded at 1/8 scale and in grey: libjpeg still reads and entropy-decodes every byte,
     # which is where damage shows, but skips most of the IDCT and colour work. Lossless
     # JPEGs cannot be scaled (simplejpeg would overrun its buffer) nor turned grey.
-    colorspace = {1: "GRAY", 4: "CMYK"}.get(header.components,
-                                            "RGB" if header.lossless else "GRAY")
-    scale = {} if header.lossless else {"min_height": 1, "min_width": 1}
+    lossless = header.lossless
+    colorspace = _CHECK_COLORSPACES.get(header.components, "RGB" if lossless else "GRAY")
+    scale = _NO_SCALE if lossless else _SMALLEST_SCALE
     checked, cured = data, set()
     while True:
         try:
@@ -255,6 +260,11 @@ def check_jpeg_data(data: bytes, header: JpegHeader) -> None:
                 raise ImageRejected(_jpeg_reason(message)) from None
             cured.add(marker)
             checked = _cured(checked, header, marker)
+
+
+_CHECK_COLORSPACES = {1: "GRAY", 4: "CMYK"}
+_NO_SCALE: dict = {}
+_SMALLEST_SCALE = {"min_height": 1, "min_width": 1}
 
 
 def _jpeg_reason(message: str) -> str:
