@@ -287,7 +287,8 @@ def test_segment_files_hold_every_record_framed_however_they_are_written(tmp_pat
         for record in records:
             file.add(record)
     with open(path, "rb") as f:
-        assert f.read() == framed(records)
+        assert f.read() == bytes(framed(records).data)
+    assert file.frame_sizes == framed(records).sizes.tolist()  # for the index
 
 
 def test_progress_false_prints_nothing(image_table, tmp_path, capfd):

@@ -255,7 +255,8 @@ def _encode_segment(segment: Segment, rows: list[Row], options: RecordOptions,
             else:
                 file.add(result.example)
                 facts.add(row, result)
-    return Encoded(segment.number, segment.path, len(rows), rejections, facts)
+    return Encoded(segment.number, segment.path, len(rows), rejections, facts,
+                   np.array(file.frame_sizes, dtype=np.int64))
 
 
 class _SegmentFile:
@@ -269,6 +270,7 @@ class _SegmentFile:
         self._file = fs.create_private(path)
         self._parts: list[bytes] = []
         self._size = 0
+        self.frame_sizes: list[int] = []  # for the shard's index
 
     def write(self, part: bytes) -> None:  # as `write_framed` writes a frame's parts
         self._parts.append(part)
@@ -276,6 +278,7 @@ class _SegmentFile:
 
     def add(self, record: bytes) -> None:
         write_framed(self, record)
+        self.frame_sizes.append(16 + len(record))
         if self._size >= _SEGMENT_WRITE_BYTES or len(self._parts) >= _SEGMENT_WRITE_PARTS:
             self._flush()
 
