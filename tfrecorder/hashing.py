@@ -20,7 +20,7 @@ JSON, as before, took 40.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import methodcaller
 
 import numpy as np
@@ -42,9 +42,15 @@ def _mix(words: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def row_hashes(words: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
-    """Each row's word, from its cells' (`cell_words`) in the columns given, in order."""
-    hashes = np.full(len(words[0][1]) if words else 0, _ROW_SEED, dtype=np.uint64)
+def row_hashes(words: Iterable[tuple[str, np.ndarray]], num_rows: int | None = None
+               ) -> np.ndarray:
+    """Each row's word, from its cells' (`cell_words`) in the columns given, in order.
+    `words` may be an iterator of `num_rows` words a column: then only one column's
+    are held at a time."""
+    if num_rows is None:
+        words = list(words)
+        num_rows = len(words[0][1]) if words else 0
+    hashes = np.full(num_rows, _ROW_SEED, dtype=np.uint64)
     for name, column in words:
         hashes = _mix(hashes ^ np.uint64(_text_word(name)) ^ column)
     return hashes
@@ -62,6 +68,9 @@ def cell_words(column: pd.Series | Sequence) -> np.ndarray:
         return categories[column.cat.codes.to_numpy()]
     if dtype is not None and dtype.kind in "iub":
         return np.asarray(column, dtype=np.int64).view(np.uint64)
+    text = _arrow_text(column)
+    if text is not None:
+        return _arrow_text_words(text)
     if not isinstance(column, (pd.Series, np.ndarray)):
         column = pd.Series(list(column), dtype=object)
     if len(column) > _CHUNK:
@@ -82,6 +91,41 @@ def cell_words(column: pd.Series | Sequence) -> np.ndarray:
 
 
 _CHUNK = 1 << 16  # rows of a column held as Python objects at a time (90 B a path)
+
+
+def _arrow_text(column):
+    """The Arrow chunks of pandas' Arrow-backed text (or bytes) without a missing cell;
+    None for any other column."""
+    dtype = getattr(column, "dtype", None)
+    if not isinstance(dtype, pd.ArrowDtype) and not (
+            isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"):
+        return None
+    import pyarrow as pa
+
+    values = pa.chunked_array(pa.array(column.array))
+    kind = values.type
+    if values.null_count or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                                 or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return None
+    return values.chunks
+
+
+def _arrow_text_words(chunks) -> np.ndarray:
+    """Words of Arrow text, from Arrow's own UTF-8 bytes (what `_text_word` hashes: Arrow
+    holds no lone surrogate), a chunk of rows at a time: no Python string a row, nor its
+    encoding (2.3x faster)."""
+    import pyarrow as pa
+
+    words = np.empty(sum(map(len, chunks)), dtype=np.uint64)
+    at = 0
+    for chunk in chunks:
+        for start in range(0, len(chunk), _CHUNK):
+            cells = chunk.slice(start, _CHUNK).cast(pa.large_binary())
+            words[at:at + len(cells)] = np.fromiter(
+                map(xxhash.xxh3_64_intdigest, cells.to_numpy(zero_copy_only=False)),
+                np.uint64, len(cells))
+            at += len(cells)
+    return words
 
 
 def _scalar_words(values: np.ndarray) -> np.ndarray:

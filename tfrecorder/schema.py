@@ -21,11 +21,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 import pandas as pd
 
-from tfrecorder import image_cells
+from tfrecorder import hashing, image_cells
 from tfrecorder.errors import VALUE, Option, SchemaError
 from tfrecorder.example import number_grid
 from tfrecorder.wording import dropping, name_rows, shown, sole
@@ -238,6 +239,9 @@ def _element_kind(column: pd.Series) -> str:
     if pd.api.types.infer_dtype(column, skipna=False) == "string":
         return "string"
     values = column.to_numpy(dtype=object)
+    kind = _array_cells_kind(values)
+    if kind is not None:
+        return kind
     grid = number_grid(values.tolist()) if len(values) and is_list(values[0]) else None
     if grid is not None and grid.dtype.kind in "biu":
         return "int64"
@@ -260,15 +264,34 @@ def _element_kind(column: pd.Series) -> str:
     return "string"
 
 
+def _array_cells_kind(values: np.ndarray) -> str | None:
+    """`_element_kind` of cells that are all NumPy arrays of integers (or all of floats),
+    told by their dtypes, without a look at each number: int64 if any holds a number,
+    float32 if any holds a float that is not NaN (NaN says nothing), else string. None
+    for any other cells."""
+    if not len(values) or set(map(type, values)) != {np.ndarray}:
+        return None
+    kinds = {dtype.kind for dtype in set(map(attrgetter("dtype"), values))}
+    if kinds <= set("biu"):
+        return "int64" if any(map(attrgetter("size"), values)) else "string"
+    if kinds == {"f"}:
+        return "float32" if any(v.size and not np.isnan(v).all() for v in values) \
+            else "string"
+    return None
+
+
 def flat(value) -> list:
     if isinstance(value, (list, tuple, np.ndarray)):
         return [e for item in value for e in flat(item)]
     return [value]
 
 
-def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, Sequence]:
-    """The Column for an input and its values, normalized to what is stored (NumPy or
-    pandas arrays where the values allow, else Python objects).
+def input_column(column: pd.Series, type_name: str, fill
+                 ) -> tuple[Column, Sequence, np.ndarray | None]:
+    """The Column for an input, its values normalized to what is stored (NumPy or pandas
+    arrays where the values allow, else Python objects), and their cells' words
+    (`hashing.cell_words`) where checking the values made them one array anyway (lists of
+    k numbers), so that hashing the table converts no column twice; else None.
 
     Args:
         fill: the value for missing cells; None: a missing cell is an error.
@@ -278,17 +301,18 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, Seque
     if numbers is None:
         numbers = _text_numbers(column, kind)
     if numbers is not None:
-        return Column(name, kind), numbers
+        return Column(name, kind), numbers, None
     if kind in ("int64", "float32") and column.dtype == object:
         rows = _row_arrays(column, kind)
         if rows is not None:
-            return rows
-        cells = _number_lists(column, kind)
-        if cells is not None:
-            return Column(name, kind, (None,)), cells
+            return (*rows, None)
+        lists = _number_lists(column, kind)
+        if lists is not None:
+            cells, words = lists
+            return Column(name, kind, (None,)), cells, words
     texts = _texts(column, kind)
     if texts is not None:
-        return texts
+        return (*texts, None)
     categories = None
     if isinstance(column.dtype, pd.CategoricalDtype):
         categories = tuple(str(c) for c in column.cat.categories)
@@ -332,7 +356,7 @@ def input_column(column: pd.Series, type_name: str, fill) -> tuple[Column, Seque
     if kind == "categorical" and categories is not None:
         unknown = {v for value in values for v in (value if shape else [value])} - set(categories)
         categories = categories + tuple(sorted(unknown))
-    return Column(name, kind, shape, categories), values
+    return Column(name, kind, shape, categories), values, None
 
 
 def _retyping(name: str, kind: str) -> tuple:
@@ -421,30 +445,32 @@ def _texts(column: pd.Series, kind: str) -> tuple[Column, Sequence] | None:
 _CHUNK = 1 << 20  # rows checked at once: memory stays flat in the number of rows
 
 
-def _number_lists(column: pd.Series, kind: str) -> np.ndarray | None:
+def _number_lists(column: pd.Series, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
     """A column whose cells are all lists (or arrays) of k numbers, checked as rows x k
     arrays a chunk of rows at a time: 10M rows of 4 floats take a few seconds, where
     checking every number took a minute. The cells are kept as given (no new object a
     number) when they already hold what is stored: Python floats (or ints for int64),
-    or float (int) arrays. None leaves anything else to the value-by-value path, which
-    names the rows at fault."""
+    or float (int) arrays. Returns the cells and their words (`hashing.grid_words`: the
+    words of the cells as stored, as `hashing.cell_words` gives them, taken of the
+    arrays at hand). None leaves anything else to the value-by-value path, which names
+    the rows at fault."""
     values = column.to_numpy(dtype=object)
     if not len(values) or not is_list(values[0]) or not len(values[0]):
         return None
-    grids, width = [], len(values[0])
+    kinds = set(map(type, values))
+    plain = float if kind == "float32" else int
+    kept = (kinds == {np.ndarray} and {dtype.kind for dtype in set(
+        map(attrgetter("dtype"), values))} == {"f" if kind == "float32" else "i"}) or (
+        kinds == {list} and set(map(type, itertools.chain.from_iterable(values))) == {plain})
+    grids, words, width = [], [], len(values[0])
     for start in range(0, len(values), _CHUNK):
         grid = _number_grid(values[start:start + _CHUNK], kind)
         if grid is None or grid.shape[1] != width:
             return None
-        grids.append(grid)
-    kinds = set(map(type, values))
-    plain = float if kind == "float32" else int
-    if kinds == {np.ndarray}:
-        if {v.dtype.kind for v in values} == {"f" if kind == "float32" else "i"}:
-            return values  # arrays of the stored kind: kept
-    elif kinds == {list} and set(map(type, itertools.chain.from_iterable(values))) == {plain}:
-        return values  # lists of Python numbers of the stored kind: kept
-    return _objects_of(np.concatenate(grids))
+        words.append(hashing.grid_words(grid))
+        if not kept:  # (kept cells: no grid held beyond its chunk)
+            grids.append(grid)
+    return values if kept else _objects_of(np.concatenate(grids)), np.concatenate(words)
 
 
 def _row_arrays(column: pd.Series, kind: str) -> tuple[Column, list] | None:
@@ -453,7 +479,8 @@ def _row_arrays(column: pd.Series, kind: str) -> tuple[Column, list] | None:
     value-by-value path stores (a flat list of Python numbers a cell), without a Python
     object a box on the way. None leaves anything else to that path."""
     values = column.to_numpy(dtype=object)
-    if not len(values) or set(map(type, values)) != {np.ndarray}:
+    if not len(values) or not isinstance(values[0], np.ndarray) or values[0].ndim != 2 \
+            or set(map(type, values)) != {np.ndarray}:  # (the first cell says at once)
         return None
     dtypes = {(v.ndim, v.dtype.kind, v.shape[-1] if v.ndim else None) for v in values}
     if len(dtypes) != 1:
