@@ -193,6 +193,31 @@ def test_list_columns_words_are_those_of_the_values_stored(kind, cells):
     assert words.tolist() != cell_words(_cells([[7.0, 8.0]] * len(cells))).tolist()
 
 
+_GRID = np.arange(24, dtype=np.float64).reshape(6, 4)
+
+
+@pytest.mark.parametrize("cells", [
+    [np.array([0.5, -0.0]), np.array([np.nan, -np.inf])],
+    [_GRID[:, 0], _GRID[:, 1]],  # strided views
+    [np.array([1, 2], dtype=np.int32), np.array([-3, 4], dtype=np.int32)],
+    [np.array([2**64 - 1, 0], dtype=np.uint64)] * 2,
+    [np.array([1.0, 2.0]), np.array([3.0])],  # ragged
+    [_GRID, _GRID],  # 2-D cells
+    [np.array([]), np.array([])],
+    [_GRID[0].astype(">f8"), _GRID[1].astype(">f8")],  # big-endian
+])
+def test_arrays_are_joined_as_number_grid_joins_them(cells):
+    from tfrecorder import schema
+    from tfrecorder.example import number_grid
+
+    found = schema._array_rows(_cells(cells).to_numpy(), cells[0].dtype)
+    expected = number_grid(cells)
+    if found is None:
+        assert expected is None or cells[0].dtype.byteorder == ">"
+    else:
+        assert found.dtype == expected.dtype and found.tobytes() == expected.tobytes()
+
+
 @pytest.mark.parametrize("kind,bad", [
     ("FloatInput", ["1.5", "nan"]), ("FloatInput", ["1.5", "3.5e38"]),
     ("FloatInput", ["1.5", "x"]), ("FloatInput", ["1.5", " "]),

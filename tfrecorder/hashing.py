@@ -34,12 +34,16 @@ _LIST_TYPES = (list, tuple, np.ndarray)
 
 
 def _mix(words: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer, on a whole column of 64-bit words at once."""
+    """splitmix64's finalizer, on a whole column of 64-bit words at once (in place, on
+    a new array: one array a step, not two)."""
     with np.errstate(over="ignore"):
         z = words + _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
+        z ^= z >> np.uint64(30)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(27)
+        z *= np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+        return z
 
 
 def row_hashes(words: Iterable[tuple[str, np.ndarray]], num_rows: int | None = None
@@ -161,8 +165,8 @@ def _list_words(values: np.ndarray) -> np.ndarray:
             words[at] = grid_words(grid)
             continue
         items = _scalar_items(values[at])  # lists of text (a detection row's classes)
-        words[at] = _folded(_scalar_words(items).reshape(len(at), length)) \
-            if items is not None else np.fromiter(
+        words[at] = _folded(_scalar_words(items).reshape(len(at), length).T, len(at),
+                            length) if items is not None else np.fromiter(
                 (_value_word(v) for v in values[at]), np.uint64, len(at))
     return words
 
@@ -181,17 +185,17 @@ def _scalar_items(cells: np.ndarray) -> np.ndarray | None:
 def grid_words(grid: np.ndarray) -> np.ndarray:
     """The words of list cells held as one rows x k array of float64s (or int64s): the
     same words as the cells' (`_value_word`), a column of items at a time."""
-    return _folded(np.stack([cell_words(grid[:, item]) for item in range(grid.shape[1])],
-                            axis=1) if grid.shape[1] else np.empty((len(grid), 0), np.uint64))
+    return _folded((cell_words(grid[:, item]) for item in range(grid.shape[1])),
+                   len(grid), grid.shape[1])
 
 
-def _folded(item_words: np.ndarray) -> np.ndarray:
-    """The words of list cells from their items' words (rows x k): `_value_word`'s fold,
-    a column of items at a time."""
-    folded = _mix(np.full(len(item_words), _LIST_SEED ^ item_words.shape[1],
-                          dtype=np.uint64))
-    for item in range(item_words.shape[1]):
-        folded = _mix(folded ^ item_words[:, item])
+def _folded(item_words: Iterable[np.ndarray], num_rows: int, length: int) -> np.ndarray:
+    """The words of `num_rows` list cells of `length` items from their items' words, a
+    column of items at a time (each cell's first items, then its second...):
+    `_value_word`'s fold."""
+    folded = _mix(np.full(num_rows, _LIST_SEED ^ length, dtype=np.uint64))
+    for words in item_words:
+        folded = _mix(folded ^ words)
     return folded
 
 
