@@ -193,6 +193,25 @@ def test_list_columns_words_are_those_of_the_values_stored(kind, cells):
     assert words.tolist() != cell_words(_cells([[7.0, 8.0]] * len(cells))).tolist()
 
 
+@pytest.mark.parametrize("cells,kind", [
+    ([np.array([np.nan, 1.0]), np.array([2.0, 3.0])], "float32"),
+    ([np.array([np.nan]), np.array([], dtype=np.float32), np.array([0.5])], "float32"),
+    ([np.array([np.nan, np.nan]), np.array([np.nan])], "string"),  # NaN says nothing
+    ([np.array([1, 2]), np.array([3], dtype=np.uint8)], "int64"),
+    ([np.array([True, False])], "int64"),
+    ([np.array([], dtype=np.int64)] * 2, "string"),
+    ([np.array([1, 2]), np.array([0.5, 1.0])], "float32"),
+    ([np.array(["a", "b"])], "string"),
+])
+def test_a_column_of_arrays_is_typed_as_its_values_say(cells, kind):
+    """Arrays are typed by their dtypes, as their values one by one would type them."""
+    from tfrecorder import schema
+
+    assert schema._element_kind(_cells(cells)) == kind
+    values = [v.tolist() for v in cells]  # the same numbers as Python's: the slow path
+    assert schema._element_kind(_cells(values)) == kind
+
+
 _GRID = np.arange(24, dtype=np.float64).reshape(6, 4)
 
 
