@@ -1,5 +1,7 @@
 """A split's statistics are the same whichever form its shards' labels are held in."""
 
+import json
+
 from tfrecorder.statistics import RecordLabels, ShardFacts, split_statistics
 
 
@@ -23,3 +25,13 @@ def test_labels_read_back_as_written():
     assert labels.ids().tolist() == [3, -1, 0]
     labels.append([1, 2])  # multi-label: a list from here on
     assert labels.tolist() == [3, None, 0, [1, 2]] and labels.ids() is None
+
+
+def test_receipts_give_back_the_labels():
+    for labels in ([3, None, 0], [[1, 2], None, [0]], []):
+        facts = facts_of(labels)
+        receipt = json.loads(json.dumps(facts.to_json()))
+        assert ShardFacts.from_json(receipt) == facts
+        assert ShardFacts.from_json(receipt).labels.tolist() == labels
+    before_ids = {k: v for k, v in facts_of([3, None]).to_json().items() if k != "label_ids"}
+    assert ShardFacts.from_json({**before_ids, "labels": [3, None]}) == facts_of([3, None])

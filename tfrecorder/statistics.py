@@ -190,11 +190,16 @@ class ShardFacts:
     def to_json(self) -> dict:
         """For the run journal's receipts (a resumed run keeps a shard's facts): typed
         columns as base64 of their little-endian bytes (a 10M-row run's receipts took
-        9 s as JSON lists of numbers), labels as a list."""
+        9 s as JSON lists of numbers), and so the labels while they are one id or none a
+        record (`label_ids`, -1: none); else as a list (`labels`)."""
         found = {name: base64.b64encode(getattr(self, name).tobytes()).decode()
                  for name in _ARRAYS}
         found["typecodes"] = {name: getattr(self, name).typecode for name in _ARRAYS}
-        found["labels"] = self.labels.tolist()
+        ids = self.labels.ids()
+        if ids is not None:
+            found["label_ids"] = base64.b64encode(ids.tobytes()).decode()
+        else:
+            found["labels"] = self.labels.tolist()
         found["digests"] = self.digests.hex()
         return found
 
@@ -208,7 +213,10 @@ class ShardFacts:
                 stored = array(typecodes[name], base64.b64decode(data[name]))
                 column.extend(stored if stored.typecode == column.typecode
                               else array(column.typecode, stored.tolist()))
-        facts.labels = RecordLabels(data["labels"])
+        if "label_ids" in data:
+            facts.labels.values.frombytes(base64.b64decode(data["label_ids"]))
+        else:  # a list: multi-label records, or a receipt from before `label_ids`
+            facts.labels = RecordLabels(data["labels"])
         facts.digests = bytearray.fromhex(data["digests"])
         return facts
 
