@@ -34,8 +34,10 @@ def test_storage_does_not_change_a_word():
     as_lists = objects([[1.5, 2.5], [3.0, 4.0]])
     as_arrays = objects([np.array([1.5, 2.5]), np.array([3.0, 4.0], dtype=np.float32)])
     assert cell_words(as_lists).tolist() == cell_words(as_arrays).tolist()
-    text = ["a", "b", "a", "é"]
-    assert cell_words(pd.Series(text)).tolist() == one_by_one(text)
+    text = ["a", "b", "a", "é", ""]
+    for dtype in (object, "str", "string[pyarrow]", "large_string[pyarrow]",
+                  "string[python]"):  # Arrow's bytes, or Python strings
+        assert cell_words(pd.Series(text, dtype=dtype)).tolist() == one_by_one(text)
     assert cell_words(pd.Series(text, dtype="category").astype(object)).tolist() == \
         one_by_one(text)
 

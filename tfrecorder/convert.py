@@ -38,7 +38,13 @@ from tfrecorder.legacy import convert_spellings
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
-from tfrecorder.plan import make_plan, plan_labels, record_features, sample_rows
+from tfrecorder.plan import (
+    make_plan,
+    plan_labels,
+    record_features,
+    sample_rows,
+    shuffled_order,
+)
 from tfrecorder.rows import Rejection
 from tfrecorder.sources import load_table
 from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
@@ -132,10 +138,12 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     resume = options.output.resume
     with _sigterm_as_interrupt(), output.claim(output_dir, run_id, resume=resume,
                                                overwrite=options.output.overwrite) as folder:
+        order = shuffled_order(len(table.rows), options.split.seed)  # drawn once
         record_bytes = prefetch.mean_record_bytes(
-            sample_rows(table, options.split.seed), options,
-            record_features(table, options.image, labels[0]))
-        plan = make_plan(table, options, record_bytes, labels=labels)
+            sample_rows(table, order), options, record_features(table, options.image,
+                                                                labels[0]))
+        plan = make_plan(table, options, record_bytes, labels=labels, order=order)
+        del order  # (the shards hold their own positions: not 8 bytes a row more in a run)
         header = manifest_header(plan, table, options.recorded())
         journal = resume_journal.open_journal(folder, header.to_json(), plan, table,
                                               resume=resume)

@@ -20,7 +20,7 @@ JSON, as before, took 40.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import methodcaller
 
 import numpy as np
@@ -42,11 +42,31 @@ def _mix(words: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def row_hashes(words: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
-    """Each row's word, from its cells' (`cell_words`) in the columns given, in order."""
-    hashes = np.full(len(words[0][1]) if words else 0, _ROW_SEED, dtype=np.uint64)
+def _fold(hashes: np.ndarray, words: np.ndarray, salt: int = 0) -> None:
+    """`hashes = _mix(hashes ^ salt ^ words)`, in place, a block of rows at a time: the
+    temporary arrays stay in the CPU's cache (10M rows: 30 ms, not 180)."""
+    salt = np.uint64(salt)
+    for start in range(0, len(hashes), _BLOCK):
+        block = hashes[start:start + _BLOCK]
+        block ^= words[start:start + _BLOCK]
+        block ^= salt
+        block[:] = _mix(block)
+
+
+_BLOCK = 1 << 15  # rows folded at once: 256 kB a temporary array
+
+
+def row_hashes(words: Iterable[tuple[str, np.ndarray]], num_rows: int | None = None
+               ) -> np.ndarray:
+    """Each row's word, from its cells' (`cell_words`) in the columns given, in order.
+    `words` may be an iterator of `num_rows` words a column: then only one column's
+    are held at a time."""
+    if num_rows is None:
+        words = list(words)
+        num_rows = len(words[0][1]) if words else 0
+    hashes = np.full(num_rows, _ROW_SEED, dtype=np.uint64)
     for name, column in words:
-        hashes = _mix(hashes ^ np.uint64(_text_word(name)) ^ column)
+        _fold(hashes, column, _text_word(name))
     return hashes
 
 
@@ -62,6 +82,9 @@ def cell_words(column: pd.Series | Sequence) -> np.ndarray:
         return categories[column.cat.codes.to_numpy()]
     if dtype is not None and dtype.kind in "iub":
         return np.asarray(column, dtype=np.int64).view(np.uint64)
+    text = _arrow_text(column)
+    if text is not None:
+        return _arrow_text_words(text)
     if not isinstance(column, (pd.Series, np.ndarray)):
         column = pd.Series(list(column), dtype=object)
     if len(column) > _CHUNK:
@@ -82,6 +105,41 @@ def cell_words(column: pd.Series | Sequence) -> np.ndarray:
 
 
 _CHUNK = 1 << 16  # rows of a column held as Python objects at a time (90 B a path)
+
+
+def _arrow_text(column):
+    """The Arrow chunks of pandas' Arrow-backed text (or bytes) without a missing cell;
+    None for any other column."""
+    dtype = getattr(column, "dtype", None)
+    if not isinstance(dtype, pd.ArrowDtype) and not (
+            isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"):
+        return None
+    import pyarrow as pa
+
+    values = pa.chunked_array(pa.array(column.array))
+    kind = values.type
+    if values.null_count or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                                 or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return None
+    return values.chunks
+
+
+def _arrow_text_words(chunks) -> np.ndarray:
+    """Words of Arrow text, from Arrow's own UTF-8 bytes (what `_text_word` hashes: Arrow
+    holds no lone surrogate), a chunk of rows at a time: no Python string a row, nor its
+    encoding (2.3x faster)."""
+    import pyarrow as pa
+
+    words = np.empty(sum(map(len, chunks)), dtype=np.uint64)
+    at = 0
+    for chunk in chunks:
+        for start in range(0, len(chunk), _CHUNK):
+            cells = chunk.slice(start, _CHUNK).cast(pa.large_binary())
+            words[at:at + len(cells)] = np.fromiter(
+                map(xxhash.xxh3_64_intdigest, cells.to_numpy(zero_copy_only=False)),
+                np.uint64, len(cells))
+            at += len(cells)
+    return words
 
 
 def _scalar_words(values: np.ndarray) -> np.ndarray:
@@ -117,8 +175,8 @@ def _list_words(values: np.ndarray) -> np.ndarray:
             words[at] = grid_words(grid)
             continue
         items = _scalar_items(values[at])  # lists of text (a detection row's classes)
-        words[at] = _folded(_scalar_words(items).reshape(len(at), length)) \
-            if items is not None else np.fromiter(
+        words[at] = _folded(_scalar_words(items).reshape(len(at), length).T, len(at),
+                            length) if items is not None else np.fromiter(
                 (_value_word(v) for v in values[at]), np.uint64, len(at))
     return words
 
@@ -137,17 +195,17 @@ def _scalar_items(cells: np.ndarray) -> np.ndarray | None:
 def grid_words(grid: np.ndarray) -> np.ndarray:
     """The words of list cells held as one rows x k array of float64s (or int64s): the
     same words as the cells' (`_value_word`), a column of items at a time."""
-    return _folded(np.stack([cell_words(grid[:, item]) for item in range(grid.shape[1])],
-                            axis=1) if grid.shape[1] else np.empty((len(grid), 0), np.uint64))
+    return _folded((cell_words(grid[:, item]) for item in range(grid.shape[1])),
+                   len(grid), grid.shape[1])
 
 
-def _folded(item_words: np.ndarray) -> np.ndarray:
-    """The words of list cells from their items' words (rows x k): `_value_word`'s fold,
-    a column of items at a time."""
-    folded = _mix(np.full(len(item_words), _LIST_SEED ^ item_words.shape[1],
-                          dtype=np.uint64))
-    for item in range(item_words.shape[1]):
-        folded = _mix(folded ^ item_words[:, item])
+def _folded(item_words: Iterable[np.ndarray], num_rows: int, length: int) -> np.ndarray:
+    """The words of `num_rows` list cells of `length` items from their items' words, a
+    column of items at a time (each cell's first items, then its second...):
+    `_value_word`'s fold."""
+    folded = np.full(num_rows, _mix(np.uint64(_LIST_SEED ^ length)), dtype=np.uint64)
+    for words in item_words:
+        _fold(folded, words)
     return folded
 
 

@@ -333,7 +333,10 @@ def _split_codes(points: np.ndarray, fractions: Sequence[float]) -> np.ndarray:
     """The index in SPLITS of each point's split: the first whose cumulative fraction
     exceeds it."""
     bounds = np.cumsum(np.asarray(fractions, dtype=np.float64))
-    return np.minimum(np.searchsorted(bounds, points, side="right"), len(SPLITS) - 1)
+    codes = np.zeros(len(points), dtype=np.int8)
+    for bound in bounds[:len(SPLITS) - 1].tolist():  # (searchsorted's count, 4x faster)
+        codes += points >= bound
+    return codes
 
 
 def shuffled_order(num_rows: int, seed: int) -> np.ndarray:
@@ -382,10 +385,12 @@ def record_features(table: Table, image: ImageOptions,
 
 
 def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
-              labels: tuple | None = None) -> Plan:
+              labels: tuple | None = None, order: np.ndarray | None = None) -> Plan:
     """Decides labels, splits, order and shards for `table`; `record_bytes` is the
-    estimated size of one record, for the splits whose shards are sized by bytes, and
-    `labels` what `plan_labels` decided already (a caller that checks labels first)."""
+    estimated size of one record, for the splits whose shards are sized by bytes,
+    `labels` what `plan_labels` decided already (a caller that checks labels first), and
+    `order` the shuffled order (`shuffled_order` of the seed), for a caller that drew it
+    already (10M rows take 0.3 s)."""
     fractions, seed = options.split.fractions, options.split.seed
     rows = table.rows
     vocabulary, label_ids = labels if labels is not None else plan_labels(table,
@@ -395,10 +400,12 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
     vocabularies = {c.name: c.categories or _categories(rows[c.name], bool(c.shape))
                     for c in table.inputs if c.kind == "categorical"}
 
-    order = shuffled_order(len(codes), seed)
+    if order is None:
+        order = shuffled_order(len(codes), seed)
+    ordered_codes = codes[order]
     shards = []
     for code, split in enumerate(SPLITS):
-        positions = order[codes[order] == code]
+        positions = order[ordered_codes == code]
         count = options.shards.count(split, len(positions), record_bytes)
         start = 0
         for index, end in enumerate(shard_boundaries(len(positions), count)):
@@ -477,10 +484,10 @@ def _categories(column: pd.Series, lists: bool) -> tuple[str, ...]:
     return tuple(sorted({v for value in column.tolist() for v in value}))
 
 
-def sample_rows(table: Table, seed: int) -> Iterator[Row]:
-    """A fixed sample of the table's rows (the first of the shuffled order), to estimate
-    the size of a record before planning (`prefetch.mean_record_bytes`)."""
-    sample = shuffled_order(len(table.rows), seed)[:SIZE_SAMPLE]
+def sample_rows(table: Table, order: np.ndarray) -> Iterator[Row]:
+    """A fixed sample of the table's rows (the first of the shuffled order, `order`), to
+    estimate the size of a record before planning (`prefetch.mean_record_bytes`)."""
+    sample = order[:SIZE_SAMPLE]
     inputs = [c.name for c in table.inputs]
     for position, row in zip(sample, rows_at(table.rows, sample).to_dict("records")):
         yield Row(int(position), row.get("uri"), row.get("image_uri"),

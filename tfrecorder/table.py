@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -62,6 +62,10 @@ class Table:
     image_column: str | None = None  # the source's column of images held in memory
     task: str = "classification"  # or "detection", "segmentation" (see above)
     label_column: str | None = None  # the source's one label column, as messages name it
+    # Columns' words (`hashing.cell_words`) that validation computed on its way (lists of
+    # k numbers, checked as one array): `value_hashes` takes them, and lets them go.
+    cell_words: dict[str, np.ndarray] = field(default_factory=dict, repr=False,
+                                               compare=False)
 
     @property
     def has_labels(self) -> bool:
@@ -109,11 +113,12 @@ class Table:
     def value_hashes(self) -> np.ndarray:
         """Each row's 64-bit hash of its values besides its split (`hashing`): what a
         table without images draws UNASSIGNED rows' splits from, and what a resumed run
-        checks. Computed once: 8 bytes a row."""
-        words = [(name, self.image_hashes if name == "image"
-                  else hashing.cell_words(self.rows[name]))
-                 for name in self.rows.columns if name not in ("split", "image_name")]
-        return hashing.row_hashes(words)
+        checks. Computed once: 8 bytes a row, and a column's words at a time."""
+        words = ((name, self.image_hashes if name == "image" else
+                  self.cell_words.pop(name) if name in self.cell_words else
+                  hashing.cell_words(self.rows[name]))
+                 for name in self.rows.columns if name not in ("split", "image_name"))
+        return hashing.row_hashes(words, len(self.rows))
 
     @property
     def has_remote_images(self) -> bool:
