@@ -147,6 +147,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         header = manifest_header(plan, table, options.recorded())
         journal = resume_journal.open_journal(folder, header.to_json(), plan, table,
                                               resume=resume)
+        table.forget_hashes()
         release_freed_memory()  # what reading and planning freed, before workers fork
         # A resumed run's shards stay (the journal has checked them); temporary files go.
         folder.clear([name for name in folder.existing

@@ -43,14 +43,14 @@ _DIGEST_BYTES = 16
 
 class RecordLabels:
     """Each record's label, in record order, as `Row.label` gives it (an id, a list of
-    ids, or None): ids in an int64 array (-1: None), 8 bytes a record where a list took
-    8 and, for ids above 256, a new int a record from pickling; a list once a record
-    has a list of ids (multi-label)."""
+    ids, or None): ids in an int32 array (-1: None; class ids are far below 2^31), 4
+    bytes a record where a list took 8 and, for ids above 256, a new int a record from
+    pickling; a list once a record has a list of ids (multi-label)."""
 
     __slots__ = ("values",)
 
     def __init__(self, labels: Iterable = ()):
-        self.values: array | list = array("q")
+        self.values: array | list = array("i")
         self.extend(labels)
 
     def append(self, label) -> None:
@@ -68,7 +68,7 @@ class RecordLabels:
             return self.values.extend(labels.values)
         if isinstance(labels, list) and isinstance(self.values, array):
             try:  # ids only (no None, no list): at once
-                return self.values.extend(array("q", labels))
+                return self.values.extend(array("i", labels))
             except TypeError:
                 pass
         for label in labels:
@@ -96,9 +96,9 @@ class RecordLabels:
         return values
 
     def ids(self) -> np.ndarray | None:
-        """The ids, -1 for None, as an int64 array (no copy); None once a record has a
+        """The ids, -1 for None, as an int32 array (no copy); None once a record has a
         list of ids."""
-        return np.frombuffer(self.values, np.int64) if isinstance(self.values, array) \
+        return np.frombuffer(self.values, np.int32) if isinstance(self.values, array) \
             else None
 
 

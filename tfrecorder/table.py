@@ -120,6 +120,12 @@ class Table:
                  for name in self.rows.columns if name not in ("split", "image_name"))
         return hashing.row_hashes(words, len(self.rows))
 
+    def forget_hashes(self) -> None:
+        """Lets `value_hashes` and `image_hashes` go (8 bytes a row each) once the plan
+        and the journal's digest are made: nothing later reads them."""
+        self.__dict__.pop("value_hashes", None)
+        self.__dict__.pop("image_hashes", None)
+
     @property
     def has_remote_images(self) -> bool:
         return bool(self.remote_images)
