@@ -47,7 +47,6 @@ from tfrecorder.layouts import (
 )
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
-    DECODE_FEATURES,
     LABEL,
     NO_LABEL,
     SPLITS,
@@ -465,13 +464,13 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 
-    # `transform` augments an element (a dict); `image_transform` an image alone.
-    transform = image_transform = None
+    # `transform` augments an element (a dict).
+    transform = None
     if augment is not None and annotated:
         transform = _annotated_augmentation(augment, seed)
     elif augment is not None:
-        image_transform = _basic_augmentation(seed) if augment == "basic" else augment
-        transform = lambda f: {**f, "image": image_transform(f["image"])}  # noqa: E731
+        augment_image = _basic_augmentation(seed) if augment == "basic" else augment
+        transform = lambda f: {**f, "image": augment_image(f["image"])}  # noqa: E731
     if not has_images:
         # Nothing to decode: cache the records as read, and parse a whole batch at once.
         if cache:
@@ -481,16 +480,6 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
         if batch_size:
             ds = ds.batch(batch_size, drop_remainder=drop_remainder)
         ds = ds.map(lambda serialized: _parsed(serialized, spec, layout, num_classes),
-                    num_parallel_calls=autotune, deterministic=ordered)
-    elif batch_size and image_size and not cache and not annotated:
-        # Fixed-shape batches: parse a whole batch of records in one vectorized op, then
-        # decode its images; much less per-record overhead than one parse per record.
-        if repeat:
-            ds = ds.repeat()
-        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-        ds = ds.map(lambda batch: _decoded_batch(_parsed(batch, spec, layout, num_classes),
-                                                 image_size, channels, image_transform,
-                                                 formats),
                     num_parallel_calls=autotune, deterministic=ordered)
     else:
         def parse(serialized):
@@ -595,21 +584,6 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
     if lists:
         ds = ds.map(lambda f: {**f, **{name: f[name].merge_dims(1, 2) for name in lists}})
     return ds
-
-
-def _decoded_batch(features: dict, image_size, channels: int, transform,
-                   formats: frozenset[str] | None) -> dict:
-    """Decodes (and resizes) the images of a parsed batch of records."""
-    tf = tensorflow()
-
-    def one(image_features):
-        image = _decoded(image_features, image_size, channels, formats)
-        return transform(image) if transform is not None else image
-
-    features["image"] = tf.map_fn(
-        one, {name: features[name] for name in DECODE_FEATURES},
-        fn_output_signature=tf.TensorSpec((*image_size, channels or None), tf.uint8))
-    return features
 
 
 def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: int,
