@@ -4,10 +4,15 @@ Everything comes from the manifest: shard files, record counts (so datasets know
 length), the parsing spec (every feature's dtype and shape, and its role: image, label,
 split or input), compression, whether images are raw pixels, and the size of every image.
 Datasets without images are parsed a batch at a time, as there is nothing to decode.
-Knowing every image's size keeps decoding cheap: when images are resized on load, JPEGs
-are decoded at a reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still at
-least as large as the target, which skips most of the work of a full decode and does the
-bulk of the downscaling as an average over pixels.
+Records with images are parsed and decoded one at a time in a parallel map, then
+batched: the decoding spreads over the cores an image at a time. Knowing every image's
+size makes decoding cheaper: when images are resized on load, JPEGs are decoded at a
+reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still at least as large as
+the target, which does the bulk of the downscaling as an average over pixels and skips
+part of the IDCT; not the entropy decoding, which every scale pays and which is most of
+a decode's work on photos (docs/performance.md has the numbers). The manifest's
+statistics also say which image formats a split holds, and the decoders of the others
+are left out.
 
 Records of either layout (`tfrecorder.layouts`) are parsed with the manifest's spec and
 read through the layout's read form (`Layout.canonical`), so everything after parsing
