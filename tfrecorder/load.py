@@ -664,6 +664,7 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
     """
     tf = tensorflow()
 
+    formats = formats or None  # none known: any
     if image_size is None:
         image = decode_image(features, channels, formats)
         return tf.ensure_shape(image, [None, None, channels or None])
