@@ -92,6 +92,55 @@ def test_resizing_decodes_large_jpegs_at_a_reduced_scale_faithfully(tmp_path):
     assert np.abs(fast.astype(float) - full).mean() < 3
 
 
+def test_resized_pixels_are_each_kinds_documented_decode(tmp_path):
+    """With image_size, a JPEG is decoded at the largest DCT scale that still covers the
+    target (TensorFlow's default IDCT) and resized bilinearly, rounded; an image at the
+    target size is decoded exactly; a PNG is decoded exactly, then resized. Batched or
+    not, and whether or not the manifest says all images are JPEGs (which leaves the
+    other decoders out of the graph)."""
+    target = (20, 24)  # (height, width)
+    sizes = {"x1": (30, 25), "x2": (60, 45), "x4": (110, 90), "x8": (200, 170),
+             "same": (24, 20), "png": (50, 40), "png_same": (24, 20)}  # (width, height)
+    paths = {name: write_image(tmp_path / "images" / f"{name}.{'png' if 'png' in name else 'jpg'}",
+                               size=size, fmt="PNG" if "png" in name else "JPEG", seed=i)
+             for i, (name, size) in enumerate(sizes.items())}
+
+    def expected(name, raw=False):
+        data = tf.io.read_file(paths[name])
+        width, height = sizes[name]
+        if (height, width) == target:
+            return pixels(paths[name])
+        if raw:  # the source's exact pixels, stored
+            image = pixels(paths[name])
+        elif "png" in name:
+            image = tf.io.decode_png(data, channels=3)
+        else:
+            scale = max(r for r in (1, 2, 4, 8) if height >= r * target[0]
+                        and width >= r * target[1])
+            assert scale == int(name[1:]) if name.startswith("x") else scale == 1
+            image = tf.io.decode_jpeg(data, channels=3, ratio=scale)
+        return tf.cast(tf.image.resize(image, target) + 0.5, tf.uint8).numpy()
+
+    def loaded(names, out, **options):
+        tfrecorder.convert(pd.DataFrame({"image_uri": [paths[n] for n in names],
+                                         "split": "TRAIN"}), out, progress=False, **options)
+        single = {f["image_uri"].numpy().decode(): f["image"].numpy() for f in
+                  tfrecorder.load(out, "train", image_size=target, shuffle=False)}
+        batches = tfrecorder.load(out, "train", image_size=target, batch_size=3, shuffle=False)
+        batched = {uri.decode(): image for b in batches
+                   for uri, image in zip(b["image_uri"].numpy(), b["image"].numpy())}
+        return single, batched
+
+    jpegs = [n for n in sizes if "png" not in n]
+    for names, out, options in [(list(sizes), "mixed", {}), (jpegs, "jpegs", {}),
+                                (list(sizes), "raw", {"image_format": "raw"})]:
+        for found in loaded(names, str(tmp_path / out), **options):
+            assert sorted(found) == sorted(paths[n] for n in names)
+            for name in names:
+                np.testing.assert_array_equal(found[paths[name]], expected(name, out == "raw"),
+                                              err_msg=f"{out}: {name}")
+
+
 def test_shuffle_is_seeded_and_on_for_train_only(dataset):
     def order(split, **options):
         return [f["image_uri"].numpy() for f in tfrecorder.load(dataset, split, **options)]

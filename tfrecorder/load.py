@@ -4,10 +4,15 @@ Everything comes from the manifest: shard files, record counts (so datasets know
 length), the parsing spec (every feature's dtype and shape, and its role: image, label,
 split or input), compression, whether images are raw pixels, and the size of every image.
 Datasets without images are parsed a batch at a time, as there is nothing to decode.
-Knowing every image's size keeps decoding cheap: when images are resized on load, JPEGs
-are decoded at a reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still at
-least as large as the target, which skips most of the work of a full decode and does the
-bulk of the downscaling as an average over pixels.
+Records with images are parsed and decoded one at a time in a parallel map, then
+batched: the decoding spreads over the cores an image at a time. Knowing every image's
+size makes decoding cheaper: when images are resized on load, JPEGs are decoded at a
+reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still at least as large as
+the target, which does the bulk of the downscaling as an average over pixels and skips
+part of the IDCT; not the entropy decoding, which every scale pays and which is most of
+a decode's work on photos (docs/performance.md has the numbers). The manifest's
+statistics also say which image formats a split holds, and the decoders of the others
+are left out.
 
 Records of either layout (`tfrecorder.layouts`) are parsed with the manifest's spec and
 read through the layout's read form (`Layout.canonical`), so everything after parsing
@@ -47,7 +52,6 @@ from tfrecorder.layouts import (
 )
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
-    DECODE_FEATURES,
     LABEL,
     NO_LABEL,
     SPLITS,
@@ -120,12 +124,13 @@ def shard_reader(remote: bool, compression: str | None) -> Callable:
         chunks, args=(path,), output_signature=tf.TensorSpec([None], tf.string)).unbatch()
 
 
-def decode_image(features: dict, channels: int = 0):
+def decode_image(features: dict, channels: int = 0, formats: frozenset[str] | None = None):
     """The record's image as a uint8 [H, W, C] tensor: exactly the source's pixels.
 
     JPEGs are decoded with the accurate IDCT, which matches Pillow (TensorFlow's default
     fast IDCT is off by a few levels). channels=0 keeps each image's own channels; 1, 3
-    or 4 converts.
+    or 4 converts. `formats`, the formats the records may hold ("jpeg", "png", "raw";
+    None: any), leaves out the others' decoders and the conds that choose among them.
     """
     tf = tensorflow()
 
@@ -145,8 +150,15 @@ def decode_image(features: dict, channels: int = 0):
                           features["image_channels"]])
         return _convert_channels(tf.reshape(pixels, tf.cast(shape, tf.int32)), channels)
 
-    return tf.cond(tf.equal(image_format, "jpeg"), jpeg,
-                   lambda: tf.cond(tf.equal(image_format, "raw"), raw, png))
+    def chosen(decoders: list) -> Callable:
+        (name, decode), rest = decoders[0], decoders[1:]
+        if not rest:
+            return decode
+        return lambda: tf.cond(tf.equal(image_format, name), decode, chosen(rest))
+
+    decoders = [(name, decode) for name, decode in [("jpeg", jpeg), ("raw", raw), ("png", png)]
+                if not formats or name in formats]
+    return chosen(decoders or [("png", png)])()
 
 
 def load(
@@ -420,6 +432,9 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     # Detection and segmentation records carry annotations of their pixels, which are
     # decoded with the image and move with it: one record at a time.
     annotated = manifest.task != "classification"
+    # The formats the writer stored in this split (older manifests do not say: any).
+    stats = manifest.statistics.get(Split(split))
+    formats = frozenset(stats.image_formats) if stats and stats.image_formats else None
 
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and by_record is None:  # hosts keeping every n-th record read one order
@@ -454,13 +469,13 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 
-    # `transform` augments an element (a dict); `image_transform` an image alone.
-    transform = image_transform = None
+    # `transform` augments an element (a dict).
+    transform = None
     if augment is not None and annotated:
         transform = _annotated_augmentation(augment, seed)
     elif augment is not None:
-        image_transform = _basic_augmentation(seed) if augment == "basic" else augment
-        transform = lambda f: {**f, "image": image_transform(f["image"])}  # noqa: E731
+        augment_image = _basic_augmentation(seed) if augment == "basic" else augment
+        transform = lambda f: {**f, "image": augment_image(f["image"])}  # noqa: E731
     if not has_images:
         # Nothing to decode: cache the records as read, and parse a whole batch at once.
         if cache:
@@ -471,20 +486,10 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
             ds = ds.batch(batch_size, drop_remainder=drop_remainder)
         ds = ds.map(lambda serialized: _parsed(serialized, spec, layout, num_classes),
                     num_parallel_calls=autotune, deterministic=ordered)
-    elif batch_size and image_size and not cache and not annotated:
-        # Fixed-shape batches: parse a whole batch of records in one vectorized op, then
-        # decode its images; much less per-record overhead than one parse per record.
-        if repeat:
-            ds = ds.repeat()
-        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-        ds = ds.map(lambda batch: _decoded_batch(_parsed(batch, spec, layout, num_classes),
-                                                 image_size, channels,
-                                                 image_transform),
-                    num_parallel_calls=autotune, deterministic=ordered)
     else:
         def parse(serialized):
             return _decoded_record(_parsed(serialized, spec, layout, num_classes),
-                                   image_size, channels)
+                                   image_size, channels, formats)
 
         ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
         if cache:
@@ -586,22 +591,8 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
     return ds
 
 
-def _decoded_batch(features: dict, image_size, channels: int, transform) -> dict:
-    """Decodes (and resizes) the images of a parsed batch of records."""
-    tf = tensorflow()
-
-    def one(image_features):
-        image = _decoded(image_features, image_size, channels)
-        return transform(image) if transform is not None else image
-
-    features["image"] = tf.map_fn(
-        one, {name: features[name] for name in DECODE_FEATURES},
-        fn_output_signature=tf.TensorSpec((*image_size, channels or None), tf.uint8))
-    return features
-
-
-def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: int
-                    ) -> dict:
+def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: int,
+                    formats: frozenset[str] | None = None) -> dict:
     """Decodes (and resizes) one parsed record's image and the annotations drawn on its
     pixels: instance masks to uint8 [n, height, width] and a segmentation mask to uint8
     [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
@@ -609,7 +600,7 @@ def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: 
     so they need nothing."""
     tf = tensorflow()
 
-    features["image"] = _decoded(features, image_size, channels)
+    features["image"] = _decoded(features, image_size, channels, formats)
     if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
         return features
     stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
@@ -656,41 +647,60 @@ def _resized_nearest(pixels, image_size: Sequence[int]):
     return tf.image.resize(pixels, image_size, method="nearest")
 
 
-def _decoded(features: dict, image_size: Sequence[int] | None, channels: int):
-    """Decodes (and resizes) one record's image, cheaply where the manifest allows."""
+def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
+             formats: frozenset[str] | None = None):
+    """Decodes (and resizes) one record's image, cheaply where the manifest allows.
+
+    `formats`, the image formats the records may hold (None: any), leaves the decoders
+    of the others out of the graph. With `image_size`, one `switch_case` picks what an
+    image takes (a nest of conds costs a function call per level and image):
+
+    - an image at the target size already (image_size= on convert): its exact decode;
+    - a PNG or raw image: its exact decode, resized;
+    - a JPEG: decoded at the largest DCT scale (1/1, 1/2, 1/4 or 1/8) whose output still
+      covers the target (which skips part of the IDCT, and does the bulk of a large
+      reduction as an average over pixels), with TensorFlow's default IDCT, then
+      resized.
+    """
     tf = tensorflow()
 
+    formats = formats or None  # none known: any
     if image_size is None:
-        image = decode_image(features, channels)
+        image = decode_image(features, channels, formats)
         return tf.ensure_shape(image, [None, None, channels or None])
     height, width = image_size
 
-    def scaled_jpeg():
-        # The largest DCT scale whose output still covers the target size.
-        short = tf.minimum(features["image_height"] * width, features["image_width"] * height)
-        target = tf.cast(height * width, tf.int64)
-        index = tf.reduce_sum(tf.cast(
-            tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]),
-            tf.int32))
-        branches = [
-            lambda r=r: tf.io.decode_jpeg(features["image"], ratio=r,
-                                          channels=channels if channels != 4 else 3)
-            for r in (1, 2, 4, 8)
-        ]
-        image = tf.switch_case(index, branches)
+    def exact():
+        return decode_image(features, channels, formats)
+
+    def jpeg(ratio: int):
+        image = tf.io.decode_jpeg(features["image"], ratio=ratio,
+                                  channels=channels if channels != 4 else 3)
         return _convert_channels(image, channels) if channels == 4 else image
 
-    def resized():
-        image = tf.cond(tf.equal(features["image_format"], "jpeg"), scaled_jpeg,
-                        lambda: decode_image(features, channels))  # PNG and raw: exact
-        # Bilinear, like Keras: the scaled JPEG decode has already averaged away most of
+    def resized(decode: Callable) -> Callable:
+        # Bilinear, like Keras: a scaled JPEG decode has already averaged away most of
         # any reduction. Bilinear output of uint8 stays in [0, 255]: +0.5 and a cast round.
-        return tf.cast(tf.image.resize(image, image_size) + 0.5, tf.uint8)
+        return lambda: tf.cast(tf.image.resize(decode(), image_size) + 0.5, tf.uint8)
 
-    # Images written at the target size (image_size= on convert) need no resize at all.
     same_size = tf.logical_and(tf.equal(features["image_height"], height),
                                tf.equal(features["image_width"], width))
-    image = tf.cond(same_size, lambda: decode_image(features, channels), resized)
+    others = formats is None or bool(formats - {"jpeg"})
+    branches = [exact] + ([resized(exact)] if others else [])
+    index = tf.where(same_size, 0, 1)
+    if formats is None or "jpeg" in formats:
+        # The largest DCT scale whose output still covers the target size: 1/2**scale.
+        short = tf.minimum(features["image_height"] * width, features["image_width"] * height)
+        target = tf.cast(height * width, tf.int64)
+        scale = tf.reduce_sum(tf.cast(
+            tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]),
+            tf.int32))
+        at_scale = len(branches) + scale
+        if others:
+            at_scale = tf.where(tf.equal(features["image_format"], "jpeg"), at_scale, 1)
+        index = tf.where(same_size, 0, at_scale)
+        branches += [resized(lambda r=r: jpeg(r)) for r in (1, 2, 4, 8)]
+    image = tf.switch_case(index, branches)
     return tf.ensure_shape(image, [height, width, channels or None])
 
 
