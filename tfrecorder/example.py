@@ -251,17 +251,18 @@ def _int_entries(key: bytes, values: np.ndarray):
 
 
 def _text_entries(key: bytes, values):
-    """A column of single strings (Arrow `large_binary`): a prefix that depends only on
-    the text's length, looked up by Arrow for each row, then the text."""
+    """A column of single strings (Arrow `large_binary`, nulls for None): a prefix that
+    depends only on the text's length, looked up by Arrow for each row, then the text;
+    b"" for a null (no feature)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lengths, rows = np.unique(pc.binary_length(values).to_numpy(zero_copy_only=False),
-                              return_inverse=True)
+    lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+    lengths, rows = np.unique(lengths, return_inverse=True)
     prefixes = pa.array([_entry(key, b"x" * n)[:-n or None] for n in lengths.tolist()],
                         pa.large_binary())
-    return pc.binary_join_element_wise(prefixes.take(rows), values, _NOTHING(),
-                                       null_handling="replace", null_replacement=b"")
+    entries = pc.binary_join_element_wise(prefixes.take(rows), values, _NOTHING())
+    return entries.fill_null(b"") if entries.null_count else entries
 
 
 def _varint_cells(values: np.ndarray, prefix: Callable[[int], bytes]):
