@@ -220,7 +220,8 @@ def main() -> None:
         rates = {name: [rows / r[name]["seconds"] if name in r else math.nan for r in rounds]
                  for name in CONTENDERS}
         memory = max((r[OURS] for r in rounds), key=lambda m: m["driver_peak_mb"])
-        print(f"| {rows:,} | {statistics.median(rates[BARE]):,.0f} "
+        bare = "not run" if args.without_bare_loop else f"{statistics.median(rates[BARE]):,.0f}"
+        print(f"| {rows:,} | {bare} "
               f"| {statistics.median(rates[TFX_BSL]):,.0f} "
               f"| {statistics.median(rates[OURS]):,.0f} "
               f"| {_ratios(rates[OURS], rates[BARE])} | {_ratios(rates[OURS], rates[TFX_BSL])} "
@@ -233,6 +234,8 @@ def main() -> None:
 def _ratios(ours: list, theirs: list) -> str:
     """The median of the per-round ratios, and their spread (lowest to highest)."""
     ratios = [o / t for o, t in zip(ours, theirs)]
+    if any(math.isnan(r) for r in ratios):
+        return "not run"
     return (f"**{statistics.median(ratios):.2f}x** "
             f"({min(ratios):.2f}-{max(ratios):.2f})")
 

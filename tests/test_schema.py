@@ -187,10 +187,17 @@ def test_list_columns_words_are_those_of_the_values_stored(kind, cells):
     from tfrecorder import schema
     from tfrecorder.hashing import cell_words
 
-    _, values, words = schema.input_column(_cells(cells), kind, None)
-    assert words is not None
+    _, values, arrays = schema.input_column(_cells(cells), kind, None)
+    assert arrays is not None
+    words = arrays.words
     assert words.tolist() == cell_words(pd.Series(values, dtype=object)).tolist()
     assert words.tolist() != cell_words(_cells([[7.0, 8.0]] * len(cells))).tolist()
+    # What workers encode in place of float cells: the float32 bits each cell stores.
+    if kind == "FloatInput":
+        stored = np.array([np.asarray(v, dtype=np.float64) for v in values]).astype("<f4")
+        assert arrays.grid.tobytes() == stored.tobytes()
+    else:
+        assert arrays.grid is None
 
 
 @pytest.mark.parametrize("cells,kind", [

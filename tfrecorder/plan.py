@@ -552,6 +552,8 @@ class PlannedTable:
                 self.inputs[c.name] = pd.Categorical(
                     column.to_numpy(dtype=object), categories=plan.vocabularies[c.name]
                 ).codes.astype(np.int64)
+            elif c.name in table.number_grids:  # lists of k floats, as stored
+                self.inputs[c.name] = table.number_grids[c.name]
             elif arrow_backed(column):  # text: Arrow buffers, no Python string a row
                 self.inputs[c.name] = ArrowColumn.of(column)
             elif column.dtype.kind in "iuf":

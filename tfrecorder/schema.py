@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -287,11 +288,11 @@ def flat(value) -> list:
 
 
 def input_column(column: pd.Series, type_name: str, fill
-                 ) -> tuple[Column, Sequence, np.ndarray | None]:
+                 ) -> tuple[Column, Sequence, ColumnArrays | None]:
     """The Column for an input, its values normalized to what is stored (NumPy or pandas
     arrays where the values allow, else Python objects), and their cells' words
-    (`hashing.cell_words`) where checking the values made them one array anyway (lists of
-    k numbers), so that hashing the table converts no column twice; else None.
+    (`hashing.cell_words`) and float32 grid where checking the values made them one
+    array anyway (lists of k numbers), so that no column is converted twice; else None.
 
     Args:
         fill: the value for missing cells; None: a missing cell is an error.
@@ -308,8 +309,8 @@ def input_column(column: pd.Series, type_name: str, fill
             return (*rows, None)
         lists = _number_lists(column, kind)
         if lists is not None:
-            cells, words = lists
-            return Column(name, kind, (None,)), cells, words
+            cells, arrays = lists
+            return Column(name, kind, (None,)), cells, arrays
     texts = _texts(column, kind)
     if texts is not None:
         return (*texts, None)
@@ -445,15 +446,27 @@ def _texts(column: pd.Series, kind: str) -> tuple[Column, Sequence] | None:
 _CHUNK = 1 << 20  # rows checked at once: memory stays flat in the number of rows
 
 
-def _number_lists(column: pd.Series, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+class ColumnArrays(NamedTuple):
+    """What checking a column of lists of k numbers made of it on the way: its cells'
+    words (`hashing.cell_words`), for hashing the table, and for floats the rows x k
+    float32 grid the records store (what workers encode: a read of shared pages, where a
+    million small arrays cost them 0.45 µs a row to join and a copy of each page their
+    reference counts write; 4 bytes a number in the driver)."""
+
+    words: np.ndarray
+    grid: np.ndarray | None
+
+
+def _number_lists(column: pd.Series, kind: str
+                  ) -> tuple[np.ndarray, ColumnArrays] | None:
     """A column whose cells are all lists (or arrays) of k numbers, checked as rows x k
     arrays a chunk of rows at a time: 10M rows of 4 floats take a few seconds, where
     checking every number took a minute. The cells are kept as given (no new object a
     number) when they already hold what is stored: Python floats (or ints for int64),
     or float (int) arrays. Returns the cells and their words (`hashing.grid_words`: the
     words of the cells as stored, as `hashing.cell_words` gives them, taken of the
-    arrays at hand). None leaves anything else to the value-by-value path, which names
-    the rows at fault."""
+    arrays at hand) and float32 grid (`ColumnArrays`). None leaves anything else to the
+    value-by-value path, which names the rows at fault."""
     values = column.to_numpy(dtype=object)
     if not len(values) or not is_list(values[0]) or not len(values[0]):
         return None
@@ -464,7 +477,7 @@ def _number_lists(column: pd.Series, kind: str) -> tuple[np.ndarray, np.ndarray]
             ) or (kinds == {list}
                   and set(map(type, itertools.chain.from_iterable(values))) == {plain})
     dtype = next(iter(dtypes)) if len(dtypes) == 1 else None
-    grids, words, width = [], [], len(values[0])
+    grids, words, stored, width = [], [], [], len(values[0])
     for start in range(0, len(values), _CHUNK):
         grid = _number_grid(values[start:start + _CHUNK], kind, dtype)
         if grid is None or grid.shape[1] != width:
@@ -472,7 +485,11 @@ def _number_lists(column: pd.Series, kind: str) -> tuple[np.ndarray, np.ndarray]
         words.append(hashing.grid_words(grid))
         if not kept:  # (kept cells: no grid held beyond its chunk)
             grids.append(grid)
-    return values if kept else _objects_of(np.concatenate(grids)), np.concatenate(words)
+        if kind == "float32":
+            stored.append(grid.astype(np.float32))
+    cells = values if kept else _objects_of(np.concatenate(grids))
+    return cells, ColumnArrays(np.concatenate(words),
+                               np.concatenate(stored) if stored else None)
 
 
 def _row_arrays(column: pd.Series, kind: str) -> tuple[Column, list] | None:

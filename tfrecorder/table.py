@@ -66,6 +66,10 @@ class Table:
     # k numbers, checked as one array): `value_hashes` takes them, and lets them go.
     cell_words: dict[str, np.ndarray] = field(default_factory=dict, repr=False,
                                                compare=False)
+    # Lists of k floats as the rows x k float32 grid the records store, made by validation
+    # (`schema.ColumnArrays`): what workers encode, in place of the cells.
+    number_grids: dict[str, np.ndarray] = field(default_factory=dict, repr=False,
+                                                compare=False)
 
     @property
     def has_labels(self) -> bool:

@@ -103,22 +103,25 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
         rows["label"] = labels if multi_label or isinstance(labels, pd.Categorical) \
             or None not in labels else \
             pd.Series(labels, index=frame.index, dtype=object)
-    columns, words = [], {}
+    columns, words, grids = [], {}, {}
     for name in inputs:
         type_name = types[name]
         if text_numbers and name not in schema and type_name == "StringInput":
             type_name = _number_type(frame[name]) or type_name
-        column, values, column_words = input_column(
+        column, values, arrays = input_column(
             frame[name], type_name, fills.get(name) if fills else fill_missing)
         columns.append(column)
-        if column_words is not None:
-            words[name] = column_words
+        if arrays is not None:
+            words[name] = arrays.words
+            if arrays.grid is not None:
+                grids[name] = arrays.grid
         # Number arrays and pandas' own arrays (Arrow-backed text) are kept as they are:
         # a Python object a cell would cost 30 to 60 bytes a row.
         kept = isinstance(values, pd.api.extensions.ExtensionArray) or (
             isinstance(values, np.ndarray) and values.dtype.kind in "if")
         rows[name] = pd.Series(values, index=frame.index, dtype=None if kept else object)
     return Table(rows=rows, source=frame, inputs=tuple(columns), cell_words=words,
+                 number_grids=grids,
                  multi_label=multi_label,
                  label_column=names[0] if len(names) == 1 else None,
                  base_dir=base_dir, image_column=image_column if "image" in rows else None)
