@@ -2,9 +2,12 @@
 
 Reading and planning a table of millions of rows make and free many short-lived objects;
 glibc's heap and Arrow's allocator keep the freed pages, so the driver's footprint would
-be the peak of every step before, not what it holds. Three moments release them: after
-each chunk of a source read in chunks (`sources.chunked`), after a whole source is read,
-and once the plan is made, before the workers fork (they share the driver's pages).
+be the peak of every step before, not what it holds. They are released after each chunk
+of a source read in chunks (`sources.chunked`); for a whole CSV, once parsed and after
+each column is made one array (`sources.csv.read_csv`: the copy of a column of paths
+would otherwise add to the parser's leftovers); after a whole source is read and again
+once validated; and once the plan is made, before the workers fork (they share the
+driver's pages).
 """
 
 from __future__ import annotations
