@@ -128,6 +128,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
     table = load_table(source, **vars(options.table))
+    release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image
     engine.check(output_dir, table)
     limit = RejectionLimit(len(table.rows), options.reject.max_rejected)
