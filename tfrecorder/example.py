@@ -158,13 +158,14 @@ def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]],
                for name in sorted(columns)]
     if not entries or not len(entries[0]):
         return pa.array([], pa.large_binary())
-    body = pc.binary_join_element_wise(*entries, _NOTHING())
+    body = pc.binary_join_element_wise(*entries, no_separator())
     return pc.binary_join_element_wise(
         _varint_cells(pc.binary_length(body).to_numpy(), lambda n: _ONE_BYTE[0x0A]), body,
-        _NOTHING())
+        no_separator())
 
 
-def _NOTHING():  # noqa: N802 (a constant, made once pyarrow is imported)
+def no_separator():
+    """The separator `binary_join_element_wise` takes, of the entries' type."""
     import pyarrow as pa
 
     return pa.scalar(b"", pa.large_binary())
@@ -261,7 +262,7 @@ def _text_entries(key: bytes, values):
     lengths, rows = np.unique(lengths, return_inverse=True)
     prefixes = pa.array([_entry(key, b"x" * n)[:-n or None] for n in lengths.tolist()],
                         pa.large_binary())
-    entries = pc.binary_join_element_wise(prefixes.take(rows), values, _NOTHING())
+    entries = pc.binary_join_element_wise(prefixes.take(rows), values, no_separator())
     return entries.fill_null(b"") if entries.null_count else entries
 
 

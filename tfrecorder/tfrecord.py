@@ -64,7 +64,7 @@ def framed(records) -> FramedBlock:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tfrecorder.example import fixed_width_cells
+    from tfrecorder.example import fixed_width_cells, no_separator
 
     if not isinstance(records, pa.Array):
         records = pa.array(records, pa.large_binary())
@@ -88,8 +88,7 @@ def framed(records) -> FramedBlock:
     heads[:, 8:] = _masked(length_crcs).view(np.uint8).reshape(count, 4)
     tails = _masked(crcs).view(np.uint8).reshape(count, 4)
     frames = pc.binary_join_element_wise(fixed_width_cells(heads), records,
-                                         fixed_width_cells(tails),
-                                         pa.scalar(b"", pa.large_binary()))
+                                         fixed_width_cells(tails), no_separator())
     start, end = np.frombuffer(frames.buffers()[1], dtype=np.int64)[[0, count]]
     return FramedBlock(memoryview(frames.buffers()[2])[start:end], lengths + 16)
 
