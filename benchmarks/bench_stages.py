@@ -66,7 +66,8 @@ STAGES = [
 ]
 DETAIL = [
     ("append_sha256", "of `append_file`: the SHA-256 of the segment (from the page cache)"),
-    ("append_frames", "of `append_file`: the index's frame sizes (`frame_sizes`)"),
+    ("append_frames", "of `append_file`: the index's frame sizes (`frame_sizes`; none "
+                      "since workers send them)"),
 ]
 TOTALS = [
     ("worker_faults", "page faults an image in the worker's stages (a worker: 2)"),
@@ -89,12 +90,16 @@ def measure(images: int, folder: str) -> dict[str, float]:
     import xxhash
 
     import tfrecorder
-    from tfrecorder import fs, records
+    from tfrecorder import fs, records, tfrecord
     from tfrecorder.engines import local
     from tfrecorder.plan import PlannedTable
     from tfrecorder.prefetch import Prefetcher, RowReads
     from tfrecorder.statistics import ShardFacts
-    from tfrecorder.tfrecord import ShardWriter, frame_sizes
+    from tfrecorder.tfrecord import ShardWriter
+
+    # Before the workers sent their frame sizes (c2c3415), the driver walked each
+    # segment for the index; a --base tree from then still does.
+    walk = getattr(tfrecord, "frame_sizes", None)
 
     sys.path.insert(0, HERE)
     from bench_write import build_images
@@ -189,6 +194,7 @@ def measure(images: int, folder: str) -> dict[str, float]:
     gc.freeze()
     before = [calibrated()]
     worker_cpu = 0.0
+    sizes = []  # each segment's frame sizes, as its worker kept them
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     try:
         with Prefetcher() as prefetcher:
@@ -205,6 +211,7 @@ def measure(images: int, folder: str) -> dict[str, float]:
                 worker_cpu += (taken - started) + (ended - wrapping)
                 assert not encoded.rejections
                 facts.append(encoded.facts)
+                sizes.append(getattr(encoded, "frame_sizes", None))
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     finally:
         for owner, name, function in saved:
@@ -220,8 +227,9 @@ def measure(images: int, folder: str) -> dict[str, float]:
     cpu["rest"] = worker_cpu - sum(stage_cpu.values()) - timed_calls * outside
     cpu["timer"] = (inside + outside) * count  # (µs a timed call, once divided by count)
     cpu["worker_faults"] = faults / 1e6  # (page faults an image, once divided by count)
-    encoded = [local.Encoded(s.number, s.path, len(s.positions), [], f)
-               for s, f in zip(segments, facts)]
+    encoded = [local.Encoded(s.number, s.path, len(s.positions), [], f,
+                             *([] if walk else [z]))
+               for s, f, z in zip(segments, facts, sizes)]
     context = multiprocessing.get_context("fork")
     tasks, results_queue = context.Queue(), context.Queue()
     with timed("queue", time.process_time):  # the feeder thread's time too
@@ -240,10 +248,11 @@ def measure(images: int, folder: str) -> dict[str, float]:
                     mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
                 digest.update(view)
     with timed("append_frames"):
-        for segment in segments:
+        for segment in segments if walk else ():
             with open(segment.path, "rb") as f, \
                     mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                frame_sizes(view)
+                walk(view)
+    sizes_of = {segment.path: found for segment, found in zip(segments, sizes)}
     shards_out = os.path.join(out, "shards")
     os.makedirs(shards_out)
     by_shard: dict[str, list] = {}
@@ -258,7 +267,10 @@ def measure(images: int, folder: str) -> dict[str, float]:
             writer = ShardWriter(os.path.join(shards_out, name), ".tmp").__enter__()
         for segment in shard_segments:
             with timed("append"):
-                writer.append_file(segment.path, len(segment.positions))
+                if walk:
+                    writer.append_file(segment.path, len(segment.positions))
+                else:
+                    writer.append_file(segment.path, sizes_of[segment.path])
             with timed("delete"):
                 fs.delete([segment.path])
         with timed("commit"):

@@ -41,7 +41,7 @@ def test_tensorflow_reads_what_the_writer_writes(tmp_path, compression):
         assert read(tmp_path / "one.tfrecord") == [record]
 
 
-@pytest.mark.parametrize("how", ["write_framed", "append_file", "append_file_with_sizes"])
+@pytest.mark.parametrize("how", ["write_framed", "append_file"])
 def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
     from tfrecorder.tfrecord import framed
 
@@ -52,10 +52,8 @@ def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
         writer.write(b"first")
         if how == "write_framed":
             writer.write_framed(framed(RECORDS))
-        elif how == "append_file":  # frames read back from the segment
-            writer.append_file(str(segment), len(RECORDS))
-        else:  # as the worker kept them
-            writer.append_file(str(segment), len(RECORDS), framed(RECORDS).sizes)
+        else:  # the frame sizes as the worker kept them
+            writer.append_file(str(segment), framed(RECORDS).sizes)
     sizes = [len(r) + 16 for r in [b"first", *RECORDS]]
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     assert (tmp_path / "index" / "shard.idx").read_text() == "".join(

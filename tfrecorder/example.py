@@ -233,7 +233,9 @@ def _fast_entries(key: bytes, values):
 def _float_entries(key: bytes, grid: np.ndarray):
     """A column of k floats a row (rows x k): one prefix, and each row's floats packed
     by NumPy."""
-    packed = _float32s(grid.astype(np.float64))
+    # (float32 as it is: the plan's grids are; others through float64, as Python's
+    # floats go, so that wider floats round as the row path rounds them)
+    packed = _float32s(grid if grid.dtype == np.float32 else grid.astype(np.float64))
     if packed is None:
         return None
     width = 4 * grid.shape[1]
@@ -355,14 +357,6 @@ def _float32s(wide: np.ndarray) -> np.ndarray | None:
 def number_grid(cells: Sequence) -> np.ndarray | None:
     """Cells (lists or 1-D arrays) of k > 0 numbers each, as one rows x k array; None
     when they are ragged, empty or hold anything but numbers."""
-    if len(cells) and isinstance(cells[0], np.ndarray):  # joined, not compared: 5x faster
-        try:
-            lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
-            flat = np.concatenate(cells) if lengths.min() == lengths.max() > 0 else None
-        except (TypeError, ValueError):
-            flat = None
-        if flat is not None and flat.ndim == 1 and flat.dtype.kind in "biuf":
-            return flat.reshape(len(cells), -1)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # ragged cells make an object array: refuse

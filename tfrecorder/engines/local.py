@@ -89,8 +89,7 @@ class Encoded(NamedTuple):
     num_rows: int
     rejections: list[Rejection]
     facts: ShardFacts  # of the records written
-    # Each frame's size in the segment file, where the worker kept them (for the index).
-    frame_sizes: np.ndarray | None = None
+    frame_sizes: np.ndarray  # of each record's frame in the segment file (for the index)
 
 
 class LocalEngine:
@@ -174,8 +173,7 @@ def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_er
                 for result in islice(results, _count(shard, segment_rows)):
                     if result.rejections and on_error == "raise":
                         raise image_error(table, result.rejections[0])
-                    writer.append_file(result.path, result.num_rows - len(result.rejections),
-                                       result.frame_sizes)
+                    writer.append_file(result.path, result.frame_sizes)
                     fs.delete([result.path])
                     rejected_here.extend(result.rejections)
                     facts.extend(result.facts)
