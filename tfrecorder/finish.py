@@ -27,7 +27,7 @@ from tfrecorder.errors import (
 )
 from tfrecorder.example import decode_example
 from tfrecorder.image_checks import rejection_advice
-from tfrecorder.layouts import label_map_of, layout_named
+from tfrecorder.layouts import label_map_of, layout_of
 from tfrecorder.manifest import (
     LABEL_MAP,
     MANIFEST,
@@ -139,7 +139,8 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
             type="integer" if plan.label_vocabulary is None else "text",
             vocabulary=plan.label_vocabulary or None,
             multi_label=table.multi_label,
-            num_classes=_num_classes(plan))
+            num_classes=_num_classes(plan),
+            model_ids=plan.model_ids)
     return Manifest(compression=plan.compression, features=dict(plan.features),
                     num_source_rows=plan.num_rows, options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
@@ -208,7 +209,7 @@ def _duplicates(folder, header: Manifest, written: Written, index: pd.Index,
     if image_uris is None:
         return []
     shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
-    image_key = layout_named(header.layout).key("image")
+    image_key = layout_of(header).key("image")
     confirmed = _same_bytes(folder, header.compression, shards, candidate_duplicates(shards),
                             image_key)
     return describe_duplicates(confirmed, shards, index, image_uris, header.labels)

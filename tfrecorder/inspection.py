@@ -24,7 +24,7 @@ import time
 
 from tfrecorder import fs
 from tfrecorder._tensorflow import tensorflow
-from tfrecorder.layouts import OBJECT_LABEL, layout_named
+from tfrecorder.layouts import OBJECT_LABEL, layout_of
 from tfrecorder.legacy import spellings
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
@@ -80,7 +80,7 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
         os.makedirs(output_dir, exist_ok=True)
 
     has_images = manifest.has_images
-    layout = layout_named(manifest.layout)
+    layout = layout_of(manifest)
     columns = [name for name in manifest.features if name != layout.key("image")]
     vocabularies = _vocabularies(manifest)
     header = []
@@ -154,7 +154,7 @@ def _vocabularies(manifest: Manifest) -> dict[str, tuple[str | None, tuple[str, 
     found = {name: (None, manifest.features[name].vocabulary) for name in manifest.inputs
              if manifest.features[name].vocabulary is not None}
     labels = manifest.labels
-    layout = layout_named(manifest.layout)
+    layout = layout_of(manifest)
     if labels is not None and labels.vocabulary is not None:
         for name in (LABEL, OBJECT_LABEL):
             if layout.key(name) in manifest.features:

@@ -28,13 +28,21 @@ from tfrecorder.manifest import LABEL, SPLIT, Feature
 OBJECTS = "objects/"  # the prefix of a detection record's per-object features
 BBOX, OBJECT_LABEL = "objects/bbox", "objects/label"
 AREA, IS_CROWD, MASK = "objects/area", "objects/is_crowd", "objects/mask"
+# Pascal VOC's per-object flags and pose, as `create_pascal_tf_record.py` stores them.
+DIFFICULT, TRUNCATED, VIEW = "objects/difficult", "objects/truncated", "objects/view"
 SEGMENTATION_MASK = "segmentation_mask"
+# The source's own id of the image (a COCO image id, a VOC file name), where it has one:
+# the tf_models layout's `image/source_id`, which COCO evaluation matches results by.
+IMAGE_ID = "image_id"
 # The per-object features besides the classes, in the order the manifest lists them.
 OBJECT_FEATURES = {
     BBOX: Feature("float32", (None, 4), role="objects"),
     AREA: Feature("float32", (None,), role="objects"),
     IS_CROWD: Feature("int64", (None,), role="objects"),
     MASK: Feature("string", (None,), role="objects"),
+    DIFFICULT: Feature("int64", (None,), role="objects"),
+    TRUNCATED: Feature("int64", (None,), role="objects"),
+    VIEW: Feature("string", (None,), role="objects"),
 }
 SEGMENTATION_FEATURE = Feature("string", role="mask")
 
@@ -50,8 +58,12 @@ class Layout:
 
     name = "tfrecorder"
 
-    def __init__(self, vocabulary: tuple[str, ...] | None = None):
+    def __init__(self, vocabulary: tuple[str, ...] | None = None,
+                 model_ids: tuple[int, ...] | None = None):
         self.vocabulary = vocabulary  # the classes' names (None: integer labels)
+        # The ids TensorFlow's label maps give the classes (`vocabulary.LabelMap`); None:
+        # 1, 2, ...
+        self.model_ids = model_ids
 
     def record(self, values: dict, position: int) -> dict:
         """The features to store, from a record's canonical values (taken, not copied)
@@ -111,7 +123,8 @@ _TF_IMAGE = {"image": "image/encoded", "image_format": "image/format",
 _TF_BOX = ("image/object/bbox/ymin", "image/object/bbox/xmin",
            "image/object/bbox/ymax", "image/object/bbox/xmax")  # canonical order
 _TF_OBJECTS = {AREA: "image/object/area", IS_CROWD: "image/object/is_crowd",
-               MASK: "image/object/mask"}
+               MASK: "image/object/mask", DIFFICULT: "image/object/difficult",
+               TRUNCATED: "image/object/truncated", VIEW: "image/object/view"}
 _TF_CLASS, _TF_CLASS_TEXT = "image/class/label", "image/class/text"
 _TF_OBJECT_CLASS, _TF_OBJECT_TEXT = "image/object/class/label", "image/object/class/text"
 _TF_SEGMENTATION = "image/segmentation/class/encoded"
@@ -121,7 +134,7 @@ _TF_SOURCE_ID, _TF_SHA256 = "image/source_id", "image/key/sha256"
 # not stored); and the way back, for the read forms. Boxes and object classes, which
 # are stored otherwise (four lists; ids from 1), are handled apart.
 _TF_KEYS = {**_TF_IMAGE, **_TF_OBJECTS, LABEL: _TF_CLASS, SEGMENTATION_MASK: _TF_SEGMENTATION,
-            "image_uri": None, SPLIT: None}
+            "image_uri": None, SPLIT: None, IMAGE_ID: _TF_SOURCE_ID}
 _TF_NAMES = {key: name for name, key in _TF_KEYS.items() if key is not None}
 # `key`: where each canonical name is found (boxes: their first corner's list).
 _TF_KEY_OF = {**_TF_KEYS, OBJECT_LABEL: _TF_OBJECT_CLASS, BBOX: _TF_BOX[0]}
@@ -147,8 +160,9 @@ class TFModelsLayout(Layout):
                  if name in _TF_IMAGE}
         values.pop("image_uri", None)
         values.pop(SPLIT, None)
+        source_id = values.pop(IMAGE_ID, position)
         if "image/encoded" in found:
-            found[_TF_SOURCE_ID] = str(position)
+            found[_TF_SOURCE_ID] = _text(source_id)
             found[_TF_SHA256] = hashlib.sha256(found["image/encoded"]).hexdigest()
         names = self.vocabulary
         if is_detection(values):
@@ -156,7 +170,9 @@ class TFModelsLayout(Layout):
             for i, key in enumerate(_TF_BOX):
                 found[key] = boxes[i::4]  # stored flat: ymin, xmin, ymax, xmax, ...
             ids = values.pop(LABEL, [])
-            found[_TF_OBJECT_CLASS] = [i + 1 for i in ids]
+            model_ids = self.model_ids
+            found[_TF_OBJECT_CLASS] = ([i + 1 for i in ids] if model_ids is None
+                                       else [model_ids[i] for i in ids])
             if names is not None:
                 found[_TF_OBJECT_TEXT] = [names[i] for i in ids]
             for name, key in _TF_OBJECTS.items():
@@ -177,6 +193,7 @@ class TFModelsLayout(Layout):
     def features(self, task, image, label, objects, inputs, vocabulary):
         found = {_TF_IMAGE[name]: feature for name, feature in image.items()
                  if name in _TF_IMAGE}
+        inputs = {name: feature for name, feature in inputs.items() if name != IMAGE_ID}
         if image:
             found[_TF_SOURCE_ID] = Feature("string", role="image")
             found[_TF_SHA256] = Feature("string", role="image")
@@ -211,7 +228,13 @@ class TFModelsLayout(Layout):
 
         found = _renamed(parsed)
         if _TF_OBJECT_CLASS in parsed:
-            found[OBJECT_LABEL] = parsed[_TF_OBJECT_CLASS] - 1
+            stored = parsed[_TF_OBJECT_CLASS]
+            if self.model_ids is None:
+                found[OBJECT_LABEL] = stored - 1
+            else:  # ids with gaps (COCO's 1..90): a table from stored id to index
+                index = tf.constant(self._index_of_id())
+                found[OBJECT_LABEL] = tf.gather(index, tf.clip_by_value(
+                    stored, 0, len(self._index_of_id()) - 1))
         if _TF_BOX[0] in parsed:
             found[BBOX] = tf.stack([parsed[key] for key in _TF_BOX], axis=-1)
         return found
@@ -219,12 +242,25 @@ class TFModelsLayout(Layout):
     def values(self, features: Mapping[str, list]) -> dict[str, list]:
         found = _renamed(features)
         if _TF_OBJECT_CLASS in features:
-            found[OBJECT_LABEL] = [i - 1 for i in features[_TF_OBJECT_CLASS]]
+            stored = features[_TF_OBJECT_CLASS]
+            if self.model_ids is None:
+                found[OBJECT_LABEL] = [i - 1 for i in stored]
+            else:
+                index = self._index_of_id()
+                found[OBJECT_LABEL] = [index[i] if 0 <= i < len(index) else -1
+                                       for i in stored]
         if any(key in features for key in _TF_BOX):
             corners = [features.get(key, []) for key in _TF_BOX]
             count = min(map(len, corners))
             found[BBOX] = [corner[i] for i in range(count) for corner in corners]
         return found
+
+    def _index_of_id(self) -> list[int]:
+        """Stored class id -> the class's index (-1: no class has that id)."""
+        index = [-1] * (max(self.model_ids) + 1)
+        for i, model_id in enumerate(self.model_ids):
+            index[model_id] = i
+        return index
 
     def read_features(self, stored: Mapping[str, Feature]) -> dict[str, Feature]:
         found = _renamed(stored)
@@ -239,9 +275,10 @@ class TFModelsLayout(Layout):
         StringIntLabelMap, ids from 1."""
         if task != "detection":
             return None
+        names = self.vocabulary or ()
+        ids = self.model_ids or range(1, len(names) + 1)
         return "".join(f"item {{\n  id: {i}\n  name: {_quoted(name)}\n  display_name: "
-                       f"{_quoted(name)}\n}}\n"
-                       for i, name in enumerate(self.vocabulary or (), start=1))
+                       f"{_quoted(name)}\n}}\n" for i, name in zip(ids, names))
 
 
 def _renamed(stored: Mapping) -> dict:
@@ -249,6 +286,13 @@ def _renamed(stored: Mapping) -> dict:
     the read forms put together themselves) and the keys never read back."""
     return {_TF_NAMES.get(key, key): value for key, value in stored.items()
             if key not in _TF_UNREAD and key not in _TF_BOX and key != _TF_OBJECT_CLASS}
+
+
+def _text(value) -> str:
+    """A source id as the text `image/source_id` holds."""
+    if isinstance(value, (list, tuple)):
+        value = value[0]
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _quoted(text: str) -> str:
@@ -260,13 +304,19 @@ LAYOUTS = {"tfrecorder": Layout, "tf_models": TFModelsLayout}
 
 def label_map_of(manifest) -> str | None:
     """The `label_map.pbtxt` a dataset with this manifest (or header) holds, or None."""
+    return layout_of(manifest).label_map(manifest.task)
+
+
+def layout_of(manifest) -> Layout:
+    """The layout of a dataset with this manifest (or header), with its classes."""
     labels = manifest.labels
-    return layout_named(manifest.layout, labels.vocabulary if labels else None
-                        ).label_map(manifest.task)
+    return layout_named(manifest.layout, labels.vocabulary if labels else None,
+                        labels.model_ids if labels else None)
 
 
 @functools.lru_cache(maxsize=8)
-def layout_named(name: str | None, vocabulary: tuple[str, ...] | None = None) -> Layout:
+def layout_named(name: str | None, vocabulary: tuple[str, ...] | None = None,
+                 model_ids: tuple[int, ...] | None = None) -> Layout:
     """The layout a manifest or an option names (None: a manifest from before layouts,
-    which is tfrecorder's), for classes of these names."""
-    return LAYOUTS[name or "tfrecorder"](vocabulary)
+    which is tfrecorder's), for classes of these names and label-map ids."""
+    return LAYOUTS[name or "tfrecorder"](vocabulary, model_ids)

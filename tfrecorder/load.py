@@ -48,7 +48,7 @@ from tfrecorder.layouts import (
     OBJECT_LABEL,
     SEGMENTATION_MASK,
     Layout,
-    layout_named,
+    layout_of,
 )
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
@@ -327,7 +327,7 @@ def _check_options(manifest: Manifest, image_size, channels, augment, as_supervi
                    multi_hot, max_boxes) -> None:
     """Refuses options this dataset cannot take (images, labels, its task)."""
     features = manifest.features
-    labelled = layout_named(manifest.layout).key(LABEL) in features
+    labelled = layout_of(manifest).key(LABEL) in features
     if not manifest.has_images:
         given = [name for name, value in
                  [("image_size", image_size), ("channels", channels), ("augment", augment)]
@@ -426,7 +426,7 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     files = [fs.join(path, shard.file) for shard in shards]
     num_records = sum(shard.num_records for shard in shards)
     spec = manifest.parse_spec()
-    layout = layout_named(manifest.layout)
+    layout = layout_of(manifest)
     num_classes = manifest.labels.num_classes if multi_hot else None
     has_images = manifest.has_images
     # Detection and segmentation records carry annotations of their pixels, which are
@@ -518,7 +518,7 @@ def _labelled(manifest: Manifest) -> Callable:
     """Whether a serialized record holds a label, from that feature alone."""
     tf = tensorflow()
 
-    key = layout_named(manifest.layout).key(LABEL)
+    key = layout_of(manifest).key(LABEL)
     spec = {key: manifest.features[key].parse_spec(key, optional=True)}
     return lambda serialized: tf.io.parse_single_example(serialized, spec)[key] != \
         NO_LABEL["int64"]

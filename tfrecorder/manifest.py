@@ -237,6 +237,10 @@ class Labels:
     vocabulary: tuple[str, ...] | None
     multi_label: bool = False
     num_classes: int | None = None
+    # The classes' ids in TensorFlow's label maps (`label_map.pbtxt`, the tf_models
+    # layout's object classes), where they are not 1, 2, ...: a COCO file's category ids,
+    # a given label map's (`vocabulary.LabelMap`).
+    model_ids: tuple[int, ...] | None = None
 
     @property
     def class_names(self) -> tuple[str, ...]:
@@ -246,16 +250,21 @@ class Labels:
         return tuple(str(i) for i in range(self.num_classes or 0))
 
     def to_json(self) -> dict:
-        return {"type": self.type,
-                "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
-                "multi_label": self.multi_label, "num_classes": self.num_classes}
+        found = {"type": self.type,
+                 "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
+                 "multi_label": self.multi_label, "num_classes": self.num_classes}
+        if self.model_ids is not None:
+            found["label_map_ids"] = list(self.model_ids)
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping) -> Labels:
         vocabulary = data.get("vocabulary")
+        ids = data.get("label_map_ids")
         return cls(data.get("type", "integer" if vocabulary is None else "text"),
                    None if vocabulary is None else tuple(vocabulary),
-                   bool(data.get("multi_label", False)), data.get("num_classes"))
+                   bool(data.get("multi_label", False)), data.get("num_classes"),
+                   None if ids is None else tuple(ids))
 
 
 @dataclass(frozen=True)

@@ -361,7 +361,8 @@ class ImageOptions(_Checked):
         plan gave them (`RecordOptions`)."""
         from tfrecorder.layouts import layout_named
 
-        return layout_named(self.layout, getattr(self, "class_names", None))
+        return layout_named(self.layout, getattr(self, "class_names", None),
+                            getattr(self, "model_ids", None))
 
     def __post_init__(self):
         self._require("layout", self.layout in LAYOUTS,
@@ -618,16 +619,18 @@ class RecordOptions(ImageOptions):
 
     class_names: tuple[str, ...] | None = None
     list_dtypes: tuple[tuple[str, str], ...] = ()  # (stored key, dtype) of list features
+    model_ids: tuple[int, ...] | None = None  # the classes' label-map ids (`Plan.model_ids`)
 
     @classmethod
     def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,
-           features: Mapping | None = None) -> RecordOptions:
-        """`image` with the classes' names and the list dtypes of `features` (the
-        manifest's, by stored key)."""
+           features: Mapping | None = None,
+           model_ids: tuple[int, ...] | None = None) -> RecordOptions:
+        """`image` with the classes' names and label-map ids, and the list dtypes of
+        `features` (the manifest's, by stored key)."""
         lists = tuple((key, f.dtype) for key, f in sorted((features or {}).items())
                       if f.shape and f.shape[0] is None)
         return cls(**{f.name: getattr(image, f.name) for f in dataclasses.fields(image)},
-                   class_names=class_names, list_dtypes=lists)
+                   class_names=class_names, list_dtypes=lists, model_ids=model_ids)
 
     @functools.cached_property
     def dtype_of_list(self) -> dict[str, str]:

@@ -43,6 +43,7 @@ from tfrecorder.options import (
 from tfrecorder.rows import Row
 from tfrecorder.splits import SPLITS, UNASSIGNED, Split
 from tfrecorder.table import ArrowColumn, Table, arrow_backed, rows_at
+from tfrecorder.vocabulary import LabelMap
 from tfrecorder.wording import name_rows
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,8 @@ class Plan:
     vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Every feature of the records, by stored key: the manifest's `features`.
     features: Mapping[str, Feature] = field(default_factory=dict)
+    # The classes' ids in TensorFlow's label maps, where not 1, 2, ... (`plan_model_ids`).
+    model_ids: tuple[int, ...] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -258,15 +261,18 @@ def _with_given(table: Table, labels: Callable[[], list], every_label: list,
     (`new_labels="append"`); by default those labels are an error naming their rows
     (`labels()` gives every row's label, for that)."""
     vocabulary = label_vocabulary(every_label)
-    if options.label_vocabulary is None:
+    fixed = fixed_label_map(table, options)
+    if fixed is None:
         return vocabulary
+    if options.label_vocabulary is None:  # the source's own classes: its labels are in it
+        return fixed.names
     if every_label and vocabulary is None:
         raise OptionError(
             Option("label_vocabulary"), " is for text labels (class names), but the "
             "table's labels are integer class ids already. Leave it out, or declare the "
             "label column StringLabel (", Option("schema"), ") to read them as names.",
             option="label_vocabulary")
-    given = given_vocabulary.load(options.label_vocabulary)
+    given = fixed.names
     unknown = sorted(set(every_label) - set(given))
     if not unknown:
         return given
@@ -296,6 +302,27 @@ def _with_given(table: Table, labels: Callable[[], list], every_label: list,
         f"lacks: {named}{more}. Add them to the vocabulary, fix those rows, or pass ",
         Option("new_labels", "append"), " to give them the next ids, in sorted order.",
         column=LABEL, rows=rows, option="label_vocabulary")
+
+
+def fixed_label_map(table: Table, options: SplitOptions) -> LabelMap | None:
+    """The classes whose order numbers the labels, where they are not the sorted labels
+    found: `label_vocabulary`'s (a list, a file, a dataset or a label map), else the
+    source's own (`Table.label_map`: a COCO file's categories, used or not)."""
+    if options.label_vocabulary is not None:
+        return given_vocabulary.load_map(options.label_vocabulary)
+    return table.label_map
+
+
+def plan_model_ids(table: Table, options: SplitOptions,
+                   vocabulary: tuple[str, ...] | None) -> tuple[int, ...] | None:
+    """The ids TensorFlow's label maps give the vocabulary's classes (the tf_models
+    layout stores them), where they are not 1, 2, ...: a fixed label map's, with the
+    classes `new_labels="append"` added after it numbered on from its largest id."""
+    fixed = fixed_label_map(table, options) if vocabulary is not None else None
+    if fixed is None or fixed.ids is None:
+        return None
+    extra = len(vocabulary) - len(fixed.ids)
+    return fixed.ids + tuple(range(max(fixed.ids) + 1, max(fixed.ids) + 1 + extra))
 
 
 def _ids(values: list, vocabulary: Sequence[str], lists: bool) -> tuple:
@@ -414,9 +441,10 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
             start = end
     splits = RowColumn(codes.astype(np.int8), SPLITS)
     features = record_features(table, options.image, vocabulary, vocabularies)
-    return Plan(seed, RecordOptions.of(options.image, vocabulary, features),
+    model_ids = plan_model_ids(table, options.split, vocabulary)
+    return Plan(seed, RecordOptions.of(options.image, vocabulary, features, model_ids),
                 options.shards.compression, vocabulary, label_ids,
-                splits, tuple(shards), vocabularies, features)
+                splits, tuple(shards), vocabularies, features, model_ids)
 
 
 def split_codes(table: Table, fractions: Sequence[float],

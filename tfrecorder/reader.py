@@ -38,7 +38,7 @@ import numpy as np
 from tfrecorder import fs
 from tfrecorder.errors import Option, VerificationError
 from tfrecorder.example import decode_example
-from tfrecorder.layouts import MASK, SEGMENTATION_MASK, layout_named
+from tfrecorder.layouts import MASK, SEGMENTATION_MASK, layout_of
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
@@ -196,7 +196,7 @@ class SplitDataset:
         self._ends = list(np.cumsum([s.num_records for s in shards], dtype=np.int64).tolist())
         self._total = self._ends[-1] if self._ends else 0
         self._start, self._stop = start, self._total if stop is None else stop
-        self._layout = layout_named(manifest.layout)
+        self._layout = layout_of(manifest)
         self.features: dict[str, Feature] = self._layout.read_features(manifest.features)
         # How each feature is shaped, worked out once: (name, dtype, shape after the
         # first dimension, or None for one value, and the value of a scalar a record

@@ -32,7 +32,7 @@ from PIL import Image, ImageDraw, ImageFont
 from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
-from tfrecorder.layouts import BBOX, MASK, OBJECT_LABEL, SEGMENTATION_MASK, layout_named
+from tfrecorder.layouts import BBOX, MASK, OBJECT_LABEL, SEGMENTATION_MASK, layout_of
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
@@ -391,7 +391,7 @@ class RecordReader:
     read form (`Layout.values`) names them; nothing here names a layout."""
 
     def __init__(self, manifest: Manifest):
-        self.layout = layout_named(manifest.layout)
+        self.layout = layout_of(manifest)
         labels = manifest.labels
         self.class_names = labels.class_names if labels is not None else ()
         self.detection = manifest.task == "detection"

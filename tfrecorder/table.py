@@ -16,6 +16,7 @@ import pandas as pd
 
 from tfrecorder import hashing, image_cells
 from tfrecorder.schema import Column
+from tfrecorder.vocabulary import LabelMap
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class Table:
     image_column: str | None = None  # the source's column of images held in memory
     task: str = "classification"  # or "detection", "segmentation" (see above)
     label_column: str | None = None  # the source's one label column, as messages name it
+    # The source's own classes with their ids (a COCO file's categories, a YOLO data.yaml's
+    # names): text labels are numbered in its order, used or not, and the tf_models layout
+    # stores its ids (`vocabulary.LabelMap`). None: the plan sorts the labels it finds.
+    label_map: LabelMap | None = None
     # Columns' words (`hashing.cell_words`) that validation computed on its way (lists of
     # k numbers, checked as one array): `value_hashes` takes them, and lets them go.
     cell_words: dict[str, np.ndarray] = field(default_factory=dict, repr=False,

@@ -38,7 +38,7 @@ from tfrecorder.layouts import (
     OBJECT_LABEL,
     SEGMENTATION_MASK,
     Layout,
-    layout_named,
+    layout_of,
 )
 from tfrecorder.load import decode_image, shard_reader, shard_records
 from tfrecorder.manifest import (
@@ -239,7 +239,7 @@ def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
     """The checks the manifest allows, and its problems that rule some out. Features are
     looked up by the keys the manifest's layout stores them under."""
     features, problems = manifest.features, []
-    layout = layout_named(manifest.layout)
+    layout = layout_of(manifest)
     stored = {name: layout.key(name) for name in (
         *DECODE_FEATURES, LABEL, OBJECT_LABEL, SPLIT, BBOX, AREA, IS_CROWD, MASK,
         SEGMENTATION_MASK)}

@@ -40,8 +40,10 @@ logger = logging.getLogger(__name__)
 OBJECTS = "objects/"  # the prefix of the objects' columns
 BBOX, AREA, IS_CROWD, MASK = (f"{OBJECTS}bbox", f"{OBJECTS}area", f"{OBJECTS}is_crowd",
                               f"{OBJECTS}mask")
+DIFFICULT, TRUNCATED, VIEW = f"{OBJECTS}difficult", f"{OBJECTS}truncated", f"{OBJECTS}view"
 # The objects' inputs, as validate types them; MASK is no input (the layout writes it).
-OBJECT_INPUTS = {BBOX: "FloatInput", AREA: "FloatInput", IS_CROWD: "IntegerInput"}
+OBJECT_INPUTS = {BBOX: "FloatInput", AREA: "FloatInput", IS_CROWD: "IntegerInput",
+                 DIFFICULT: "IntegerInput", TRUNCATED: "IntegerInput", VIEW: "StringInput"}
 # A DataFrame's column of boxes, by name (any case).
 BOX_COLUMNS = ("boxes", "bbox", "bboxes", BBOX)
 _EXAMPLES = 3  # objects an error shows
