@@ -67,6 +67,17 @@ class Table:
     # names): text labels are numbered in its order, used or not, and the tf_models layout
     # stores its ids (`vocabulary.LabelMap`). None: the plan sorts the labels it finds.
     label_map: LabelMap | None = None
+    # Rows the source holds but cannot give an image for (a Pascal VOC XML file that is
+    # empty or names no image): the source's row as the user knows it, with a `reason`
+    # column. They are rejected rows of the run (rejected.csv, `max_rejected`), never a
+    # crash. None: none.
+    rejected_rows: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    # Annotations the source skips as TensorFlow's reference converters do (a COCO box of
+    # zero width): columns `source` (the file), `annotation` (its id), `image` (its image's
+    # id) and `reason`. The images are still written; the run lists these one a line
+    # beside rejected.csv and counts them by reason. None: none.
+    skipped_annotations: pd.DataFrame | None = field(default=None, repr=False,
+                                                     compare=False)
     # Columns' words (`hashing.cell_words`) that validation computed on its way (lists of
     # k numbers, checked as one array): `value_hashes` takes them, and lets them go.
     cell_words: dict[str, np.ndarray] = field(default_factory=dict, repr=False,
