@@ -33,6 +33,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder import fs
@@ -48,7 +49,9 @@ from tfrecorder.sources import (
     tables,
     vertex_jsonl,
 )
+from tfrecorder.splits import split_named
 from tfrecorder.table import Table
+from tfrecorder.vocabulary import LabelMap
 from tfrecorder.wording import shown
 
 # Asked in order: the first that claims a path reads it. CSV claims every file, so last;
@@ -85,6 +88,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             mistake in it (`validate`, and each format's own checks).
     """
     options = TableOptions(**options)
+    if _is_files_by_split(source):
+        return _for_task(_files_by_split(source, options), options, "the files")
     frame, implied, class_names = (memory.as_frame(source) if memory.is_in_memory(source)
                                    else (source, {}, None))  # arrays, dicts, HF datasets
     if isinstance(frame, pd.DataFrame):
@@ -115,6 +120,110 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     # Relative image paths are relative to the source's folder, local or remote.
     base_dir = path.rstrip("/") if is_folder else fs.dirname(path)
     return _for_task(reader.read(path, base_dir, options), options, repr(path))
+
+
+def _is_files_by_split(source) -> bool:
+    """A dict of paths under split names: one dataset's splits, each a file of its own
+    (COCO's instances_train2017.json and instances_val2017.json)."""
+    return isinstance(source, Mapping) and bool(source) and all(
+        isinstance(key, str) and split_named(key) is not None for key in source) and all(
+        isinstance(value, (str, os.PathLike)) for value in source.values())
+
+
+def _files_by_split(source: Mapping, options: TableOptions) -> Table:
+    """The tables of each split's file, read as that split (each file's images relative
+    to its own folder unless `image_root` is given), as one table with one label map.
+
+    Raises:
+        SchemaError: for a split named twice, or files that are not of one kind (a
+            detection file beside a classification one, different input columns, the
+            same category id under two names).
+    """
+    if options.split is not None:
+        raise SchemaError("", Option("split", options.split), " gives every row one split, "
+                          "but a dict of files by split names each file's split. Leave one "
+                          "out.", option="split")
+    splits = [split_named(key) for key in source]
+    twice = next((key for key, split in zip(source, splits) if splits.count(split) > 1), None)
+    if twice is not None:
+        raise SchemaError(f"the dict of files names the split of {twice!r} twice (keys "
+                          f"{list(source)}). Give each split one file.", option="source")
+    parts = {key: load_table(path, **{**dataclasses.asdict(options), "split": str(split)})
+             for (key, path), split in zip(source.items(), splits)}
+    return concat_tables(parts, {key: os.fspath(path) for key, path in source.items()})
+
+
+def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str]) -> Table:
+    """Tables of one kind as one: their rows named `key[row]` ("train[21]"), their
+    source's own label maps merged (the same id names the same class in every part).
+
+    Args:
+        parts: each part's table, by the key the user gave it.
+        names: each part's source, for messages.
+    """
+    first_key, first = next(iter(parts.items()))
+    for key, part in parts.items():
+        for field_name, what in (("task", "a {} source"), ("multi_label", "multi-label: {}"),
+                                 ("has_labels", "labelled: {}")):
+            if getattr(part, field_name) != getattr(first, field_name):
+                raise SchemaError(
+                    f"{names[key]!r} and {names[first_key]!r} are not of one kind: "
+                    f"{what.format(getattr(part, field_name))} and "
+                    f"{what.format(getattr(first, field_name))}. The splits of a dataset "
+                    "hold the same kind of rows.", option="source")
+        ours = {(c.name, c.dtype) for c in part.inputs}
+        theirs = {(c.name, c.dtype) for c in first.inputs}
+        if ours != theirs:
+            differ = sorted(name for name, _ in ours ^ theirs)
+            raise SchemaError(
+                f"{names[key]!r} and {names[first_key]!r} have different columns or types: "
+                f"{differ}. The splits of a dataset hold the same features: drop the extra "
+                "ones with ", Option("schema", dict.fromkeys(differ)), ".", option="schema")
+
+    def named(frame: pd.DataFrame, key: str) -> pd.DataFrame:
+        frame = frame.copy(deep=False)
+        frame.index = [f"{key}[{label}]" for label in frame.index.tolist()]
+        return frame
+
+    def joined(frames: dict) -> pd.DataFrame | None:
+        found = [named(frame, key) for key, frame in frames.items() if frame is not None]
+        return pd.concat(found) if found else None
+
+    grids = {name: np.concatenate([part.number_grids[name] for part in parts.values()])
+             for name in first.number_grids
+             if all(name in part.number_grids for part in parts.values())}
+    return dataclasses.replace(
+        first, rows=joined({k: p.rows for k, p in parts.items()}),
+        source=joined({k: p.source for k, p in parts.items()}),
+        label_map=_merged_label_maps({k: p.label_map for k, p in parts.items()}, names),
+        rejected_rows=joined({k: p.rejected_rows for k, p in parts.items()}),
+        skipped_annotations=joined({k: p.skipped_annotations for k, p in parts.items()}),
+        cell_words={}, number_grids=grids)
+
+
+def _merged_label_maps(maps: Mapping[str, LabelMap | None], names: Mapping[str, str]
+                       ) -> LabelMap | None:
+    """One label map of every part's classes: a class keeps its id in every part."""
+    given = {key: found for key, found in maps.items() if found is not None}
+    if not given:
+        return None
+    if len(given) < len(maps):
+        without = next(key for key in maps if key not in given)
+        raise SchemaError(f"{names[without]!r} does not list its classes and "
+                          f"{names[next(iter(given))]!r} does: the ids of one dataset come "
+                          "from one list. Give both files their categories, or pass ",
+                          Option("label_vocabulary"), ".", option="source")
+    by_id: dict[int, tuple[str, str]] = {}
+    for key, found in given.items():
+        for model_id, name in zip(found.model_ids, found.names):
+            other = by_id.setdefault(model_id, (name, key))
+            if other[0] != name:
+                raise SchemaError(
+                    f"{names[key]!r} names class id {model_id} {name!r}, and "
+                    f"{names[other[1]]!r} names it {other[0]!r}: one id is one class in "
+                    "every split. Fix the files, or pass ", Option("label_vocabulary"),
+                    " to number the classes by name.", option="source")
+    return LabelMap.of([name for name, _ in by_id.values()], list(by_id))
 
 
 def _for_task(table: Table, options: TableOptions, what: str) -> Table:
