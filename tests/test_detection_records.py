@@ -236,8 +236,13 @@ def test_automl_csv_jsonl_and_coco_of_the_same_objects_write_the_same_records(tm
             assert (written["automl.csv"] / name).read_bytes() == \
                 (written["vertex.jsonl"] / name).read_bytes()
     csv_records, coco_records = records(written["automl.csv"]), records(written["coco.json"])
-    assert csv_records.keys() == coco_records.keys() == {"a.jpg", "b.jpg", "c.jpg"}
+    # COCO's image_name is its file_name as written (img/a.jpg), as Model Garden's
+    # converter writes image/filename; a CSV's, its path's base name.
+    assert csv_records.keys() == {"a.jpg", "b.jpg", "c.jpg"}
+    assert coco_records.keys() == {"img/a.jpg", "img/b.jpg", "img/c.jpg"}
     for name, record in csv_records.items():
+        coco_record = coco_records[f"img/{name}"]
         np.testing.assert_allclose(record.get("objects/bbox", []),
-                                   coco_records[name].get("objects/bbox", []), atol=1e-6)
-        assert record.get("objects/label", []) == coco_records[name].get("objects/label", [])
+                                   coco_record.get("objects/bbox", []), atol=1e-6)
+        assert record.get("objects/label", []) == coco_record.get("objects/label", [])
+        assert coco_record["image_id"] == [{"a.jpg": 7, "b.jpg": 3, "c.jpg": 9}[name]]

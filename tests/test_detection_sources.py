@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from tfrecorder import SchemaError
+from tfrecorder.annotations import segmentation
 from tfrecorder.errors import Option
 from tfrecorder.sources import (
     FILE_FORMATS,
@@ -115,10 +116,12 @@ def test_coco_areas_crowds_and_masks_are_kept_per_object():
     assert MASK not in kinds  # written by the layout, not an input
     masks = table.rows[MASK].tolist()
     assert masks[1] is None
-    assert masks[0] == {"size": [100, 200], "masks": [
-        [[20, 20, 60, 20, 60, 60, 20, 60]], {"size": [100, 200], "counts": RLE_BOX}]}
+    # Each segmentation stays JSON text until a worker draws it (its floats are made there).
+    assert masks[0]["size"] == [100, 200]
+    assert [segmentation(mask) for mask in masks[0]["masks"]] == [
+        [[20, 20, 60, 20, 60, 60, 20, 60]], {"size": [100, 200], "counts": RLE_BOX}]
     dropped = load_table(str(DATA / "coco.json"), schema={AREA: None})
-    assert [column.name for column in dropped.inputs] == [BBOX, IS_CROWD]
+    assert [column.name for column in dropped.inputs] == ["image_id", BBOX, IS_CROWD]
 
 
 def test_coco_file_names_are_relative_to_image_root(tmp_path):
@@ -269,14 +272,37 @@ def coco_file(tmp_path, **change) -> str:
 @pytest.mark.parametrize(("change", "expected"), [
     ({"image_id": 42}, r"unknown image id: annotation id 2: image_id 42"),
     ({"category_id": 5}, r"unknown category id: annotation id 2: category_id 5"),
-    ({"bbox": [180, 20, 40, 40]}, r"outside its image: annotation id 2: bbox \[180, 20, 40, "
-                                  r"40\] in image 7 of 200 x 100 pixels"),
-    ({"bbox": [20, 20, 0, 40]}, r"minimum is not below.*annotation id 2: bbox \[20, 20, 0"),
-    ({"bbox": [20, 20, 40]}, r"not \[x, y, width, height\]: annotation id 2"),
+    ({"bbox": [20, 20, 40]}, r"annotation id 2: bbox \[20, 20, 40\]: a bbox that is not "
+                             r"\[x, y, width, height\] \(Expected `array` of length 4\)"),
+    ({"bbox": "20,20,40,40"}, r"annotation id 2: bbox \"20,20,40,40\": a bbox that is not"),
+    ({"image_id": None}, r"annotation id 2: image_id null: Expected `int \| str`, got `null`"),
 ])
 def test_coco_mistakes_name_the_annotation_and_the_value(tmp_path, change, expected):
     with pytest.raises(SchemaError, match=expected):
         load_table(coco_file(tmp_path, **change))
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"bbox": [180, 20, 40, 40]}, r"1 annotation whose bbox is beyond the image's right or "
+                                  r"bottom edge: annotation id 2: bbox \[180, 20, 40, 40\] in "
+                                  r"image 7 of 200 x 100 pixels"),
+    ({"bbox": [20, 20, 0, 40]}, r"zero or negative width or height: annotation id 2: bbox "
+                                r"\[20, 20, 0, 40\]"),
+    ({"bbox": [-1, 20, 10, 40]}, r"starting left of or above the image: annotation id 2"),
+])
+def test_coco_boxes_the_references_skip_are_skipped_or_refused(tmp_path, change, expected):
+    """Skipped by default, with the image kept (as TensorFlow's converters do); refused
+    with invalid_annotations="error"."""
+    path = coco_file(tmp_path, **change)
+    table = load_table(path)
+    assert table.rows["label"].tolist() == [["person"], [], ["car"]]  # annotation 2 gone
+    skipped = table.skipped_annotations
+    assert skipped.to_dict("records") == [{"source": path, "annotation": 2, "image": 7,
+                                           "reason": expected.split(":")[0].split(
+                                               "bbox is ")[-1].replace("\\", "")}]
+    with pytest.raises(SchemaError, match=expected) as error:
+        load_table(path, invalid_annotations="error")
+    assert "invalid_annotations='skip'" in str(error.value) and error.value.rows == [7]
 
 
 def test_a_dataframe_whose_boxes_and_labels_differ_in_number_is_read_as_before():

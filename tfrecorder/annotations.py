@@ -45,7 +45,7 @@ def instance_masks(masks: Mapping, size: tuple[int, int]) -> list[np.ndarray]:
     source_height, source_width = masks["size"]
     height, width = size
     found = []
-    for mask in masks["masks"]:
+    for mask in map(segmentation, masks["masks"]):
         if isinstance(mask, Mapping):  # run-length encoded
             pixels = rle_decode(mask)
             if pixels.shape != (height, width):
@@ -61,6 +61,17 @@ def instance_masks(masks: Mapping, size: tuple[int, int]) -> list[np.ndarray]:
                 pixels |= _runs_to_mask(polygon_runs(points, height, width), height, width)
         found.append(pixels)
     return found
+
+
+def segmentation(mask):
+    """An object's COCO segmentation (polygons, or an RLE dict), from the JSON text a
+    COCO file's reader keeps (`msgspec.Raw` or bytes: its floats are made only here, in
+    the worker that draws it) or as given (a DataFrame's lists)."""
+    import msgspec
+
+    if isinstance(mask, (msgspec.Raw, bytes)):
+        return msgspec.json.decode(mask)
+    return mask
 
 
 def polygon_runs(points: np.ndarray, height: int, width: int) -> list[int]:

@@ -321,6 +321,11 @@ def _print_result(source: str, result) -> None:
         print(f"  {split + ':':{width + 1}} {count(records, 'record')}")
     print(f"  {'rejected:':{width + 1}} {count(result.num_rejected, 'row')} "
           f"(see {result.rejected_path})")
+    if result.skipped_annotations:
+        print(f"  {'skipped:':{width + 1}} "
+              f"{count(sum(result.skipped_annotations.values()), 'annotation')} ("
+              + ", ".join(f"{n:,} {reason}" for reason, n in result.skipped_annotations.items())
+              + ")")
 
 
 def _image_size(value: str) -> tuple[int, int]:
@@ -392,6 +397,12 @@ def _info(args: argparse.Namespace) -> int:
           f"(see {fs.join(args.path, rejected.file)})")
     for reason, rows in list(rejected.reasons.items())[:_REASONS_SHOWN]:
         print(f"  {rows:>8,}  {reason}")
+    skipped = manifest.skipped_annotations
+    if skipped is not None:
+        print(f"Skipped:      {skipped.num_annotations} annotations "
+              f"(see {fs.join(args.path, skipped.file)})")
+        for reason, annotations in skipped.reasons.items():
+            print(f"  {annotations:>8,}  {reason}")
     if not found.duplicates_checked:
         print("Duplicates:   not sought (written before tfrecorder sought them)")
     elif not found.duplicates:

@@ -26,12 +26,19 @@ from tfrecorder import resume as resume_journal
 from tfrecorder.engines import EngineRun, engine_for
 from tfrecorder.errors import (
     DatasetWarning,
+    ImageError,
     Option,
     Terminated,
     TooManyRejectedError,
     warn_user,
 )
-from tfrecorder.finish import RejectionLimit, finish, image_error, manifest_header
+from tfrecorder.finish import (
+    RejectionLimit,
+    SourceReport,
+    finish,
+    image_error,
+    manifest_header,
+)
 from tfrecorder.heap import release_freed_memory
 from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
 from tfrecorder.legacy import convert_spellings
@@ -80,6 +87,9 @@ class ConversionResult(Mapping):
     # Duplicated images, leaks between splits, missing or unbalanced classes.
     warnings: tuple[str, ...] = ()
     info: DatasetInfo | None = field(default=None, repr=False)  # None while a job runs
+    # Annotations the source skipped, as TensorFlow's converters do (a COCO box of zero
+    # width), by reason; listed in skipped_annotations.csv. {} while a job runs.
+    skipped_annotations: dict[str, int] = field(default_factory=dict)
 
     @property
     def num_records(self) -> int:
@@ -90,6 +100,8 @@ class ConversionResult(Mapping):
             return f"<ConversionResult {self.output_dir!r}: job {self.job_id} is running>"
         counts = ", ".join(f"{name} {n:,}" for name, n in self.counts.items())
         warned = f", {len(self.warnings)} warnings" if self.warnings else ""
+        skipped = sum(self.skipped_annotations.values())
+        warned += f", {skipped:,} annotations skipped" if skipped else ""
         return (f"<ConversionResult {self.output_dir!r}: {self.num_records:,} records "
                 f"({counts}), {self.num_rejected:,} rejected{warned}, "
                 f"{self.elapsed_seconds:.1f} s>")
@@ -131,7 +143,8 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image
     engine.check(output_dir, table)
-    limit = RejectionLimit(len(table.rows), options.reject.max_rejected)
+    limit = RejectionLimit.of(table, options.reject.max_rejected)
+    _check_source_rejections(table, limit, options.reject.on_error)
     _check_images_exist(table, limit, options.reject.on_error)
     run_id = output.new_run_id()
     # One request per bucket, before any image is read: credentials, buckets, permissions.
@@ -163,7 +176,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
                     folder, header, run.written, journal, limit, table.source,
                     # By position, as stored (not a Python string a row).
                     table.image_references if table.has_images else None,
-                    table.image_column)
+                    table.image_column, SourceReport.of(table))
             elif not folder.handed_over:  # a dry run: nothing ran, nothing stays
                 folder.clean_up(keep_committed=False)
         except BaseException as error:
@@ -180,6 +193,11 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
     if manifest is not None and manifest.rejected.num_rows:
         logger.warning("%d of %d rows were rejected; see %s", manifest.rejected.num_rows,
                        manifest.num_source_rows, rejected_path)
+    skipped = manifest.skipped_annotations if manifest is not None else None
+    if skipped is not None and skipped.num_annotations:
+        logger.warning("%d annotations were skipped (%s); see %s", skipped.num_annotations,
+                       ", ".join(f"{n} {reason}" for reason, n in skipped.reasons.items()),
+                       fs.join(output_dir, skipped.file))
     found = DatasetInfo(output_dir, manifest) if manifest is not None else None
     for warning in found.warnings if found is not None else ():
         warn_user(warning, DatasetWarning)
@@ -194,15 +212,28 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
         rejected_path=rejected_path,
         elapsed_seconds=elapsed,
         metrics=convert_spellings.with_2_0_metrics(
-            run.written.metrics if run.written else {},
-            manifest is not None and manifest.has_images),
+            _metrics(run, manifest), manifest is not None and manifest.has_images),
         job_id=run.job_id,
         job_url=_job_url(options.beam, run.job_id),
         pipeline=run.pipeline,
         runner=options.beam.runner or "local",
         warnings=found.warnings if found is not None else (),
         info=found,
+        skipped_annotations=dict(skipped.reasons) if skipped is not None else {},
     )
+
+
+def _metrics(run: EngineRun, manifest: Manifest | None) -> dict[str, int]:
+    """Rows read, written and rejected: the engine's, with the rows the source rejected
+    before any image was read."""
+    if run.written is None:
+        return {}
+    found = dict(run.written.metrics)
+    if manifest is not None:
+        by_source = manifest.rejected.num_rows - found["rows_rejected"]
+        found["rows_read"] += by_source
+        found["rows_rejected"] += by_source
+    return found
 
 
 def _docstring() -> str:
@@ -249,6 +280,23 @@ def _signature() -> inspect.Signature:
 
 convert.__doc__ = _docstring()
 convert.__signature__ = _signature()
+
+
+def _check_source_rejections(table: Table, limit: RejectionLimit, on_error: str) -> None:
+    """Rows the source rejected itself (`Table.rejected_rows`), before any image is read:
+    the first one stops a run with `on_error="raise"`; more than `max_rejected` allows
+    stop any."""
+    rows = table.rejected_rows
+    if rows is None or not len(rows):
+        return
+    if on_error == "raise":
+        first = rows.iloc[0]
+        raise ImageError(f"row {rows.index[0]!r} of the source ({first.drop('reason').to_dict()}"
+                         f"): {first['reason']}. Fix or drop it, or use ",
+                         Option("on_error", "reject"), " to list such rows in rejected.csv.",
+                         rows=[rows.index[0]], option="on_error")
+    if limit.exceeded(0):
+        raise limit.error([])
 
 
 def _check_images_exist(table: Table, limit: RejectionLimit, on_error: str) -> None:

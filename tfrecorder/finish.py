@@ -32,19 +32,21 @@ from tfrecorder.manifest import (
     LABEL_MAP,
     MANIFEST,
     REJECTED,
+    SKIPPED_ANNOTATIONS,
     SPLITS,
     Duplicate,
     Labels,
     Manifest,
     Rejected,
     ShardInfo,
+    SkippedAnnotations,
     Split,
     SplitInfo,
     index_filename,
 )
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan, RowColumn
-from tfrecorder.rows import Rejection, rejection_reasons
+from tfrecorder.rows import Rejection, reason_counts, rejection_reasons
 from tfrecorder.statistics import (
     Located,
     ShardFacts,
@@ -90,19 +92,57 @@ _REASONS_SHOWN = 3
 
 
 @dataclass(frozen=True)
+class SourceReport:
+    """What the source set aside before any image was read: rows it could not give an
+    image for (`Table.rejected_rows`, with their `reason`), which join rejected.csv, and
+    annotations it skipped (`Table.skipped_annotations`), listed in their own file. Small
+    and picklable: a Beam job that finishes the dataset itself carries it."""
+
+    rejected_rows: pd.DataFrame | None = None
+    skipped_annotations: pd.DataFrame | None = None
+
+    @classmethod
+    def of(cls, table: Table) -> SourceReport:
+        return cls(table.rejected_rows, table.skipped_annotations)
+
+    @property
+    def rejected_reasons(self) -> tuple[str, ...]:
+        rows = self.rejected_rows
+        return () if rows is None else tuple(rows["reason"].astype(str))
+
+    def skipped(self) -> SkippedAnnotations | None:
+        """The manifest's count of the skipped annotations, by reason."""
+        found = self.skipped_annotations
+        if found is None:
+            return None
+        return SkippedAnnotations(SKIPPED_ANNOTATIONS, len(found),
+                                  reason_counts(found["reason"].astype(str)))
+
+
+@dataclass(frozen=True)
 class RejectionLimit:
     """How many rows a run may reject: more than `max_rejected` (a fraction of the rows)
-    means the table is wrong, not a few images, and the run fails as soon as it is sure."""
+    means the table is wrong, not a few images, and the run fails as soon as it is sure.
+    Rows the source rejected itself (`source_reasons`) count from the start."""
 
     num_rows: int
     max_rejected: float = DEFAULT_MAX_REJECTED
+    source_reasons: tuple[str, ...] = ()  # of the rows the source rejected
+
+    @classmethod
+    def of(cls, table: Table, max_rejected: float) -> RejectionLimit:
+        """The limit for a table: its rows and those its source rejected."""
+        reasons = SourceReport.of(table).rejected_reasons
+        return cls(len(table.rows) + len(reasons), max_rejected, reasons)
 
     def exceeded(self, num_rejected: int) -> bool:
-        return num_rejected > math.floor(self.max_rejected * self.num_rows)
+        return num_rejected + len(self.source_reasons) > math.floor(
+            self.max_rejected * self.num_rows)
 
     def error(self, rejections: Sequence[Rejection]) -> TooManyRejectedError:
         """The error naming the commonest reasons (paths in them folded, so that 'no such
         file' for a thousand rows is one reason)."""
+        rejections = [*rejections, *(Rejection(-1, r) for r in self.source_reasons)]
         reasons = rejection_reasons(rejections)
         common = "; ".join(f"{count} x {reason}"
                            for reason, count in list(reasons.items())[:_REASONS_SHOWN])
@@ -142,9 +182,11 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
             num_classes=_num_classes(plan),
             model_ids=plan.model_ids)
     return Manifest(compression=plan.compression, features=dict(plan.features),
-                    num_source_rows=plan.num_rows, options=json.loads(json.dumps(options)),
+                    num_source_rows=plan.num_rows + len(SourceReport.of(table).rejected_reasons),
+                    options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
-                    task=table.task, layout=plan.image_options.layout)
+                    task=table.task, layout=plan.image_options.layout,
+                    skipped_annotations=SourceReport.of(table).skipped())
 
 
 def _num_classes(plan: Plan) -> int:
@@ -159,7 +201,7 @@ def _num_classes(plan: Plan) -> int:
 
 def finish(folder, header: Manifest, written: Written, journal, limit: RejectionLimit,
            source: pd.DataFrame, image_uris: Sequence[str] | None,
-           image_column: str | None = None) -> Manifest:
+           image_column: str | None = None, report: SourceReport | None = None) -> Manifest:
     """The last step of every run, whichever engine wrote the shards (a Beam job that the
     driver did not wait for runs it itself): refuses a run that rejected too many rows;
     finds images stored more than once and warns, drops or refuses them as the header's
@@ -168,7 +210,10 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     `output.OutputFolder` (each under a temporary name first, so it is either absent or
     complete), and deletes the run's journal. Returns the
     manifest. `image_uris` name the table's images, by position (None: no images);
-    `image_column` is the source's column of images held in memory, if any."""
+    `image_column` is the source's column of images held in memory, if any; `report`,
+    what the source set aside itself (its rejected rows join rejected.csv, its skipped
+    annotations go to `SKIPPED_ANNOTATIONS`)."""
+    report = report or SourceReport()
     if limit.exceeded(len(written.rejections)):
         raise limit.error(written.rejections)
     found = _duplicates(folder, header, written, source.index, image_uris)
@@ -178,7 +223,10 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     duplicates = tuple(duplicate for duplicate, _ in found)
     if found and policy == "drop":
         written, duplicates = _drop_copies(folder, header.compression, written, found)
-    _write_rejected(folder, source, written.rejections, image_column)
+    _write_rejected(folder, source, written.rejections, image_column, report.rejected_rows)
+    if report.skipped_annotations is not None:
+        folder.write_bytes(SKIPPED_ANNOTATIONS,
+                           report.skipped_annotations.to_csv(index=False).encode())
     splits, statistics = {}, {}
     num_classes = header.labels.num_classes or 0 if header.labels else 0
     for split in SPLITS:
@@ -190,7 +238,8 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
                 sum(w.num_rejected for w in shards))
             statistics[split] = split_statistics([_facts(w) for w in shards], num_classes,
                                                  objects=header.task == "detection")
-    rejected = Rejected(REJECTED, len(written.rejections), rejection_reasons(written.rejections))
+    rejections = [*written.rejections, *(Rejection(-1, r) for r in report.rejected_reasons)]
+    rejected = Rejected(REJECTED, len(rejections), rejection_reasons(rejections))
     label_map = label_map_of(header)
     if label_map is not None:
         folder.write_bytes(LABEL_MAP, label_map.encode())
@@ -303,8 +352,10 @@ def _drop_copies(folder, compression: str | None, written: Written, found
 
 
 def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection],
-                    image_column: str | None) -> None:
-    """The rejected rows as given, plus a `reason` column."""
+                    image_column: str | None, from_source: pd.DataFrame | None = None
+                    ) -> None:
+    """The rejected rows as given, plus a `reason` column; then the rows the source
+    rejected itself (`from_source`, with their `reason`)."""
     rejections = sorted(rejections)
     rows = rows_at(source, [r.position for r in rejections])
     if image_column is not None:  # images held in cells: described, never their bytes
@@ -312,6 +363,9 @@ def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection
     reason = "reason" if "reason" not in rows.columns else "rejection_reason"
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"
+    if from_source is not None and len(from_source):
+        rows = pd.concat([rows, from_source.rename(columns={"reason": reason})])
+        rows.index.name = rows.index.name or "row"
     # The csv module quotes a cell for its line terminator ("\n") but not for a lone
     # "\r", which readers take for a line break: such a file quotes every text cell.
     cells = rows.reset_index()

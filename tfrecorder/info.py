@@ -143,6 +143,14 @@ class DatasetInfo:
         return self.manifest.rejected
 
     @property
+    def skipped_annotations(self) -> dict[str, int]:
+        """Annotations the source skipped (a COCO box of zero width or beyond its image),
+        by reason, as TensorFlow's converters skip them: the images were written without
+        them ({}: none, or written before sources skipped any)."""
+        found = self.manifest.skipped_annotations
+        return dict(found.reasons) if found is not None else {}
+
+    @property
     def duplicates(self) -> tuple[Duplicate, ...]:
         """Images stored more than once (for datasets written before tfrecorder sought
         them: empty, see `duplicates_checked`)."""
@@ -198,6 +206,8 @@ class DatasetInfo:
             "unlabeled": self.unlabeled,
             "statistics": {name: s.to_json() for name, s in self.statistics.items()},
             "rejected": self.rejected.to_json() if self.rejected else None,
+            "skipped_annotations": (self.manifest.skipped_annotations.to_json()
+                                    if self.manifest.skipped_annotations else None),
             "duplicates": ([d.to_json() for d in self.duplicates]
                            if self.duplicates_checked else None),
             "warnings": list(self.warnings),

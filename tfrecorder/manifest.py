@@ -29,6 +29,9 @@ from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names i
 
 MANIFEST = "dataset.json"
 REJECTED = "rejected.csv"
+# Annotations the source skipped as TensorFlow's reference converters do (a COCO box of
+# zero width): one a line, beside rejected.csv (`Table.skipped_annotations`).
+SKIPPED_ANNOTATIONS = "skipped_annotations.csv"
 LABEL_MAP = "label_map.pbtxt"  # the `tf_models` layout's classes, as its models read them
 # What TensorFlow Datasets reads the folder by (`tfds_metadata`): its DatasetInfo, its
 # features, and each ClassLabel's names, by feature ("objects/label" is a detection
@@ -283,6 +286,24 @@ class Rejected:
         return cls(data["file"], data["num_rows"], dict(data.get("reasons") or {}))
 
 
+@dataclass(frozen=True)
+class SkippedAnnotations:
+    """Annotations the source skipped while its images were written without them (a COCO
+    box of zero width or beyond its image), listed in `file`."""
+
+    file: str
+    num_annotations: int
+    reasons: Mapping[str, int] = field(default_factory=dict)  # how many, commonest first
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "num_annotations": self.num_annotations,
+                "reasons": dict(self.reasons)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> SkippedAnnotations:
+        return cls(data["file"], data["num_annotations"], dict(data.get("reasons") or {}))
+
+
 # --- what the writer saw: statistics and duplicates ------------------------------------
 
 @dataclass(frozen=True)
@@ -480,6 +501,9 @@ class Manifest:
     # so a classification dataset's manifest is as before.
     task: str = "classification"
     layout: str = "tfrecorder"
+    # Annotations the source skipped (None: a source that skips none, or a manifest
+    # written before sources skipped any).
+    skipped_annotations: SkippedAnnotations | None = None
 
     @property
     def has_images(self) -> bool:
@@ -544,6 +568,8 @@ class Manifest:
             found["layout"] = self.layout
         if self.labels is not None:
             found["labels"] = self.labels.to_json()
+        if self.skipped_annotations is not None:
+            found["skipped_annotations"] = self.skipped_annotations.to_json()
         if self.rejected is not None:  # a finished manifest, not a header
             found["splits"] = {str(name): s.to_json() for name, s in self.splits.items()}
             found["rejected"] = self.rejected.to_json()
@@ -575,6 +601,8 @@ class Manifest:
                             tuple(Duplicate.from_json(d) for d in data["duplicates"])),
                 task=data.get("task", "classification"),
                 layout=data.get("layout", "tfrecorder"),
+                skipped_annotations=(SkippedAnnotations.from_json(data["skipped_annotations"])
+                                     if data.get("skipped_annotations") else None),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"{MANIFEST} is not a tfrecorder manifest ({type(error).__name__}"

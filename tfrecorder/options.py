@@ -42,6 +42,9 @@ TASKS = ("auto", "classification", "detection", "segmentation")
 # Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
 # models read (`tfrecorder.layouts`).
 LAYOUTS = ("tfrecorder", "tf_models")
+# What a source does with annotations TensorFlow's reference converters skip (a COCO box
+# of zero width, or beyond its image): skip and list them, or refuse the source.
+INVALID_ANNOTATIONS = ("skip", "error")
 
 # Larger images are rejected unless the user raises ImageOptions.max_image_pixels: 100
 # megapixels decode to 300 MB of RGB (a 10,000 x 10,000 scan), and far larger sizes are
@@ -185,10 +188,21 @@ class TableOptions(_Checked):
         None, "the folder a COCO file's `file_name`s are relative to; by default the JSON "
         "file's own folder.", "text", metavar="FOLDER",
         help="the folder COCO file names are relative to (default: the JSON's folder)")
+    invalid_annotations: str = option(
+        "skip", "what to do with a COCO annotation whose box TensorFlow's converters skip "
+        "(zero or negative width or height, or reaching beyond its image's right or "
+        "bottom edge; and here also one starting left of or above it): \"skip\" writes "
+        "the image without it, lists it in skipped_annotations.csv and counts it by reason "
+        "in the manifest; \"error\" refuses the file, naming the annotations.", "choice",
+        choices=INVALID_ANNOTATIONS,
+        help="skip (default: list in skipped_annotations.csv) or error on COCO boxes that "
+             "TensorFlow's converters skip")
 
     def __post_init__(self):
         self._bool("header", optional=True)
         self._require("task", self.task in TASKS, f"one of {', '.join(map(repr, TASKS))}")
+        self._require("invalid_annotations", self.invalid_annotations in INVALID_ANNOTATIONS,
+                      f"one of {INVALID_ANNOTATIONS}")
         self._require("image_root", self.image_root is None or isinstance(
             self.image_root, (str, os.PathLike)), "a folder path or None")
         self._int("chunk_rows", "a positive int (rows) or None", minimum=1)

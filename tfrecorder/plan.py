@@ -556,12 +556,14 @@ class PlannedTable:
         self.uris = _texts(rows["uri"]) if table.image_files else None
         self.image_uris = _texts(rows["image_uri"]) if table.has_images else None
         # Images held in memory: the cells themselves (shared, never copied) and names.
-        self.images = self.image_names = None
+        self.images = None
         if table.images_in_memory:
             column = rows["image"]
             self.images = ArrowColumn.of(column) if arrow_backed(column) else \
                 column.to_numpy(dtype=object)
-            self.image_names = _texts(rows["image_name"])
+        # Images' names where the source gives them (in memory; a COCO file_name), else
+        # the base names of their image_uri.
+        self.image_names = _texts(rows["image_name"]) if "image_name" in rows else None
         # Annotations drawn on the image's pixels: COCO's instance masks, or a
         # segmentation row's mask file.
         self.masks = rows[MASK].to_numpy(dtype=object) if MASK in rows else None

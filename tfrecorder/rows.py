@@ -59,5 +59,10 @@ def rejection_reasons(rejections: Iterable[Rejection]) -> dict[str, int]:
     """How many rows each reason rejected, commonest first (then alphabetically: both
     engines write the same manifest). Paths and values in quotes are folded, so that "no
     such file '...'" for a thousand rows is one reason."""
-    reasons = Counter(_QUOTED.sub("'...'", r.reason) for r in rejections)
-    return dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0])))
+    return reason_counts(_QUOTED.sub("'...'", r.reason) for r in rejections)
+
+
+def reason_counts(reasons: Iterable[str]) -> dict[str, int]:
+    """How often each reason occurs, commonest first (then alphabetically)."""
+    found = Counter(reasons)
+    return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))

@@ -31,6 +31,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tfrecorder import fs, image_cells, output
+from tfrecorder.annotations import segmentation
 from tfrecorder.engines import EngineRun
 from tfrecorder.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.errors import (
@@ -41,7 +42,14 @@ from tfrecorder.errors import (
     SchemaError,
     TooManyRejectedError,
 )
-from tfrecorder.finish import RejectionLimit, Written, WrittenShard, finish, image_error
+from tfrecorder.finish import (
+    RejectionLimit,
+    SourceReport,
+    Written,
+    WrittenShard,
+    finish,
+    image_error,
+)
 from tfrecorder.manifest import Manifest
 from tfrecorder.options import ConvertOptions, RecordOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
@@ -295,7 +303,7 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
                               json.dumps(row.label), row.split, json.dumps(row.inputs),
                               image_bytes, image_pickle, row.image_name,
                               None if row.masks is None else json.dumps(
-                                  row.masks, default=lambda value: value.tolist()),
+                                  row.masks, default=_plain_json),
                               row.mask_uri))
                 size += len(image_bytes or image_pickle or b"") + 100
                 if size >= _STAGED_GROUP_BYTES:
@@ -308,9 +316,17 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
         source = source.assign(**{table.image_column: image_cells.described(
             source[table.image_column])})
     references = list(table.image_references) if table.has_images else None
-    fs.write_bytes(source_path, pickle.dumps((source, references, table.image_column)),
+    fs.write_bytes(source_path, pickle.dumps((source, references, table.image_column,
+                                              SourceReport.of(table))),
                    temp_suffix=folder.temp_suffix)
     return rows_path, source_path, written_path
+
+
+def _plain_json(value):
+    """A mask's value as JSON takes it: a COCO segmentation's JSON text
+    (`annotations.segmentation`) as what it holds, NumPy arrays and numbers as Python's."""
+    found = segmentation(value)
+    return found if found is not value else value.tolist()
 
 
 def _staged_table(group: list[tuple], schema):
