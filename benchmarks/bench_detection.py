@@ -21,6 +21,16 @@ box: `TRAIN,path,label,x_min,y_min,,,x_max,y_max,,`), then reports images/s for:
 The target (issue 28) is tfrecorder >= 3x the hand-written loop's images/s. Then the
 driver's peak memory (VmHWM) reading and validating a CSV of 1,000,000 box rows
 (`load_table` alone, in a fresh process). Results go in docs/performance.md.
+
+    .venv/bin/python benchmarks/bench_detection.py --coco [--rounds 3]
+
+COCO 2017's training annotations, in shape (issue 38): `coco_2017_shaped` writes, once
+(cached in `--out`), an `instances_train2017.json` of 118,287 images of 640 x 480,
+860,001 annotations with polygon masks (6 to 40 points, two decimals, as COCO's) and
+about 1% crowd RLEs (uncompressed counts, as COCO's crowds), 80 categories with COCO's
+ids up to 90: about 440 MB, as the real file. Then, in fresh processes, the driver's
+seconds and peak memory (VmHWM) reading and validating it (`load_table`), which is the
+time before the first image is read. Targets: under 20 s and 1.5 GB.
 """
 
 from __future__ import annotations
@@ -161,6 +171,105 @@ def driver_memory(csv_path: str) -> str:
                        "seconds": round(seconds, 1)})
 
 
+# COCO's 80 categories have ids 1 to 90; these ten ids are unused.
+COCO_GAPS = (12, 26, 29, 30, 45, 66, 68, 69, 71, 83)
+COCO_IMAGES, COCO_ANNOTATIONS = 118_287, 860_001
+
+
+def coco_2017_shaped(path: str, seed: int = 0) -> str:
+    """Writes (once: an existing file is reused) a COCO file shaped as
+    instances_train2017.json (module docstring); returns its path. Annotations are
+    written a batch at a time, encoded by msgspec: about 20 s."""
+    import msgspec
+
+    if os.path.exists(path):
+        return path
+    rng = np.random.default_rng(seed)
+    width, height = 640, 480
+    ids = [i for i in range(1, 91) if i not in COCO_GAPS]
+    encode = msgspec.json.Encoder().encode
+    temporary = path + ".partial"
+    with open(temporary, "wb") as f:
+        f.write(b'{"info": {"description": "COCO 2017 shaped"}, "licenses": [], "images": ')
+        f.write(encode([{"license": 1, "file_name": f"{i:012d}.jpg", "coco_url": "",
+                         "height": height, "width": width, "date_captured": "",
+                         "id": i} for i in range(1, COCO_IMAGES + 1)]))
+        f.write(b', "annotations": [')
+        per_image = rng.multinomial(COCO_ANNOTATIONS - COCO_IMAGES,
+                                    np.full(COCO_IMAGES, 1 / COCO_IMAGES)) + 1
+        image_of = np.repeat(np.arange(1, COCO_IMAGES + 1), per_image)
+        batch = 20_000
+        for start in range(0, COCO_ANNOTATIONS, batch):
+            n = min(batch, COCO_ANNOTATIONS - start)
+            x = rng.uniform(0, width - 40, n).round(2)
+            y = rng.uniform(0, height - 40, n).round(2)
+            w = rng.uniform(2, 40, n).round(2)
+            h = rng.uniform(2, 40, n).round(2)
+            crowd = rng.random(n) < 0.01
+            points = rng.integers(6, 41, n)
+            found = []
+            for k in range(n):
+                if crowd[k]:
+                    segmentation = {"counts": _rle_counts(rng, x[k], y[k], w[k], h[k], height,
+                                                          width), "size": [height, width]}
+                else:
+                    angles = np.sort(rng.uniform(0, 2 * np.pi, points[k]))
+                    polygon = np.stack([x[k] + w[k] / 2 * (1 + np.cos(angles)),
+                                        y[k] + h[k] / 2 * (1 + np.sin(angles))], 1)
+                    segmentation = [polygon.round(2).reshape(-1).tolist()]
+                found.append({"segmentation": segmentation, "area": float(round(w[k] * h[k], 4)),
+                              "iscrowd": int(crowd[k]), "image_id": int(image_of[start + k]),
+                              "bbox": [float(x[k]), float(y[k]), float(w[k]), float(h[k])],
+                              "category_id": ids[int(rng.integers(len(ids)))],
+                              "id": 900_000 + start + k})
+            text = encode(found)[1:-1]
+            f.write(text if not start else b"," + text)
+        f.write(b'], "categories": ')
+        f.write(encode([{"supercategory": "thing", "id": i, "name": f"class {i}"} for i in ids]))
+        f.write(b"}")
+    os.replace(temporary, path)
+    return path
+
+
+def _rle_counts(rng, x, y, w, h, height: int, width: int) -> list[int]:
+    """An uncompressed RLE of the box's pixels (down the columns, from 0s)."""
+    x0, y0 = int(x), int(y)
+    x1, y1 = min(int(x + w) + 1, width), min(int(y + h) + 1, height)
+    counts, position = [], 0
+    for column in range(x0, x1):
+        start = column * height + y0
+        counts += [start - position, y1 - y0]
+        position = start + y1 - y0
+    counts.append(height * width - position)
+    return counts
+
+
+def coco_memory(path: str) -> str:
+    """Seconds and peak RSS of reading and validating a COCO file (`load_table`): the
+    driver's time before the first image is read."""
+    from tfrecorder.sources import load_table
+
+    start = time.perf_counter()
+    table = load_table(path, task="detection")
+    seconds = time.perf_counter() - start
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+    return json.dumps({"peak_mb": round(peak / 1024), "images": len(table.rows),
+                       "seconds": round(seconds, 1)})
+
+
+def coco_main(args, script: str) -> None:
+    os.makedirs(args.out, exist_ok=True)
+    start = time.perf_counter()
+    path = coco_2017_shaped(os.path.join(args.out, "instances_train2017_shaped.json"))
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"{path}: {os.path.getsize(path) / 2**20:.0f} MB (ready in "
+          f"{time.perf_counter() - start:.0f} s)")
+    for _ in range(args.rounds):
+        print("load_table: " + harness.last_line_in_fresh_process(
+            script, "coco-memory", path, args.out))
+
+
 def contender(name: str, csv_path: str, out: str) -> str:
     output = os.path.join(out, f"out-{name}")
     os.makedirs(output, exist_ok=True)
@@ -172,15 +281,23 @@ def contender(name: str, csv_path: str, out: str) -> str:
         return str(validation_ceiling(csv_path))
     if name == "memory":
         return driver_memory(csv_path)
+    if name == "coco-memory":
+        return coco_memory(csv_path)
     raise ValueError(name)
 
 
 def main() -> None:
     parser = harness.parser(__doc__.splitlines()[0], images=5000, rounds=3)
     parser.add_argument("--box-rows", type=int, default=1_000_000)
+    parser.add_argument("--coco", action="store_true",
+                        help="COCO 2017's training annotations, in shape: load_table's "
+                             "seconds and peak memory")
     args = parser.parse_args()
     if args.contender:
         print(contender(args.contender, args.input, args.out))
+        return
+    if args.coco:
+        coco_main(args, os.path.abspath(__file__))
         return
     os.makedirs(args.out, exist_ok=True)
     table = make_crops(os.path.join(args.out, "images"), args.images)

@@ -494,19 +494,22 @@ def _number_lists(column: pd.Series, kind: str
 
 def _row_arrays(column: pd.Series, kind: str) -> tuple[Column, list] | None:
     """A column whose cells are all 2-D arrays of k-value rows of the stored kind (a
-    detection table's boxes: each image's (n, 4) array), checked as one array: what the
-    value-by-value path stores (a flat list of Python numbers a cell), without a Python
-    object a box on the way. None leaves anything else to that path."""
+    detection table's boxes: each image's (n, 4) array), or all 1-D arrays of different
+    lengths (its objects' areas), checked as one array: what the value-by-value path stores (a flat list of
+    Python numbers a cell), without a Python object a value on the way. None leaves
+    anything else to that path."""
     values = column.to_numpy(dtype=object)
-    if not len(values) or not isinstance(values[0], np.ndarray) or values[0].ndim != 2 \
-            or set(map(type, values)) != {np.ndarray}:  # (the first cell says at once)
+    if not len(values) or not isinstance(values[0], np.ndarray) or values[0].ndim not in (
+            1, 2) or set(map(type, values)) != {np.ndarray}:  # (the first cell says at once)
         return None
-    dtypes = {(v.ndim, v.dtype.kind, v.shape[-1] if v.ndim else None) for v in values}
+    dtypes = {(v.ndim, v.dtype.kind, v.shape[-1] if v.ndim == 2 else None) for v in values}
     if len(dtypes) != 1:
         return None
     ndim, dtype_kind, width = dtypes.pop()
-    if ndim != 2 or dtype_kind != ("f" if kind == "float32" else "i"):
+    if dtype_kind != ("f" if kind == "float32" else "i"):
         return None
+    if ndim == 1 and len({v.size for v in values}) == 1:
+        return None  # lists of k numbers: a grid (`_number_lists`)
     joined = np.concatenate(values.tolist())
     if kind == "float32" and (np.isnan(joined).any() or
                               (np.abs(joined[np.isfinite(joined)]) > _FLOAT32_MAX).any()):
@@ -514,7 +517,7 @@ def _row_arrays(column: pd.Series, kind: str) -> tuple[Column, list] | None:
     flat = joined.reshape(-1).tolist()
     ends = np.cumsum([v.size for v in values]).tolist()
     cells = [flat[start:end] for start, end in zip([0, *ends[:-1]], ends)]
-    shape = (None, width) if len(flat) else (None,)
+    shape = (None, width) if len(flat) and ndim == 2 else (None,)
     return Column(column.name, kind, shape), cells
 
 

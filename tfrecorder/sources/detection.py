@@ -205,7 +205,11 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
     boxes = np.split(objects.boxes[order], ends[:-1])
     columns = {"label": per_image(objects.labels),
                BBOX: pd.Series(_objects_of(boxes), index=images.index, dtype=object)}
-    columns.update((name, per_image(values)) for name, values in objects.extras.items())
+    # Numbers go as each image's array too (its areas): typed a column at a time.
+    columns.update((name, pd.Series(_objects_of(np.split(values[order], ends[:-1])),
+                                    index=images.index, dtype=object)
+                    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf"
+                    else per_image(values)) for name, values in objects.extras.items())
     schema = {name: OBJECT_INPUTS[name] for name in columns if name in OBJECT_INPUTS}
     if label_type is not None:
         schema["label"] = label_type
