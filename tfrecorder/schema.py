@@ -495,9 +495,9 @@ def _number_lists(column: pd.Series, kind: str
 def _row_arrays(column: pd.Series, kind: str) -> tuple[Column, list] | None:
     """A column whose cells are all 2-D arrays of k-value rows of the stored kind (a
     detection table's boxes: each image's (n, 4) array), or all 1-D arrays of different
-    lengths (its objects' areas), checked as one array: what the value-by-value path stores (a flat list of
-    Python numbers a cell), without a Python object a value on the way. None leaves
-    anything else to that path."""
+    lengths (its objects' areas), checked as one array: what the value-by-value path
+    stores (a flat list of Python numbers a cell), without a Python object a value on the
+    way. None leaves anything else to that path."""
     values = column.to_numpy(dtype=object)
     if not len(values) or not isinstance(values[0], np.ndarray) or values[0].ndim not in (
             1, 2) or set(map(type, values)) != {np.ndarray}:  # (the first cell says at once)
