@@ -127,20 +127,47 @@ _MODULES = {
 _OURS = ("official", "tf_keras", "orbit", "tensorflow_models")  # top-level names we bring
 
 
+# Model Garden's COCO tools: its converter (`create_tf_example`) and its evaluator, which
+# also import pycocotools (its own pinned folder). `coco_utils` imports `mask_ops`, which
+# imports OpenCV (`cv2`) to paste predicted masks into images: no wheel here brings it,
+# and box evaluation never calls it, so `cv2` is an empty module while they load.
+_COCO_MODULES = {
+    "create_coco_tf_record": "official.vision.data.create_coco_tf_record",
+    "coco_evaluator": "official.vision.evaluation.coco_evaluator",
+}
+
+
 @functools.cache
 def model_garden() -> types.SimpleNamespace:
     """Model Garden's data-loader modules (`_MODULES`' keys), loaded once per session."""
-    folders = [interop_path("tf-models-official"), interop_path("tf-keras")]
+    return _loaded(_MODULES, [interop_path("tf-models-official"), interop_path("tf-keras")])
+
+
+@functools.cache
+def coco_tools() -> types.SimpleNamespace:
+    """Model Garden's COCO converter and evaluator (`_COCO_MODULES`' keys), loaded once."""
+    return _loaded(_COCO_MODULES, [interop_path("tf-models-official"),
+                                   interop_path("tf-keras"), interop_path("pycocotools")],
+                   empty=("cv2",))
+
+
+def _loaded(modules: dict, folders: list, empty: tuple = ()) -> types.SimpleNamespace:
+    """`modules` imported from `folders` (module doc), with the top-level modules `empty`
+    registered empty while they load."""
     saved_path = list(sys.path)
     shadowed = {n: m for n, m in sys.modules.items() if _is_ours(n, m, folders)}
     for name in shadowed:  # an installed `official` or tf_keras must not be the one used
         del sys.modules[name]
     sys.path[:0] = [str(f) for f in folders]
+    stand_ins = {name: types.ModuleType(name) for name in empty if name not in sys.modules}
+    sys.modules.update(stand_ins)
     try:
         for name in _EMPTY_PACKAGES:
             _empty_package(name, folders[0])
-        loaded = {key: importlib.import_module(name) for key, name in _MODULES.items()}
+        loaded = {key: importlib.import_module(name) for key, name in modules.items()}
     finally:
+        for name in stand_ins:
+            del sys.modules[name]
         sys.path[:] = saved_path
         for name in [n for n, m in sys.modules.items() if _is_ours(n, m, folders)]:
             del sys.modules[name]

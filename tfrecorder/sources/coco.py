@@ -75,7 +75,7 @@ class _Annotation(msgspec.Struct):
     category_id: int | str | None = None
     bbox: tuple[float, float, float, float] | None = None
     area: float | None = None
-    iscrowd: int | None = None
+    iscrowd: bool | int | None = None  # (False in the Object Detection API's tests)
     segmentation: msgspec.Raw = msgspec.Raw()  # empty: none given
 
 
@@ -366,7 +366,7 @@ def _annotations(path: str, annotations: list[_Annotation], images: pd.DataFrame
         extras[AREA] = np.asarray(areas, dtype=np.float64)
     crowds = [a.iscrowd for a in annotations]
     if any(c is not None for c in crowds):
-        extras[IS_CROWD] = np.array([c or 0 for c in crowds], dtype=np.int64)
+        extras[IS_CROWD] = np.array([int(c or 0) for c in crowds], dtype=np.int64)
     segmentations = [a.segmentation for a in annotations]
     if not any(map(len, segmentations)):
         segmentations = None
