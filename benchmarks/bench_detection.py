@@ -207,16 +207,20 @@ def coco_2017_shaped(path: str, seed: int = 0) -> str:
             h = rng.uniform(2, 40, n).round(2)
             crowd = rng.random(n) < 0.01
             points = rng.integers(6, 41, n)
+            # Every polygon of the batch at once: points around each box's ellipse.
+            owner = np.repeat(np.arange(n), points)
+            angles = rng.uniform(0, 2 * np.pi, len(owner))
+            angles = angles[np.lexsort((angles, owner))]
+            xy = np.stack([x[owner] + w[owner] / 2 * (1 + np.cos(angles)),
+                           y[owner] + h[owner] / 2 * (1 + np.sin(angles))], 1).round(2)
+            polygons = np.split(xy.reshape(-1), 2 * np.cumsum(points)[:-1])
             found = []
             for k in range(n):
                 if crowd[k]:
                     segmentation = {"counts": _rle_counts(rng, x[k], y[k], w[k], h[k], height,
                                                           width), "size": [height, width]}
                 else:
-                    angles = np.sort(rng.uniform(0, 2 * np.pi, points[k]))
-                    polygon = np.stack([x[k] + w[k] / 2 * (1 + np.cos(angles)),
-                                        y[k] + h[k] / 2 * (1 + np.sin(angles))], 1)
-                    segmentation = [polygon.round(2).reshape(-1).tolist()]
+                    segmentation = [polygons[k].tolist()]
                 found.append({"segmentation": segmentation, "area": float(round(w[k] * h[k], 4)),
                               "iscrowd": int(crowd[k]), "image_id": int(image_of[start + k]),
                               "bbox": [float(x[k]), float(y[k]), float(w[k]), float(h[k])],
@@ -270,6 +274,93 @@ def coco_main(args, script: str) -> None:
             script, "coco-memory", path, args.out))
 
 
+def coco_over_photos(folder: str, count: int, seed: int = 0) -> str:
+    """A COCO file over `count` crops of the bundled photos (1 to 20 boxes each, no
+    masks), in `folder`, its file_names relative to it; returns its path."""
+    from PIL import Image
+
+    table = make_crops(os.path.join(folder, "photos"), count)
+    rng = np.random.default_rng(seed)
+    ids = [i for i in range(1, 91) if i not in COCO_GAPS]
+    images, annotations = [], []
+    for number, path in enumerate(table["image_uri"], start=1):
+        width, height = Image.open(path).size
+        images.append({"id": number, "file_name": os.path.relpath(path, folder),
+                       "width": width, "height": height})
+        for _ in range(int(rng.integers(1, 21))):
+            w, h = rng.uniform(0.05, 0.3) * width, rng.uniform(0.05, 0.3) * height
+            x, y = rng.uniform(0, width - w), rng.uniform(0, height - h)
+            annotations.append({"id": len(annotations) + 1, "image_id": number,
+                                "category_id": ids[int(rng.integers(len(ids)))],
+                                "bbox": [round(x, 2), round(y, 2), round(w, 2), round(h, 2)],
+                                "area": round(w * h, 2), "iscrowd": 0})
+    path = os.path.join(folder, "instances_photos.json")
+    with open(path, "w") as f:
+        json.dump({"images": images, "annotations": annotations,
+                   "categories": [{"id": i, "name": f"class {i}"} for i in ids]}, f)
+    return path
+
+
+def model_garden_coco(coco_path: str, output: str) -> float:
+    """Model Garden's official/vision/data/create_coco_tf_record.py as its users run it:
+    its `main` with its flags (--image_dir, --object_annotations_file,
+    --output_file_prefix, --num_shards), which converts in a process pool of every core.
+    From tf-models-official 2.20.0's interop folder (tests/interop.py), its `official`
+    and `official.vision` packages registered without their __init__ (tests/
+    model_garden.py says why)."""
+    import importlib
+
+    sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+    from interop import interop_path
+    from model_garden import _EMPTY_PACKAGES, _empty_package
+
+    folders = [interop_path(n) for n in ("tf-models-official", "tf-keras", "pycocotools")]
+    sys.path[:0] = [str(f) for f in folders]
+    for name in _EMPTY_PACKAGES:
+        _empty_package(name, folders[0])
+    from absl import flags
+
+    module = importlib.import_module("official.vision.data.create_coco_tf_record")
+    flags.FLAGS(["create_coco_tf_record", f"--image_dir={os.path.dirname(coco_path)}",
+                 f"--object_annotations_file={coco_path}",
+                 f"--output_file_prefix={os.path.join(output, 'train')}", "--num_shards=2"])
+    start = time.perf_counter()
+    module.main(None)
+    return time.perf_counter() - start
+
+
+def coco_tfrecorder(coco_path: str, output: str, validate: bool) -> float:
+    import tfrecorder
+
+    start = time.perf_counter()
+    result = tfrecorder.convert(coco_path, output, layout="tf_models", split="train",
+                                overwrite=True, progress=False, validate=validate)
+    seconds = time.perf_counter() - start
+    assert result.num_rejected == 0, result
+    return seconds
+
+
+def coco_photos_main(args, script: str) -> None:
+    os.makedirs(args.out, exist_ok=True)
+    path = coco_over_photos(args.out, args.images)
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"{args.images} photos, COCO file {path}")
+    names = ["model_garden", "coco_tfrecorder", "coco_tfrecorder_unvalidated"]
+
+    def seconds(name):
+        return harness.seconds_in_fresh_process(script, name, path, args.out)
+
+    results = harness.rounds(names, seconds, args.images, args.rounds)
+    for r in results:
+        print("round: " + ", ".join(f"{k} {v:.0f} images/s" for k, v in r.items()))
+    print("median: " + ", ".join(f"{name} {harness.median(results, name):.0f} images/s"
+                                 for name in names)
+          + f"; tfrecorder / Model Garden "
+          f"{harness.median_ratio(results, 'coco_tfrecorder', 'model_garden'):.2f}, "
+          "unvalidated "
+          f"{harness.median_ratio(results, 'coco_tfrecorder_unvalidated', 'model_garden'):.2f}")
+
+
 def contender(name: str, csv_path: str, out: str) -> str:
     output = os.path.join(out, f"out-{name}")
     os.makedirs(output, exist_ok=True)
@@ -283,6 +374,10 @@ def contender(name: str, csv_path: str, out: str) -> str:
         return driver_memory(csv_path)
     if name == "coco-memory":
         return coco_memory(csv_path)
+    if name == "model_garden":
+        return str(model_garden_coco(csv_path, output))
+    if name in ("coco_tfrecorder", "coco_tfrecorder_unvalidated"):
+        return str(coco_tfrecorder(csv_path, output, name == "coco_tfrecorder"))
     raise ValueError(name)
 
 
@@ -292,12 +387,18 @@ def main() -> None:
     parser.add_argument("--coco", action="store_true",
                         help="COCO 2017's training annotations, in shape: load_table's "
                              "seconds and peak memory")
+    parser.add_argument("--coco-photos", action="store_true",
+                        help="a COCO file over --images photos: images/s against Model "
+                             "Garden's create_coco_tf_record.py")
     args = parser.parse_args()
     if args.contender:
         print(contender(args.contender, args.input, args.out))
         return
     if args.coco:
         coco_main(args, os.path.abspath(__file__))
+        return
+    if args.coco_photos:
+        coco_photos_main(args, os.path.abspath(__file__))
         return
     os.makedirs(args.out, exist_ok=True)
     table = make_crops(os.path.join(args.out, "images"), args.images)
