@@ -19,7 +19,7 @@ from helpers import read_manifest
 from PIL import Image
 
 import tfrecorder
-from tfrecorder import TooManyRejectedError
+from tfrecorder import TooManyRejectedError, cli
 from tfrecorder.errors import ImageError, SchemaError
 from tfrecorder.manifest import REJECTED, SKIPPED_ANNOTATIONS
 from tfrecorder.sources import load_table
@@ -133,7 +133,7 @@ KEPT = [box(16, 1, 2, (50, 6, 14, 42)),           # touches the right and bottom
         box(17, 2, 3, (0, 0, 64, 48))]            # the whole image
 
 
-def test_the_run_skips_lists_and_counts_what_the_references_skip(tmp_path):
+def test_the_run_skips_lists_and_counts_what_the_references_skip(tmp_path, capsys):
     path = coco_file(tmp_path, [image(1, "a.png"), image(2, "b.png"), image(3, "c.png")],
                      [*SKIPPED, *KEPT])
     result = convert(path, tmp_path / "out", split="train", layout="tf_models")
@@ -154,6 +154,11 @@ def test_the_run_skips_lists_and_counts_what_the_references_skip(tmp_path):
     info = tfrecorder.info(str(tmp_path / "out"))
     assert info.skipped_annotations == reasons
     assert info.to_json()["skipped_annotations"]["num_annotations"] == 5
+    capsys.readouterr()
+    assert cli.main(["info", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "Skipped:      5 annotations" in printed
+    assert "2  zero or negative width or height" in printed
     kept = {r["image/source_id"][0]: r.get("image/object/class/label", [])
             for r in examples(tmp_path / "out")}
     assert kept == {b"1": [2], b"2": [3], b"3": []}
