@@ -362,7 +362,8 @@ class ImageOptions(_Checked):
         from tfrecorder.layouts import layout_named
 
         return layout_named(self.layout, getattr(self, "class_names", None),
-                            getattr(self, "model_ids", None))
+                            getattr(self, "model_ids", None),
+                            getattr(self, "keypoint_names", None))
 
     def __post_init__(self):
         self._require("layout", self.layout in LAYOUTS,
@@ -620,17 +621,22 @@ class RecordOptions(ImageOptions):
     class_names: tuple[str, ...] | None = None
     list_dtypes: tuple[tuple[str, str], ...] = ()  # (stored key, dtype) of list features
     model_ids: tuple[int, ...] | None = None  # the classes' label-map ids (`Plan.model_ids`)
+    # The objects' keypoints' names, which the `tf_models` layout stores as text.
+    keypoint_names: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,
            features: Mapping | None = None,
            model_ids: tuple[int, ...] | None = None) -> RecordOptions:
-        """`image` with the classes' names and label-map ids, and the list dtypes of
-        `features` (the manifest's, by stored key)."""
+        """`image` with the classes' names and label-map ids, and the list dtypes and
+        keypoint names of `features` (the manifest's, by stored key)."""
+        from tfrecorder.layouts import keypoint_names_of
+
         lists = tuple((key, f.dtype) for key, f in sorted((features or {}).items())
                       if f.shape and f.shape[0] is None)
         return cls(**{f.name: getattr(image, f.name) for f in dataclasses.fields(image)},
-                   class_names=class_names, list_dtypes=lists, model_ids=model_ids)
+                   class_names=class_names, list_dtypes=lists, model_ids=model_ids,
+                   keypoint_names=keypoint_names_of(features or {}))
 
     @functools.cached_property
     def dtype_of_list(self) -> dict[str, str]:

@@ -67,6 +67,10 @@ class Table:
     # names): text labels are numbered in its order, used or not, and the tf_models layout
     # stores its ids (`vocabulary.LabelMap`). None: the plan sorts the labels it finds.
     label_map: LabelMap | None = None
+    # The names of a detection table's keypoints (`objects/keypoints`, K [y, x] pairs an
+    # object): a COCO category's `keypoints`, or `keypoints.default_names`. The manifest
+    # records them; `load`'s flips swap left and right by them. None: unknown, or none.
+    keypoint_names: tuple[str, ...] | None = None
     # Rows the source holds but cannot give an image for (a Pascal VOC XML file that is
     # empty or names no image): the source's row as the user knows it, with a `reason`
     # column. They are rejected rows of the run (rejected.csv, `max_rejected`), never a
