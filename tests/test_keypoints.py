@@ -21,15 +21,18 @@ the 17 names and `num_keypoints` 0; stored under `image/object/keypoint/x`, `/y`
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
 import tensorflow as tf
+from helpers import rewrite_split
 from PIL import Image
+from test_verify import examples_of
 
 import tfrecorder
-from tfrecorder.errors import SchemaError
+from tfrecorder.errors import SchemaError, VerificationError
 from tfrecorder.keypoints import COCO_KEYPOINT_NAMES, flip_order, flip_pairs
 from tfrecorder.options import TableOptions
 from tfrecorder.sources.coco_keypoints import category_keypoint_names, keypoint_extras
@@ -228,6 +231,24 @@ def test_both_layouts_read_alike_without_tensorflow_and_record_the_names(written
         names = [f.get("names") for f in manifest["features"].values() if f.get("names")]
         assert names == [list(COCO_KEYPOINT_NAMES)]
         assert tfrecorder.verify(written[layout]).ok
+
+
+@pytest.mark.parametrize("layout, key", [
+    ("tfrecorder", NUM), ("tf_models", "image/object/keypoint/num")])
+def test_verify_names_a_record_whose_keypoint_counts_differ_from_its_boxes(
+        written, tmp_path, layout, key):
+    copy = str(tmp_path / "tampered")
+    shutil.copytree(written[layout], copy)
+    examples = examples_of(copy, "train")
+    at = next(i for i, e in enumerate(examples) if len(e.get(key, [])) == 2)
+    examples[at][key].append(0)  # three counts for two persons
+    rewrite_split(copy, "train", examples)
+    with pytest.raises(VerificationError) as caught:
+        tfrecorder.verify(copy)
+    (problem,) = caught.value.report.problems
+    assert problem.record == at and problem.check == "objects"
+    assert str(problem).endswith(f"2 boxes, but 3 {NUM}: each object has one box and one of "
+                                 "each of its values")
 
 
 def test_batches_pad_keypoints_as_unlabelled(written):
