@@ -387,3 +387,22 @@ def test_a_person_keypoints_file_converts_as_the_object_detection_api_writes_it(
                 np.testing.assert_array_equal(np.float32(got), want)
             else:
                 assert got == want, key
+
+
+def test_splits_of_one_dataset_name_the_same_keypoints(scenes, tmp_path):
+    from tfrecorder.sources import concat_tables
+
+    images = pd.DataFrame({"image_uri": [scenes[1]["image_uri"]]}, index=[5])
+
+    def table(names):
+        objects = Objects.of([0], ["person"], [[0.1, 0.1, 0.5, 0.5]], [5], str,
+                             **extras_of(scenes[1]))
+        return objects_table(images, objects, images, str(tmp_path), TableOptions(),
+                             keypoint_names=names)
+
+    coco = table(None)
+    assert concat_tables({"train": coco, "val": coco}, {"train": "a", "val": "b"}
+                         ).keypoint_names == COCO_KEYPOINT_NAMES
+    with pytest.raises(SchemaError, match="not of one kind: keypoints"):
+        concat_tables({"train": coco, "val": table([f"k{i}" for i in range(K)])},
+                      {"train": "a.json", "val": "b.json"})

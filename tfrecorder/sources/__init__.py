@@ -164,7 +164,8 @@ def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str]) -> Table
     first_key, first = next(iter(parts.items()))
     for key, part in parts.items():
         for field_name, what in (("task", "a {} source"), ("multi_label", "multi-label: {}"),
-                                 ("has_labels", "labelled: {}")):
+                                 ("has_labels", "labelled: {}"),
+                                 ("keypoint_names", "keypoints {}")):
             if getattr(part, field_name) != getattr(first, field_name):
                 raise SchemaError(
                     f"{names[key]!r} and {names[first_key]!r} are not of one kind: "
