@@ -53,18 +53,18 @@ def keypoint_extras(keypoints: Sequence[Sequence[float] | None], widths: np.ndar
         SchemaError: for a list that is not triples of numbers, a visibility other than
             0, 1 or 2, or more than `size` keypoints, naming the first objects at fault.
     """
-    lists = [_numbers(given) for given in keypoints]
-    _refuse([i for i, found in enumerate(lists) if found is None or len(found) % 3],
-            keypoints, where, source, "whose keypoints are not a list of numbers "
-            "[x1, y1, v1, x2, y2, v2, ...] (three a keypoint)")
-    longest = max((len(found) // 3 for found in lists), default=0)
-    size = longest if size is None else size
-    _refuse([i for i, found in enumerate(lists) if len(found) > 3 * size], keypoints,
-            where, source, f"with more keypoints than the {size} its category names")
-    triples = np.zeros((len(lists), size, 3))
-    for i, found in enumerate(lists):
-        if len(found):
-            triples[i, :len(found) // 3] = np.reshape(found, (-1, 3))
+    values, lengths = _joined(keypoints, where, source)
+    _refuse(np.flatnonzero(lengths % 3).tolist(), keypoints, where, source, _NOT_TRIPLES)
+    size = int(lengths.max(initial=0)) // 3 if size is None else size
+    _refuse(np.flatnonzero(lengths > 3 * size).tolist(), keypoints, where, source,
+            f"with more keypoints than the {size} its category names")
+    n = len(lengths)
+    # Each list at the start of its object's row of 3K (the rest: unlabelled, zeros).
+    starts = np.cumsum(lengths) - lengths
+    at = np.arange(len(values)) - np.repeat(starts - np.arange(n) * 3 * size, lengths)
+    triples = np.zeros(n * size * 3)
+    triples[at] = values
+    triples = triples.reshape(n, size, 3)
     visibility = triples[..., 2]
     _refuse(np.flatnonzero(~np.isin(visibility, (0, 1, 2)).all(axis=1)).tolist(),
             keypoints, where, source, "with a keypoint visibility other than 0 (not "
@@ -74,8 +74,9 @@ def keypoint_extras(keypoints: Sequence[Sequence[float] | None], widths: np.ndar
     relative = triples[..., 1::-1] / scale  # [y, x] / [height, width]
     labelled = (visibility > 0).sum(axis=1)
     counts = labelled if num_keypoints is None else np.array(
-        [n if n is not None else c for n, c in zip(num_keypoints, labelled.tolist())])
-    return {KEYPOINTS: relative.reshape(len(lists), 2 * size),
+        [given if given is not None else c
+         for given, c in zip(num_keypoints, labelled.tolist())], dtype=np.int64)
+    return {KEYPOINTS: relative.reshape(n, 2 * size),
             KEYPOINT_VISIBILITY: visibility.astype(np.int64),
             NUM_KEYPOINTS: counts.astype(np.int64).reshape(-1)}
 
@@ -109,14 +110,31 @@ def category_keypoint_names(categories: Sequence[dict] | None, source: str = "th
     return next(iter(found), None)
 
 
-def _numbers(given) -> list | None:
-    """A keypoint list as numbers ([] for None); None if it is not one."""
-    if given is None:
-        return []
-    if not isinstance(given, (list, tuple, np.ndarray)) or not all(
-            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in given):
-        return None
-    return list(given)
+_NOT_TRIPLES = ("whose keypoints are not a list of numbers [x1, y1, v1, x2, y2, v2, ...] "
+                "(three a keypoint)")
+
+
+def _joined(keypoints: Sequence, where: Callable[[int], str], source: str
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Every object's numbers, joined (by Arrow: 260,000 COCO persons in a fraction of a
+    second, where a check a number took seconds), and each object's count of them (0
+    for None)."""
+    import pyarrow as pa
+
+    try:
+        joined = pa.array(keypoints, type=pa.large_list(pa.float64()),
+                          from_pandas=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        bad = [i for i, given in enumerate(keypoints) if not _is_numbers(given)]
+        _refuse(bad, keypoints, where, source, _NOT_TRIPLES)
+        raise
+    lengths = joined.value_lengths().fill_null(0).to_numpy().astype(np.int64)
+    return joined.flatten().to_numpy(zero_copy_only=False), lengths
+
+
+def _is_numbers(given) -> bool:
+    return given is None or (isinstance(given, (list, tuple, np.ndarray)) and all(
+        isinstance(v, numbers.Real) for v in given))
 
 
 def _refuse(positions: list[int], keypoints: Sequence, where: Callable[[int], str],
