@@ -251,7 +251,7 @@ def test_verify_names_a_record_whose_keypoint_counts_differ_from_its_boxes(
                                  "each of its values")
 
 
-def test_batches_pad_keypoints_as_unlabelled(written):
+def test_batches_are_ragged_or_pad_keypoints_as_unlabelled(written):
     ds = tfrecorder.load(written["tfrecorder"], "train", shuffle=False, batch_size=3,
                          max_boxes=3)
     batch = next(ds.as_numpy_iterator())
@@ -261,6 +261,9 @@ def test_batches_pad_keypoints_as_unlabelled(written):
         assert (batch[KP][i, n:] == -1).all() and (batch[VIS][i, n:] == 0).all()
         assert (batch[NUM][i, n:] == 0).all()
     assert sorted(count.tolist()) == [0, 1, 2]
+    ragged = tfrecorder.load(written["tf_models"], "train", shuffle=False, batch_size=3)
+    assert ragged.element_spec[KP].shape.as_list() == [None, None, K, 2]
+    assert sorted(next(iter(ragged))[KP].row_lengths().numpy().tolist()) == [0, 1, 2]
 
 
 # --- flips: keypoints move with their pixels, left and right trade places ----------------
