@@ -225,13 +225,15 @@ class SplitOptions(_Checked):
     label_vocabulary: Sequence[str] | str | os.PathLike | None = option(
         None, "the ids of text labels: a list of class names (a name's id is its index), or "
         "a path (local or a URI) to a text file of class names, one per line, to "
-        "TFRecorder 2.0's output folder or its transform_fn (2.0's vocabulary file), or to "
-        "a tfrecorder dataset, whose ids are reused. By default ids follow the labels' "
-        "sorted order; TFRecorder 2.0 numbered them most frequent first. See "
+        "TFRecorder 2.0's output folder or its transform_fn (2.0's vocabulary file), to "
+        "a tfrecorder dataset, whose ids are reused, or to a label map (`label_map.pbtxt`, "
+        "the Object Detection API's), whose ids the tf_models layout stores. By default "
+        "ids follow the labels' sorted order (a COCO or YOLO source's own class list, "
+        "where it has one); TFRecorder 2.0 numbered them most frequent first. See "
         "docs/schema.md.", "text", metavar="PATH",
         help="number text labels in this order: a file of class names (one per line), "
-             "TFRecorder 2.0's output (its transform_fn vocabulary), or a tfrecorder "
-             "dataset whose ids to reuse (default: sorted order)")
+             "a label_map.pbtxt, TFRecorder 2.0's output (its transform_fn vocabulary), or "
+             "a tfrecorder dataset whose ids to reuse (default: sorted order)")
     class_names: Sequence[str] | None = option(
         None, "the names of integer labels: label i is class_names[i] (ids stay as they "
         "are; the names are the dataset's vocabulary). A Hugging Face ClassLabel column "
