@@ -319,3 +319,23 @@ def test_a_label_map_numbers_the_classes(tmp_path):
     theirs = pascal_example((root / "a.xml").read_bytes(), str(tmp_path),
                             {"person": 7, "dog": 3, "cat": 12}, image_subdirectory="")
     assert_same_record(a, theirs)
+
+
+def test_a_voc_folder_in_a_bucket(gcs_store, tmp_path):
+    """The VOC2012 layout on the GCS emulator: the same table and records as its local
+    copy (XML files read a window at a time, images found in the bucket's listing)."""
+    from test_remote import upload_folder
+
+    voc = voc2012_folder(tmp_path / "VOCdevkit")
+    (voc / "Annotations" / "empty.xml").write_text("")
+    prefix = f"{gcs_store.root}/pascal-voc/VOC2012"
+    upload_folder(gcs_store, voc, prefix)
+    local, remote = load_table(str(voc)), load_table(prefix)
+    for column in ("image_uri", "split", "label", "objects/bbox", "objects/view"):
+        assert remote.rows[column].astype(str).tolist() == \
+            local.rows[column].astype(str).tolist(), column
+    assert remote.rows["uri"].tolist() == [f"{prefix}/JPEGImages/{s}.jpg" for s in "abcd"]
+    assert remote.rejected_rows.to_dict("records") == local.rejected_rows.to_dict("records")
+    convert(voc, tmp_path / "local")
+    convert(prefix, tmp_path / "remote")
+    assert records(tmp_path / "remote") == records(tmp_path / "local")

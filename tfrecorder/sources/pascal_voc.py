@@ -161,16 +161,18 @@ def _annotation(data: bytes | BaseException, difficult: str) -> _Annotation:
     filename = _text(root, "filename")
     if not filename:
         raise _Rejected("no <filename>: the image it annotates is not named")
-    width, height = _number(root, "size/width"), _number(root, "size/height")
+    size = root.find("size")
+    width, height = _number(size, "width"), _number(size, "height")
     if not (width and width > 0 and height and height > 0):
-        raise _Rejected(f"no usable <size> (width {_text(root, 'size/width')!r}, height "
-                        f"{_text(root, 'size/height')!r}): boxes are fractions of it",
+        raise _Rejected(f"no usable <size> (width {_text(size, 'width')!r}, height "
+                        f"{_text(size, 'height')!r}): boxes are fractions of it",
                         filename)
     found = _Annotation(filename, _text(root, "folder"), _text(root, "path"),
                         [], [], [], [], [])
     for k, element in enumerate(root.findall("object"), 1):
         name = _text(element, "name")
-        corners = [_number(element, f"bndbox/{c}") for c in ("xmin", "ymin", "xmax", "ymax")]
+        box = element.find("bndbox")
+        corners = [_number(box, c) for c in ("xmin", "ymin", "xmax", "ymax")]
         flags = [_flag(element, f) for f in ("difficult", "truncated")]
         where = f"object {k} ({name!r})" if name else f"object {k}"
         if not name:
@@ -198,21 +200,22 @@ def _annotation(data: bytes | BaseException, difficult: str) -> _Annotation:
     return found
 
 
-def _text(element: ElementTree.Element, path: str) -> str | None:
-    found = element.find(path)
+def _text(element: ElementTree.Element | None, tag: str) -> str | None:
+    """The stripped text of a child (a plain tag: found in C, where a path is not)."""
+    found = element.find(tag) if element is not None else None
     return found.text.strip() if found is not None and found.text is not None else None
 
 
-def _number(element: ElementTree.Element, path: str) -> float | None:
+def _number(element: ElementTree.Element | None, tag: str) -> float | None:
     try:
-        return float(_text(element, path))
+        return float(_text(element, tag))
     except (TypeError, ValueError):
         return None
 
 
-def _flag(element: ElementTree.Element, path: str) -> int | None:
+def _flag(element: ElementTree.Element, tag: str) -> int | None:
     """0 or 1 (0 where absent); None for any other value."""
-    text = _text(element, path)
+    text = _text(element, tag)
     return 0 if not text else {"0": 0, "1": 1}.get(text)
 
 
@@ -224,8 +227,8 @@ def _image(xml: str, annotation: _Annotation, root: str | None, listed: set | No
     Raises:
         _Rejected: naming the places looked at.
     """
-    here = fs.dirname(xml)
-    parent = fs.dirname(here)
+    here = _parent(xml)
+    parent = _parent(here)
     candidates = []
     if fs.basename(here).lower() == "annotations":
         candidates.append(fs.join(parent, "JPEGImages", annotation.filename))
@@ -253,14 +256,14 @@ def _splits(root: str, files: Sequence[str]) -> dict[str, Split]:
     """
     lists: dict[str, dict] = {}  # Annotations/ folder -> split (or "trainval") -> list
     for uri in files:
-        main = fs.dirname(uri)
+        main = _parent(uri)
         if not (uri.endswith(".txt") and fs.basename(main) == "Main"
-                and fs.basename(fs.dirname(main)) == "ImageSets"):
+                and fs.basename(_parent(main)) == "ImageSets"):
             continue
         stem = fs.basename(uri)[:-len(".txt")]
         split = "trainval" if stem.lower() == "trainval" else split_named(stem)
         if split == "trainval" or isinstance(split, Split):
-            annotations = fs.join(fs.dirname(fs.dirname(main)), "Annotations")
+            annotations = fs.join(_parent(_parent(main)), "Annotations")
             lists.setdefault(annotations, {})[split] = uri
     found: dict[str, Split] = {}
     where: dict[str, str] = {}
@@ -290,7 +293,7 @@ def _listed_ids(uri: str) -> list[str]:
 def _folder_split(xml: str, root: str) -> Split | None:
     """The split a folder of the XML file's path below `root` is named after, nearest
     first (`images/train/1.xml`)."""
-    folders = _relative(fs.dirname(xml), root).replace("\\", "/").split("/")
+    folders = _relative(_parent(xml), root).replace("\\", "/").split("/")
     return next((split for split in map(split_named, reversed(folders))
                  if isinstance(split, Split)), None)
 
@@ -357,7 +360,12 @@ def _is_xml(uri: str, root: str) -> bool:
 
 
 def _hidden(uri: str, root: str) -> bool:
-    return any(part.startswith(".") for part in re.split(r"[\\/]", _relative(uri, root)))
+    return "/." in "/" + _relative(uri, root)
+
+
+def _parent(uri: str) -> str:
+    """The folder holding `uri` (`fs.dirname` without its `abspath`: these are absolute)."""
+    return posixpath.dirname(uri.rstrip("/")) if fs.is_remote(uri) else os.path.dirname(uri)
 
 
 def _below(uri: str, folder: str) -> bool:
