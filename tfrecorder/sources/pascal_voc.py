@@ -52,6 +52,7 @@ import re
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -109,8 +110,8 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         except _Rejected as error:
             rejected.append((name, error.image, error.reason))
             continue
-        accepted.append((name, _relative(image, base_dir), annotation,
-                         splits.get(uri, _folder_split(uri, path) if folder else None)))
+        accepted.append(_Row(name, _relative(image, base_dir), annotation,
+                             splits.get(uri, _folder_split(uri, path) if folder else None)))
     if rejected:
         logger.warning("Rejecting %s of %s: %s", count(len(rejected), "XML file"), path,
                        "; ".join(f"{n}: {r}" for n, _, r in rejected[:_EXAMPLES]))
@@ -127,9 +128,10 @@ class _Rejected(Exception):
         self.reason, self.image = reason, image
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Annotation:
-    """What one XML file says, as `dict_to_tf_example` reads it."""
+    """What one XML file says, as `dict_to_tf_example` reads it (its objects' lists
+    filled as they are read)."""
 
     filename: str
     folder: str | None
@@ -139,6 +141,15 @@ class _Annotation:
     difficult: list
     truncated: list
     poses: list
+
+
+class _Row(NamedTuple):
+    """An XML file that gives a row: its name (relative to the source), its image's."""
+
+    name: str
+    image_uri: str
+    annotation: _Annotation
+    split: Split | None
 
 
 def _annotation(data: bytes | BaseException, difficult: str) -> _Annotation:
@@ -298,22 +309,24 @@ def _folder_split(xml: str, root: str) -> Split | None:
                  if isinstance(split, Split)), None)
 
 
-def _table(accepted: list, rejected: list, base_dir: str, options: TableOptions,
+def _table(accepted: list[_Row], rejected: list, base_dir: str, options: TableOptions,
            path: str) -> Table:
-    index = pd.Index([name for name, *_ in accepted])
-    images = pd.DataFrame({"image_uri": [image for _, image, _, _ in accepted],
-                           IMAGE_ID: [a.filename for _, _, a, _ in accepted]}, index=index)
-    if any(split is not None for *_, split in accepted):
-        images.insert(0, "split", [str(split) if split else UNASSIGNED
-                                   for *_, split in accepted])
+    """The detection table of the rows, with the rejected XML files beside it."""
+    index = pd.Index([row.name for row in accepted])
+    images = pd.DataFrame({"image_uri": [row.image_uri for row in accepted],
+                           IMAGE_ID: [row.annotation.filename for row in accepted]},
+                          index=index)
+    if any(row.split is not None for row in accepted):
+        images.insert(0, "split", [str(row.split) if row.split else UNASSIGNED
+                                   for row in accepted])
     image, rows, where = [], [], []
-    for position, (name, _, annotation, _) in enumerate(accepted):
-        for k in range(len(annotation.names)):
+    for position, row in enumerate(accepted):
+        for k in range(len(row.annotation.names)):
             image.append(position)
-            rows.append(name)
-            where.append((name, k))
+            rows.append(row.name)
+            where.append((row.name, k))
     joined = {field: list(itertools.chain.from_iterable(
-        getattr(a, field) for _, _, a, _ in accepted))
+        getattr(row.annotation, field) for row in accepted))
         for field in ("boxes", "names", "difficult", "truncated", "poses")}
 
     def shown(i: int) -> str:
@@ -325,7 +338,7 @@ def _table(accepted: list, rejected: list, base_dir: str, options: TableOptions,
                          **{DIFFICULT: joined["difficult"], TRUNCATED: joined["truncated"],
                             VIEW: joined["poses"]})
     source = images[["image_uri"]].assign(xml=index, objects=[
-        len(a.names) for _, _, a, _ in accepted])[["xml", "image_uri", "objects"]]
+        len(row.annotation.names) for row in accepted])[["xml", "image_uri", "objects"]]
     options = dataclasses.replace(options, schema={IMAGE_ID: "StringInput",
                                                    **(options.schema or {})})
     table = objects_table(images, objects, source, base_dir, options,
