@@ -25,6 +25,7 @@ import functools
 import importlib
 import sys
 import types
+import warnings
 
 import tensorflow as tf
 from interop import interop_path
@@ -72,8 +73,10 @@ def pascal_example(xml: bytes, dataset_directory: str, label_map_dict: dict,
     the reference reads it; it must be a JPEG (the reference raises otherwise).
     """
     od = object_detection()
-    data = od.dataset_util.recursive_parse_xml_to_dict(
-        od.etree.fromstring(xml))["annotation"]
+    with warnings.catch_warnings():  # lxml's FutureWarning on its `if not xml:`
+        warnings.simplefilter("ignore", FutureWarning)
+        data = od.dataset_util.recursive_parse_xml_to_dict(
+            od.etree.fromstring(xml))["annotation"]
     example = od.create_pascal_tf_record.dict_to_tf_example(
         data, dataset_directory, label_map_dict, ignore_difficult_instances,
         image_subdirectory=image_subdirectory)
