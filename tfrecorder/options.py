@@ -37,6 +37,8 @@ ON_ERROR = ("reject", "raise")
 DUPLICATES = ("warn", "drop", "error")
 NEW_LABELS = ("error", "append")
 UNLABELED = ("keep", "error")
+# What becomes of objects a Pascal VOC file marks <difficult>1</difficult>.
+DIFFICULT = ("keep", "drop")
 # What a table's labels describe ("auto": told from the source's columns and content).
 TASKS = ("auto", "classification", "detection", "segmentation")
 # Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
@@ -185,9 +187,18 @@ class TableOptions(_Checked):
         None, "the folder a COCO file's `file_name`s are relative to; by default the JSON "
         "file's own folder.", "text", metavar="FOLDER",
         help="the folder COCO file names are relative to (default: the JSON's folder)")
+    difficult: str = option(
+        "keep", "the objects a Pascal VOC file marks difficult: \"keep\" writes them with "
+        "`objects/difficult` 1; \"drop\" leaves them out, as the Object Detection API's "
+        "`create_pascal_tf_record.py --ignore_difficult_instances` does.", "choice",
+        choices=DIFFICULT,
+        help="Pascal VOC objects marked difficult: keep them (flagged), or drop them as "
+             "create_pascal_tf_record.py --ignore_difficult_instances does")
 
     def __post_init__(self):
         self._bool("header", optional=True)
+        self._require("difficult", self.difficult in DIFFICULT,
+                      f"one of {', '.join(map(repr, DIFFICULT))}")
         self._require("task", self.task in TASKS, f"one of {', '.join(map(repr, TASKS))}")
         self._require("image_root", self.image_root is None or isinstance(
             self.image_root, (str, os.PathLike)), "a folder path or None")
