@@ -319,6 +319,12 @@ def test_the_root_is_path_relative_to_the_data_file_or_image_root(drawn, tmp_pat
     assert load_table(elsewhere, image_root=root).rows["uri"].tolist() == expected
 
 
+def test_split_is_the_data_files_and_no_option_overrides_it(drawn, tmp_path):
+    root = ultralytics(tmp_path, drawn)
+    with pytest.raises(SchemaError, match="names each image's split"):
+        load_table(root, split="test")
+
+
 def test_an_image_under_two_splits_is_refused(drawn, tmp_path):
     ultralytics(tmp_path, drawn)
     path = write(tmp_path, "data.yaml", "names: [zebra, cat, dog, bird]\n"

@@ -95,6 +95,11 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
     if fs.is_folder(path):
         path = _the_data_file(path)
     data = _load(path)
+    if options.split is not None:
+        raise SchemaError(f"{path!r} names each image's split (its train, val and test "
+                          "entries), and ", Option("split", options.split), " would give "
+                          "them all one. Leave it out, or point the entries at the images "
+                          "wanted.", option="split")
     names = _names(path, data)
     root = _root(path, data, options)
     images = _images(path, data, root)
@@ -307,27 +312,26 @@ def _objects(path: str, images: list, labels: list[str], names: tuple[str, ...],
              root: str) -> tuple[Objects, list | None]:
     """Every label file's objects, by image and line; and each image's masks where any
     line is a polygon."""
-    with ThreadPoolExecutor(_READERS) as pool:
-        texts = list(pool.map(_read_labels, labels))
+    if fs.is_remote(root):
+        with ThreadPoolExecutor(_READERS) as pool:
+            texts = list(pool.map(_read_labels, labels))
+    else:  # threads cost more than they save on a local disk
+        texts = [_read_labels(uri) for uri in labels]
     image, classes, corners, written, polygons = [], [], [], [], []
     for at, (uri, text) in enumerate(zip(labels, texts)):
+        file = _relative(uri, root) if text else None
         for number, line in enumerate((text or "").splitlines(), start=1):
             values = line.split()
             if not values:
                 continue
-            where = (_relative(uri, root), number, line.strip())
+            where = (file, number, line.strip())
             class_id, points = _parse_line(values, where, names, path)
+            box, polygon = _corners(points)
             image.append(at)
             classes.append(names[class_id])
             written.append(where)
-            if len(points) == 4:
-                cx, cy, w, h = points
-                corners.append((cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2))
-                polygons.append(None)
-            else:
-                xs, ys = points[0::2], points[1::2]
-                corners.append((min(ys), min(xs), max(ys), max(xs)))
-                polygons.append(points)
+            corners.append(box)
+            polygons.append(polygon)
     boxes = np.asarray(corners, dtype=np.float64).reshape(-1, 4)
     boxes = np.where((boxes < 0) & (boxes >= -TOLERANCE), 0.0, boxes)
     boxes = np.where((boxes > 1) & (boxes <= 1 + TOLERANCE), 1.0, boxes)
@@ -346,6 +350,16 @@ def _objects(path: str, images: list, labels: list[str], names: tuple[str, ...],
                 masks[at] = {"size": None, "masks": []}
             masks[at]["masks"].append([polygon] if polygon is not None else [])
     return objects, masks
+
+
+def _corners(points: list[float]) -> tuple[tuple, list | None]:
+    """A line's box [ymin, xmin, ymax, xmax] (not yet clipped), and its polygon (None
+    for a box)."""
+    if len(points) == 4:
+        cx, cy, w, h = points
+        return (cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2), None
+    xs, ys = points[0::2], points[1::2]
+    return (min(ys), min(xs), max(ys), max(xs)), points
 
 
 def _parse_line(values: list[str], where: tuple, names: tuple[str, ...], path: str
