@@ -240,6 +240,28 @@ def test_yolo_seg_polygons_become_instance_masks(tmp_path, image_size):
     assert values(coco, "objects/mask")[0] == values(example, "objects/mask")[0]
 
 
+def test_yolo_seg_records_decode_with_model_gardens_decoder(tmp_path):
+    """The tf_models layout of a YOLO-seg dataset, read by Model Garden's own
+    TfExampleDecoder: classes k + 1, the polygon's box, and its mask."""
+    from model_garden import decode_detection
+
+    os.makedirs(tmp_path / "images" / "train")
+    os.makedirs(tmp_path / "labels" / "train")
+    Image.new("RGB", (WIDTH, HEIGHT), (90, 20, 20)).save(
+        tmp_path / "images" / "train" / "a.png")
+    write(tmp_path / "labels" / "train", "a.txt", "1 " + " ".join(map(str, TRIANGLE)))
+    write(tmp_path, "data.yaml", "names: {0: zebra, 1: cat}\ntrain: images/train\n")
+    convert(str(tmp_path), tmp_path / "out", layout="tf_models", image_format="jpeg")
+    (serialized,) = [r.numpy() for path in glob.glob(str(tmp_path / "out" / "*.tfrecord"))
+                     for r in tf.data.TFRecordDataset(path)]
+    decoded = decode_detection(serialized)
+    assert decoded["groundtruth_classes"].tolist() == [2]
+    np.testing.assert_allclose(decoded["groundtruth_boxes"], [[0.25, 0.25, 0.875, 0.75]],
+                               atol=1e-6)
+    (mask,) = decoded["groundtruth_instance_masks"]
+    assert mask[int(0.35 * HEIGHT), WIDTH // 2] == 1 and mask[int(0.1 * HEIGHT), 5] == 0
+
+
 def test_a_class_id_outside_names_is_refused_naming_file_line_and_id(drawn, tmp_path):
     root = ultralytics(tmp_path, drawn)
     with open(tmp_path / "labels" / "train" / "scene_02.txt", "a") as f:
