@@ -43,7 +43,7 @@ def folder_table(root: str) -> pd.DataFrame:
     unclear. Files may sit deeper below the label folder. Hidden files (a leading '.')
     are skipped, and so, with a warning, are non-image files outside the label folders
     (a README); images there (by extension, or a local file's first bytes) are an error.
-    A folder holding annotations of another format is an error (`refuse_annotations`).
+    A folder holding annotations of another format is an error (`_refuse_annotations`).
     """
     remote = fs.is_remote(root)
     root = root.rstrip("/") if remote else os.path.abspath(root)
@@ -54,7 +54,7 @@ def folder_table(root: str) -> pd.DataFrame:
             entries.append((uri, parts))
     if not entries:
         raise SchemaError(f"the folder {root!r} holds no files.")
-    refuse_annotations(root, entries)
+    _refuse_annotations(root, entries)
     folders = {parts[0] for _, parts in entries if len(parts) > 1}
     split_folders = sorted(f for f in folders if split_named(f) is not None)
     by_split = bool(folders) and len(split_folders) == len(folders)
@@ -92,7 +92,7 @@ def folder_table(root: str) -> pd.DataFrame:
     return frame
 
 
-def refuse_annotations(root: str, entries: list[tuple[str, list[str]]]) -> None:
+def _refuse_annotations(root: str, entries: list[tuple[str, list[str]]]) -> None:
     """Raises for a folder whose files say it is no label/file folder: read as one, its
     annotations would be lost, or become classes (Ultralytics' `images/` and `labels/`
     folders). Formats with a reader of their own (a YOLO data file, Pascal VOC's XML)
