@@ -49,9 +49,11 @@ class Table:
             `objects/is_crowd` (0 or 1), and the column `objects/mask`: per row, None or
             {"size": [height, width] of the source image, "masks": one COCO segmentation
             per object: a list of polygons [x0, y0, x1, y1, ...] in pixels, or an RLE
-            dict {"size": [h, w], "counts": ...}}. "segmentation": each row also has
-            `mask_uri` (as given) and `mask_file` (resolved for reading): a PNG whose
-            pixel values are class ids, of the image's size.
+            dict {"size": [h, w], "counts": ...}}; "size" None: the polygons are
+            fractions of the image's width and height (YOLO-seg), drawn at any size.
+            "segmentation": each row also has `mask_uri` (as given) and `mask_file`
+            (resolved for reading): a PNG whose pixel values are class ids, of the
+            image's size.
     """
 
     rows: pd.DataFrame
