@@ -299,12 +299,15 @@ def test_a_labelimg_folder_is_never_a_classification_folder(tmp_path):
     """Issue 38: LabelImg's folder of XML beside images once failed as label/file."""
     root = labelimg_folder(tmp_path / "flat")
     assert load_table(str(root)).task == "detection"
-    # label/file with a stray XML that is no annotation stays a classification folder.
+    # label/file with XML files that are not VOC's (CVAT's <annotations> file, or any
+    # other) is refused, naming them, rather than read with its XML left out unread.
     write_image(tmp_path / "classes" / "cat" / "1.jpg")
     write_image(tmp_path / "classes" / "dog" / "2.jpg")
-    (tmp_path / "classes" / "cat" / "notes.xml").write_text("<notes>hi</notes>")
-    table = load_table(str(tmp_path / "classes"))
-    assert table.task == "classification"
+    (tmp_path / "classes" / "cat" / "notes.xml").write_text("<annotations>hi</annotations>")
+    with pytest.raises(SchemaError, match=r"1 XML file \(e.g. \[.*notes.xml"):
+        load_table(str(tmp_path / "classes"))
+    (tmp_path / "classes" / "cat" / "notes.xml").unlink()
+    assert load_table(str(tmp_path / "classes")).task == "classification"
 
 
 def test_a_label_map_numbers_the_classes(tmp_path):
