@@ -1,23 +1,24 @@
-"""Object detection: from an AutoML Vision detection CSV and a COCO file to TFRecords
-that `load()` and TensorFlow's detection models read, and a picture of the result.
+"""Object detection: from a LabelImg folder and a COCO pair of train and val files to
+TFRecords that `load()` and TensorFlow's detection models read, and a picture of the
+result.
 
     python examples/object_detection.py [OUTPUT_DIR]
 
 Draws 48 small scenes of squares and circles (so every box is known exactly) and
 describes them twice, as annotation tools export them:
 
-- `automl.csv`: AutoML Vision / Vertex AI's object-detection CSV, one line a box
-  (`TRAIN,scenes/scene_00.png,square,x_min,y_min,,,x_max,y_max,,`);
-- `instances.json`: COCO, boxes in pixels and each shape's outline as a polygon mask.
+- `scenes/scene_00.xml`, ...: LabelImg's Pascal VOC XML, one file beside each image;
+- `instances_train.json` and `instances_val.json`: COCO, boxes in pixels and each
+  shape's outline as a polygon mask, with COCO-style category ids (3, 7 and an unused 9).
 
-Then it writes the CSV in tfrecorder's layout (`objects/bbox`, `objects/label`) and the
-COCO file in the `tf_models` layout (`image/object/bbox/xmin`, ..., 1-based classes,
-instance masks and `label_map.pbtxt`: what Model Garden and the Object Detection API
-read), loads a padded batch of each, and draws the COCO dataset's boxes and masks into
-`OUTPUT_DIR/show.png`. docs/detection.md walks through it.
+Then it writes the LabelImg folder in tfrecorder's layout (`objects/bbox`,
+`objects/label`) and the COCO pair, as the train and validation splits of one dataset,
+in the `tf_models` layout (`image/object/bbox/xmin`, ..., the category ids, instance
+masks and a `label_map.pbtxt` of every category: what Model Garden and the Object
+Detection API read), loads a padded batch of each, and draws the COCO dataset's boxes
+and masks into `OUTPUT_DIR/show.png`. docs/detection.md walks through it.
 """
 
-import csv
 import json
 import math
 import os
@@ -63,32 +64,37 @@ def draw_scenes(folder: str, count: int = 48, seed: int = 0) -> list[dict]:
     return found
 
 
-def write_automl_csv(path: str, scenes: list[dict]) -> None:
-    """One line a box: `set,path,label,x_min,y_min,,,x_max,y_max,,` (relative);
-    a scene without shapes is a line with its path only."""
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        for scene in scenes:
-            if not scene["shapes"]:
-                writer.writerow([scene["split"], scene["file"]])
-            for shape in scene["shapes"]:
-                x, y, w, h = shape["box"]
-                writer.writerow([scene["split"], scene["file"], shape["class"],
-                                 x / WIDTH, y / HEIGHT, "", "", (x + w) / WIDTH,
-                                 (y + h) / HEIGHT, "", ""])
+def write_labelimg(folder: str, scenes: list[dict]) -> None:
+    """LabelImg's Pascal VOC XML, one file beside each image: boxes in pixels."""
+    for scene in scenes:
+        name = os.path.basename(scene["file"])
+        objects = "".join(
+            f"<object><name>{shape['class']}</name><pose>Unspecified</pose>"
+            f"<truncated>0</truncated><difficult>0</difficult><bndbox>"
+            f"<xmin>{x}</xmin><ymin>{y}</ymin><xmax>{x + w}</xmax><ymax>{y + h}</ymax>"
+            f"</bndbox></object>"
+            for shape in scene["shapes"] for x, y, w, h in [shape["box"]])
+        xml = (f"<annotation><folder>scenes</folder><filename>{name}</filename>"
+               f"<size><width>{WIDTH}</width><height>{HEIGHT}</height><depth>3</depth></size>"
+               f"<segmented>0</segmented>{objects}</annotation>")
+        with open(os.path.join(folder, os.path.splitext(name)[0] + ".xml"), "w") as f:
+            f.write(xml)
 
 
 def write_coco(path: str, scenes: list[dict]) -> None:
-    """COCO's instances file: boxes [x, y, w, h] in pixels, outlines as polygons."""
-    categories = [{"id": 1, "name": "square"}, {"id": 2, "name": "circle"}]
+    """COCO's instances file: boxes [x, y, w, h] in pixels, outlines as polygons. The
+    category ids are COCO's own kind: not 1, 2, ..., and one unused."""
+    categories = [{"id": 3, "name": "square"}, {"id": 7, "name": "circle"},
+                  {"id": 9, "name": "triangle"}]
     ids = {c["name"]: c["id"] for c in categories}
     images, annotations = [], []
-    for image_id, scene in enumerate(scenes, start=1):
-        images.append({"id": image_id, "file_name": scene["file"], "height": HEIGHT,
+    for scene in scenes:
+        images.append({"id": scene["id"], "file_name": scene["file"], "height": HEIGHT,
                        "width": WIDTH})
         for shape in scene["shapes"]:
             x, y, w, h = shape["box"]
-            annotations.append({"id": len(annotations) + 1, "image_id": image_id,
+            annotations.append({"id": 1000 * scene["id"] + len(annotations),
+                                "image_id": scene["id"],
                                 "category_id": ids[shape["class"]], "bbox": [x, y, w, h],
                                 "area": w * h, "iscrowd": 0,
                                 "segmentation": [shape["outline"]]})
@@ -98,17 +104,24 @@ def write_coco(path: str, scenes: list[dict]) -> None:
 
 def main(output_dir: str) -> None:
     scenes = draw_scenes(output_dir)
-    automl, coco = os.path.join(output_dir, "automl.csv"), os.path.join(output_dir,
-                                                                        "instances.json")
-    write_automl_csv(automl, scenes)
-    write_coco(coco, scenes)
+    for image_id, scene in enumerate(scenes, start=1):
+        scene["id"] = image_id
+    write_labelimg(os.path.join(output_dir, "scenes"), scenes)
+    train = os.path.join(output_dir, "instances_train.json")
+    val = os.path.join(output_dir, "instances_val.json")
+    write_coco(train, [s for s in scenes if s["split"] == "TRAIN"])
+    write_coco(val, [s for s in scenes if s["split"] == "VALIDATION"])
 
-    from_csv = tfrecorder.convert(automl, os.path.join(output_dir, "from_csv"),
-                                  overwrite=True, progress=False)
-    from_coco = tfrecorder.convert(coco, os.path.join(output_dir, "from_coco"),
-                                   layout="tf_models", split="train", overwrite=True,
-                                   progress=False)
-    for result in (from_csv, from_coco):
+    # A LabelImg folder (an XML beside each image): its splits drawn by a hash of each path.
+    from_labelimg = tfrecorder.convert(os.path.join(output_dir, "scenes"),
+                                       os.path.join(output_dir, "from_labelimg"),
+                                       overwrite=True, progress=False)
+    # COCO's pair of files as the splits of one dataset, in the keys Model Garden reads:
+    # the category ids (3, 7, 9) and image ids are kept.
+    from_coco = tfrecorder.convert({"train": train, "validation": val},
+                                   os.path.join(output_dir, "from_coco"),
+                                   layout="tf_models", overwrite=True, progress=False)
+    for result in (from_labelimg, from_coco):
         info = tfrecorder.info(result.output_dir)
         boxes = sum(objects.num_boxes for objects in info.objects.values())
         print(f"{os.path.basename(result.output_dir)}: {result.num_records} images, "
@@ -116,7 +129,7 @@ def main(output_dir: str) -> None:
     with open(os.path.join(from_coco.output_dir, "label_map.pbtxt")) as f:
         print("label_map.pbtxt: " + " ".join(f.read().split()))
 
-    batch = next(iter(tfrecorder.load(from_csv.output_dir, "train", batch_size=8,
+    batch = next(iter(tfrecorder.load(from_labelimg.output_dir, "train", batch_size=8,
                                       max_boxes=4)))
     print(f"a padded batch: image {tuple(batch['image'].shape)}, objects/bbox "
           f"{tuple(batch['objects/bbox'].shape)}, objects/label "

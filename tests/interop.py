@@ -58,6 +58,11 @@ PINS: dict[str, tuple[str, str]] = {
     "nvidia-dali-cuda120": (
         "2.4.0", "8be1bf9137cf4e3a62b51db5de818226ef6c81ec17791672d06ed5351d6e8eb1"),
     "ray": ("2.60.0", "e227f6b2af8ab4626dd9a35a5860b33864325ea137383d57f854d4637ee3fea2"),
+    # The Object Detection API's research code as a wheel (a 2019 build of tensorflow/models'
+    # research/object_detection): create_pascal_tf_record.py, the reference Pascal VOC
+    # converter (tests/object_detection_api.py).
+    "object-detection": (
+        "0.0.3", "a487aa0eada8105a9bb026b0993f251f6e0b8b0ae8fb69c2de3381394aa49b9c"),
 }
 
 # name -> the wheels a reader imports beside it that the project's environment lacks, as
@@ -96,6 +101,11 @@ ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("msgpack", "1.2.4", "a45ceb5f199d5e388f28b550ba881096a3740d4bda10e661d77f59d9a2e8187a"),
         ("tensorflow-metadata", "1.21.0",
          "0520806bf3bdd9157333203a3aa0e8afde2a97cc619f15ba622603dc6c898d1f"),
+    ),
+    # create_pascal_tf_record.py imports lxml (its script parses the XML files with it), for
+    # Python 3.11 on manylinux x86_64.
+    "object-detection": (
+        ("lxml", "6.1.3", "527195c188d7d0af748cd48d220ab8cdc5cb99be3d49ac4d9be7324d8abf9bc0"),
     ),
     # What `import tensorflow_datasets` and reading a folder with it import that the project
     # lacks (TensorFlow, NumPy, protobuf, absl, attrs and wrapt come from the project).

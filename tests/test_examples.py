@@ -30,15 +30,20 @@ def test_quickstart_converts_and_loads_the_samples(tmp_path):
     assert (tmp_path / "samples-report.html").stat().st_size > 10_000
 
 
-def test_object_detection_reads_automl_and_coco_into_both_layouts(tmp_path):
+def test_object_detection_reads_labelimg_and_a_coco_pair_into_both_layouts(tmp_path):
     lines = run_example("object_detection.py", tmp_path)
-    boxes = re.compile(r"^(from_csv|from_coco): 48 images, (\d+) boxes, ")
+    boxes = re.compile(r"^(from_labelimg|from_coco): 48 images, (\d+) boxes, ")
     found = [m.groups() for m in map(boxes.match, lines) if m]
-    # The CSV and the COCO file describe the same shapes: the same boxes, in two layouts.
-    assert [name for name, _ in found] == ["from_csv", "from_coco"]
+    # The XML files and the COCO pair describe the same shapes: the same boxes, in two
+    # layouts; the COCO pair's files are its train and validation splits.
+    assert [name for name, _ in found] == ["from_labelimg", "from_coco"]
     assert found[0][1] == found[1][1] and int(found[0][1]) > 48
-    assert any(line.startswith('label_map.pbtxt: item { id: 1 name: "circle"')
-               for line in lines)
+    assert any(line.startswith("from_coco: 48 images, ") and
+               "{'train': 40, 'validation': 8}" in line for line in lines)
+    # Every category, used or not, with its COCO id.
+    assert 'label_map.pbtxt: item { id: 3 name: "square" display_name: "square" } item { ' \
+        'id: 7 name: "circle" display_name: "circle" } item { id: 9 name: "triangle" ' \
+        'display_name: "triangle" }' in lines
     assert any(line.startswith("a padded batch: image (8, 96, 128, 3), objects/bbox "
                                "(8, 4, 4), objects/label (8, 4), objects/num [")
                for line in lines)

@@ -40,9 +40,10 @@ def drawn(row: Row, features: Mapping, source: tuple[int, int], stored: tuple[in
 
 def instance_masks(masks: Mapping, size: tuple[int, int]) -> list[np.ndarray]:
     """Each object's mask, 0 or 1, at `size` (height, width): COCO polygons drawn at that
-    size from coordinates scaled from the source image's (`masks["size"]`); RLE decoded
-    at its own size and resized by nearest neighbour."""
-    source_height, source_width = masks["size"]
+    size from coordinates scaled from the source image's (`masks["size"]`; None for
+    polygons in fractions of the image's width and height, as YOLO-seg gives them); RLE
+    decoded at its own size and resized by nearest neighbour."""
+    source_height, source_width = masks["size"] or (1, 1)
     height, width = size
     found = []
     for mask in map(segmentation, masks["masks"]):

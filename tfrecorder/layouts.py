@@ -11,16 +11,19 @@ feature connectors do:
 Canonical names: `IMAGE_FEATURES`' (`image`, `image_format`, ...), `label`, `split`, the
 objects of a detection record (`objects/bbox` as [ymin, xmin, ymax, xmax] relative,
 `objects/label` 0-based ids, `objects/area`, `objects/is_crowd`, `objects/mask`: one PNG of
-0s and 1s per object), `segmentation_mask` (a PNG of class ids), and input columns by
-their own names. The engines and readers never branch on a layout's name: they ask the
-layout. Light on purpose (no TensorFlow at import): workers and readers import it.
+0s and 1s per object, COCO's `objects/keypoints` [n, K, 2] as [y, x] relative with
+`objects/keypoint_visibility` and `objects/num_keypoints`), `segmentation_mask` (a PNG of
+class ids), and input columns by their own names. The engines and readers never branch
+on a layout's name: they ask the layout. Light on purpose (no TensorFlow at import):
+workers and readers import it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.manifest import LABEL, SPLIT, Feature
@@ -30,6 +33,11 @@ BBOX, OBJECT_LABEL = "objects/bbox", "objects/label"
 AREA, IS_CROWD, MASK = "objects/area", "objects/is_crowd", "objects/mask"
 # Pascal VOC's per-object flags and pose, as `create_pascal_tf_record.py` stores them.
 DIFFICULT, TRUNCATED, VIEW = "objects/difficult", "objects/truncated", "objects/view"
+# COCO keypoints: per object K [y, x] pairs, fractions of the image's size (TFDS's order of
+# boxes; the Object Detection API's of `groundtruth_keypoints`), stored flat as 2K floats;
+# their visibility (0 not labelled, 1 hidden, 2 visible) and COCO's `num_keypoints`.
+KEYPOINTS, KEYPOINT_VISIBILITY, NUM_KEYPOINTS = (
+    "objects/keypoints", "objects/keypoint_visibility", "objects/num_keypoints")
 SEGMENTATION_MASK = "segmentation_mask"
 # The source's own id of the image (a COCO image id, a VOC file name), where it has one:
 # the tf_models layout's `image/source_id`, which COCO evaluation matches results by.
@@ -43,8 +51,32 @@ OBJECT_FEATURES = {
     DIFFICULT: Feature("int64", (None,), role="objects"),
     TRUNCATED: Feature("int64", (None,), role="objects"),
     VIEW: Feature("string", (None,), role="objects"),
+    # K is the dataset's (`object_feature`).
+    KEYPOINTS: Feature("float32", (None, None, 2), role="objects"),
+    KEYPOINT_VISIBILITY: Feature("int64", (None, None), role="objects"),
+    NUM_KEYPOINTS: Feature("int64", (None,), role="objects"),
 }
 SEGMENTATION_FEATURE = Feature("string", role="mask")
+
+
+def object_feature(name: str, shape: Sequence, keypoint_names: Sequence[str] | None = None
+                   ) -> Feature:
+    """The manifest's `Feature` of a per-object feature, from its table column's `shape`:
+    keypoints' K from their column of 2K values an object (visibility's of K), with their
+    names."""
+    feature = OBJECT_FEATURES[name]
+    if name == KEYPOINTS:
+        return dataclasses.replace(feature, shape=(None, shape[-1] // 2, 2),
+                                   names=None if keypoint_names is None
+                                   else tuple(keypoint_names))
+    if name == KEYPOINT_VISIBILITY:
+        return dataclasses.replace(feature, shape=(None, shape[-1]))
+    return feature
+
+
+def keypoint_names_of(features: Mapping[str, Feature]) -> tuple[str, ...] | None:
+    """The keypoints' names the features (a manifest's, by stored key) record, if any."""
+    return next((f.names for f in features.values() if f.names is not None), None)
 
 
 def is_detection(values: Mapping) -> bool:
@@ -59,11 +91,13 @@ class Layout:
     name = "tfrecorder"
 
     def __init__(self, vocabulary: tuple[str, ...] | None = None,
-                 model_ids: tuple[int, ...] | None = None):
+                 model_ids: tuple[int, ...] | None = None,
+                 keypoint_names: tuple[str, ...] | None = None):
         self.vocabulary = vocabulary  # the classes' names (None: integer labels)
         # The ids TensorFlow's label maps give the classes (`vocabulary.LabelMap`); None:
         # 1, 2, ...
         self.model_ids = model_ids
+        self.keypoint_names = keypoint_names  # (None: unknown, or no keypoints)
 
     def record(self, values: dict, position: int) -> dict:
         """The features to store, from a record's canonical values (taken, not copied)
@@ -124,7 +158,13 @@ _TF_BOX = ("image/object/bbox/ymin", "image/object/bbox/xmin",
            "image/object/bbox/ymax", "image/object/bbox/xmax")  # canonical order
 _TF_OBJECTS = {AREA: "image/object/area", IS_CROWD: "image/object/is_crowd",
                MASK: "image/object/mask", DIFFICULT: "image/object/difficult",
-               TRUNCATED: "image/object/truncated", VIEW: "image/object/view"}
+               TRUNCATED: "image/object/truncated", VIEW: "image/object/view",
+               KEYPOINT_VISIBILITY: "image/object/keypoint/visibility",
+               NUM_KEYPOINTS: "image/object/keypoint/num"}
+# Keypoints as the Object Detection API's `create_coco_tf_record.py` writes them: K x and
+# K y an object (relative), and the keypoints' names, K an object.
+_TF_KEYPOINT_X, _TF_KEYPOINT_Y = "image/object/keypoint/x", "image/object/keypoint/y"
+_TF_KEYPOINT_TEXT = "image/object/keypoint/text"
 _TF_CLASS, _TF_CLASS_TEXT = "image/class/label", "image/class/text"
 _TF_OBJECT_CLASS, _TF_OBJECT_TEXT = "image/object/class/label", "image/object/class/text"
 _TF_SEGMENTATION = "image/segmentation/class/encoded"
@@ -137,10 +177,11 @@ _TF_KEYS = {**_TF_IMAGE, **_TF_OBJECTS, LABEL: _TF_CLASS, SEGMENTATION_MASK: _TF
             "image_uri": None, SPLIT: None, IMAGE_ID: _TF_SOURCE_ID}
 _TF_NAMES = {key: name for name, key in _TF_KEYS.items() if key is not None}
 # `key`: where each canonical name is found (boxes: their first corner's list).
-_TF_KEY_OF = {**_TF_KEYS, OBJECT_LABEL: _TF_OBJECT_CLASS, BBOX: _TF_BOX[0]}
+_TF_KEY_OF = {**_TF_KEYS, OBJECT_LABEL: _TF_OBJECT_CLASS, BBOX: _TF_BOX[0],
+              KEYPOINTS: _TF_KEYPOINT_X}
 # Stored for TensorFlow's models, never read back: the read forms leave them out.
 _TF_UNREAD = {_TF_SOURCE_ID, _TF_SHA256, _TF_CLASS_TEXT, _TF_OBJECT_TEXT,
-              _TF_SEGMENTATION_FORMAT}
+              _TF_SEGMENTATION_FORMAT, _TF_KEYPOINT_TEXT}
 
 
 class TFModelsLayout(Layout):
@@ -178,6 +219,11 @@ class TFModelsLayout(Layout):
             for name, key in _TF_OBJECTS.items():
                 if name in values:
                     found[key] = values.pop(name)
+            if KEYPOINTS in values:
+                pairs = values.pop(KEYPOINTS)  # y, x, y, x, ...
+                found[_TF_KEYPOINT_X], found[_TF_KEYPOINT_Y] = pairs[1::2], pairs[0::2]
+                if self.keypoint_names is not None:
+                    found[_TF_KEYPOINT_TEXT] = list(self.keypoint_names) * (len(boxes) // 4)
         elif LABEL in values:
             label = values.pop(LABEL)
             found[_TF_CLASS] = label
@@ -208,6 +254,8 @@ class TFModelsLayout(Layout):
             for name, feature in objects.items():
                 if name in _TF_OBJECTS:
                     found[_TF_OBJECTS[name]] = feature
+            if KEYPOINTS in objects:
+                found.update(_tf_keypoint_features(objects[KEYPOINTS]))
         elif label is not None:
             found[_TF_CLASS] = label
             if texts:
@@ -237,6 +285,9 @@ class TFModelsLayout(Layout):
                     stored, 0, len(self._index_of_id()) - 1))
         if _TF_BOX[0] in parsed:
             found[BBOX] = tf.stack([parsed[key] for key in _TF_BOX], axis=-1)
+        if _TF_KEYPOINT_X in parsed:  # [n, K] each -> [n, K, 2]
+            found[KEYPOINTS] = tf.stack([parsed[_TF_KEYPOINT_Y], parsed[_TF_KEYPOINT_X]],
+                                        axis=-1)
         return found
 
     def values(self, features: Mapping[str, list]) -> dict[str, list]:
@@ -253,6 +304,9 @@ class TFModelsLayout(Layout):
             corners = [features.get(key, []) for key in _TF_BOX]
             count = min(map(len, corners))
             found[BBOX] = [corner[i] for i in range(count) for corner in corners]
+        if _TF_KEYPOINT_X in features:
+            found[KEYPOINTS] = [v for pair in zip(features.get(_TF_KEYPOINT_Y, []),
+                                                  features[_TF_KEYPOINT_X]) for v in pair]
         return found
 
     def _index_of_id(self) -> list[int]:
@@ -268,6 +322,9 @@ class TFModelsLayout(Layout):
             found[OBJECT_LABEL] = stored[_TF_OBJECT_CLASS]
         if _TF_BOX[0] in stored:
             found[BBOX] = OBJECT_FEATURES[BBOX]
+        if _TF_KEYPOINT_X in stored:
+            x = stored[_TF_KEYPOINT_X]
+            found[KEYPOINTS] = object_feature(KEYPOINTS, (None, 2 * x.shape[-1]), x.names)
         return found
 
     def label_map(self, task: str) -> str | None:
@@ -282,10 +339,22 @@ class TFModelsLayout(Layout):
 
 
 def _renamed(stored: Mapping) -> dict:
-    """tf_models features by canonical name, but for boxes and object classes (which
-    the read forms put together themselves) and the keys never read back."""
+    """tf_models features by canonical name, but for boxes, keypoints and object classes
+    (which the read forms put together themselves) and the keys never read back."""
     return {_TF_NAMES.get(key, key): value for key, value in stored.items()
-            if key not in _TF_UNREAD and key not in _TF_BOX and key != _TF_OBJECT_CLASS}
+            if key not in _TF_UNREAD and key not in _TF_BOX and key != _TF_OBJECT_CLASS
+            and key not in (_TF_KEYPOINT_X, _TF_KEYPOINT_Y)}
+
+
+def _tf_keypoint_features(keypoints: Feature) -> dict[str, Feature]:
+    """The stored features of keypoints (None, K, 2): K x and K y an object (the x's
+    `Feature` keeps their names), and K names an object where they are known."""
+    k = keypoints.shape[1]
+    found = {_TF_KEYPOINT_X: Feature("float32", (None, k), "objects", names=keypoints.names),
+             _TF_KEYPOINT_Y: Feature("float32", (None, k), "objects")}
+    if keypoints.names is not None:
+        found[_TF_KEYPOINT_TEXT] = Feature("string", (None, k), "objects")
+    return found
 
 
 def _text(value) -> str:
@@ -311,12 +380,15 @@ def layout_of(manifest) -> Layout:
     """The layout of a dataset with this manifest (or header), with its classes."""
     labels = manifest.labels
     return layout_named(manifest.layout, labels.vocabulary if labels else None,
-                        labels.model_ids if labels else None)
+                        labels.model_ids if labels else None,
+                        keypoint_names_of(manifest.features))
 
 
 @functools.lru_cache(maxsize=8)
 def layout_named(name: str | None, vocabulary: tuple[str, ...] | None = None,
-                 model_ids: tuple[int, ...] | None = None) -> Layout:
+                 model_ids: tuple[int, ...] | None = None,
+                 keypoint_names: tuple[str, ...] | None = None) -> Layout:
     """The layout a manifest or an option names (None: a manifest from before layouts,
-    which is tfrecorder's), for classes of these names and label-map ids."""
-    return LAYOUTS[name or "tfrecorder"](vocabulary, model_ids)
+    which is tfrecorder's), for classes of these names and label-map ids, and keypoints
+    of these names."""
+    return LAYOUTS[name or "tfrecorder"](vocabulary, model_ids, keypoint_names)

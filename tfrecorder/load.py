@@ -40,11 +40,15 @@ from tfrecorder import fs
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import Option, OptionError, VerificationError
 from tfrecorder.info import DatasetInfo
+from tfrecorder.keypoints import flip_order
 from tfrecorder.layouts import (
     AREA,
     BBOX,
     IS_CROWD,
+    KEYPOINT_VISIBILITY,
+    KEYPOINTS,
     MASK,
+    NUM_KEYPOINTS,
     OBJECT_LABEL,
     SEGMENTATION_MASK,
     Layout,
@@ -70,8 +74,10 @@ NUM_OBJECTS = "objects/num"  # with max_boxes: how many of the padded objects ar
 # What padding fills a detection record's objects with, up to max_boxes: -1 for boxes,
 # classes and areas, as Keras (`MaxNumBoundingBoxes`, KerasCV's `to_dense`) and Model
 # Garden (`pad_groundtruths_to_fixed_size`) pad them, so their losses skip such rows;
-# 0 for is_crowd (as Model Garden) and for masks (no pixel).
-OBJECT_PADDING = {BBOX: -1, OBJECT_LABEL: -1, AREA: -1, IS_CROWD: 0, MASK: 0}
+# 0 for is_crowd (as Model Garden) and for masks (no pixel); keypoints at -1 like boxes,
+# of visibility 0 (not labelled: what every keypoint loss skips) and none labelled.
+OBJECT_PADDING = {BBOX: -1, OBJECT_LABEL: -1, AREA: -1, IS_CROWD: 0, MASK: 0,
+                  KEYPOINTS: -1, KEYPOINT_VISIBILITY: 0, NUM_KEYPOINTS: 0}
 # Features of pixels: batched densely, so all of a batch must share their size.
 _PIXELS = ("image", SEGMENTATION_MASK)
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
@@ -472,7 +478,7 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     # `transform` augments an element (a dict).
     transform = None
     if augment is not None and annotated:
-        transform = _annotated_augmentation(augment, seed)
+        transform = _annotated_augmentation(augment, seed, layout.keypoint_names)
     elif augment is not None:
         augment_image = _basic_augmentation(seed) if augment == "basic" else augment
         transform = lambda f: {**f, "image": augment_image(f["image"])}  # noqa: E731
@@ -751,12 +757,13 @@ def _generator(seed: int | None):
         tf.random.Generator.from_non_deterministic_state()
 
 
-def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callable:
+def _annotated_augmentation(augment: Callable | str, seed: int | None,
+                            keypoint_names: Sequence[str] | None = None) -> Callable:
     """The augmentation of a detection or segmentation element (a dict -> a dict), so that
     whatever moves the pixels moves their annotations too: "basic" flips the image with
-    its boxes and masks and changes its brightness (no crop: cutting objects would take
-    clipping boxes, dropping objects and redrawing their areas); a function gets the
-    whole element and must return it."""
+    its boxes, keypoints (of these names) and masks and changes its brightness (no crop:
+    cutting objects would take clipping boxes, dropping objects and redrawing their
+    areas); a function gets the whole element and must return it."""
     tf = tensorflow()
 
     if augment != "basic":
@@ -766,7 +773,8 @@ def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callab
     def basic(features):
         seeds = generator.make_seeds(2)
         flip = tf.random.stateless_uniform([], seeds[:, 0]) < 0.5
-        features = tf.cond(flip, lambda: _flipped_left_right(features), lambda: dict(features))
+        features = tf.cond(flip, lambda: _flipped_left_right(features, keypoint_names),
+                           lambda: dict(features))
         image = tf.image.stateless_random_brightness(features["image"], 0.2, seeds[:, 1])
         features["image"] = tf.ensure_shape(image, features["image"].shape)
         return features
@@ -774,9 +782,11 @@ def _annotated_augmentation(augment: Callable | str, seed: int | None) -> Callab
     return basic
 
 
-def _flipped_left_right(features: dict) -> dict:
+def _flipped_left_right(features: dict, keypoint_names: Sequence[str] | None = None
+                        ) -> dict:
     """An element flipped left to right: its image, its boxes (xmin' = 1 - xmax,
-    xmax' = 1 - xmin) and its instance and segmentation masks."""
+    xmax' = 1 - xmin), its keypoints (x' = 1 - x, and each left one trading places with
+    its right one, `keypoints.flip_order`) and its instance and segmentation masks."""
     tf = tensorflow()
 
     found = dict(features)
@@ -784,10 +794,33 @@ def _flipped_left_right(features: dict) -> dict:
     if BBOX in features:
         ymin, xmin, ymax, xmax = tf.unstack(features[BBOX], num=4, axis=-1)
         found[BBOX] = tf.stack([ymin, 1 - xmax, ymax, 1 - xmin], axis=-1)
+    if KEYPOINTS in features:
+        found.update(_flipped_keypoints(features, keypoint_names))
     if MASK in features:
         found[MASK] = tf.reverse(features[MASK], axis=[-1])
     if SEGMENTATION_MASK in features:
         found[SEGMENTATION_MASK] = tf.reverse(features[SEGMENTATION_MASK], axis=[-2])
+    return found
+
+
+def _flipped_keypoints(features: dict, names: Sequence[str] | None) -> dict:
+    """Keypoints [n, K, 2] (and their visibility [n, K]) of an image flipped left to
+    right. Keypoints not labelled (visibility 0, stored at (0, 0) as COCO writes them)
+    keep their place: they are not in the image."""
+    tf = tensorflow()
+
+    keypoints = features[KEYPOINTS]
+    order = flip_order(names, keypoints.shape[-2])
+    moved = tf.gather(keypoints, order, axis=-2)
+    y, x = tf.unstack(moved, num=2, axis=-1)
+    found = {}
+    if KEYPOINT_VISIBILITY in features:
+        visibility = tf.gather(features[KEYPOINT_VISIBILITY], order, axis=-1)
+        found[KEYPOINT_VISIBILITY] = visibility
+        x = tf.where(visibility > 0, 1 - x, x)
+    else:
+        x = 1 - x
+    found[KEYPOINTS] = tf.stack([y, x], axis=-1)
     return found
 
 

@@ -70,25 +70,31 @@ class Feature:
 
     `shape` is that of one record's value: () a scalar, (None,) a list of any length,
     (None, k) a list of k-value rows (stored flat). `role` is "image", "label", "split" or
-    "input"; a categorical input also has the `vocabulary` its ids index.
+    "input"; a categorical input also has the `vocabulary` its ids index. `names` name
+    the entries of its second dimension, where they have names: an object's keypoints
+    (`objects/keypoints`, (None, K, 2)), whose left and right ones a flip swaps.
     """
 
     dtype: str
     shape: tuple[int | None, ...] = ()
     role: str = "input"
     vocabulary: tuple[str, ...] | None = None
+    names: tuple[str, ...] | None = None
 
     def to_json(self) -> dict:
         found = {"dtype": self.dtype, "shape": list(self.shape), "role": self.role}
         if self.vocabulary is not None:
             found["vocabulary"] = list(self.vocabulary)
+        if self.names is not None:
+            found["names"] = list(self.names)
         return found
 
     @classmethod
     def from_json(cls, data: Mapping) -> Feature:
-        vocabulary = data.get("vocabulary")
+        vocabulary, names = data.get("vocabulary"), data.get("names")
         return cls(data["dtype"], tuple(data["shape"]), data.get("role", ""),
-                   None if vocabulary is None else tuple(vocabulary))
+                   None if vocabulary is None else tuple(vocabulary),
+                   None if names is None else tuple(names))
 
     def parse_spec(self, name: str, optional: bool = False):
         """The `tf.io.parse_example` spec: a FixedLenFeature for a fixed shape; a list

@@ -37,6 +37,8 @@ ON_ERROR = ("reject", "raise")
 DUPLICATES = ("warn", "drop", "error")
 NEW_LABELS = ("error", "append")
 UNLABELED = ("keep", "error")
+# What becomes of objects a Pascal VOC file marks <difficult>1</difficult>.
+DIFFICULT = ("keep", "drop")
 # What a table's labels describe ("auto": told from the source's columns and content).
 TASKS = ("auto", "classification", "detection", "segmentation")
 # Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
@@ -197,9 +199,18 @@ class TableOptions(_Checked):
         choices=INVALID_ANNOTATIONS,
         help="skip (default: list in skipped_annotations.csv) or error on COCO boxes that "
              "TensorFlow's converters skip")
+    difficult: str = option(
+        "keep", "the objects a Pascal VOC file marks difficult: \"keep\" writes them with "
+        "`objects/difficult` 1; \"drop\" leaves them out, as the Object Detection API's "
+        "`create_pascal_tf_record.py --ignore_difficult_instances` does.", "choice",
+        choices=DIFFICULT,
+        help="Pascal VOC objects marked difficult: keep them (flagged), or drop them as "
+             "create_pascal_tf_record.py --ignore_difficult_instances does")
 
     def __post_init__(self):
         self._bool("header", optional=True)
+        self._require("difficult", self.difficult in DIFFICULT,
+                      f"one of {', '.join(map(repr, DIFFICULT))}")
         self._require("task", self.task in TASKS, f"one of {', '.join(map(repr, TASKS))}")
         self._require("invalid_annotations", self.invalid_annotations in INVALID_ANNOTATIONS,
                       f"one of {INVALID_ANNOTATIONS}")
@@ -378,7 +389,8 @@ class ImageOptions(_Checked):
         from tfrecorder.layouts import layout_named
 
         return layout_named(self.layout, getattr(self, "class_names", None),
-                            getattr(self, "model_ids", None))
+                            getattr(self, "model_ids", None),
+                            getattr(self, "keypoint_names", None))
 
     def __post_init__(self):
         self._require("layout", self.layout in LAYOUTS,
@@ -636,17 +648,22 @@ class RecordOptions(ImageOptions):
     class_names: tuple[str, ...] | None = None
     list_dtypes: tuple[tuple[str, str], ...] = ()  # (stored key, dtype) of list features
     model_ids: tuple[int, ...] | None = None  # the classes' label-map ids (`Plan.model_ids`)
+    # The objects' keypoints' names, which the `tf_models` layout stores as text.
+    keypoint_names: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,
            features: Mapping | None = None,
            model_ids: tuple[int, ...] | None = None) -> RecordOptions:
-        """`image` with the classes' names and label-map ids, and the list dtypes of
-        `features` (the manifest's, by stored key)."""
+        """`image` with the classes' names and label-map ids, and the list dtypes and
+        keypoint names of `features` (the manifest's, by stored key)."""
+        from tfrecorder.layouts import keypoint_names_of
+
         lists = tuple((key, f.dtype) for key, f in sorted((features or {}).items())
                       if f.shape and f.shape[0] is None)
         return cls(**{f.name: getattr(image, f.name) for f in dataclasses.fields(image)},
-                   class_names=class_names, list_dtypes=lists, model_ids=model_ids)
+                   class_names=class_names, list_dtypes=lists, model_ids=model_ids,
+                   keypoint_names=keypoint_names_of(features or {}))
 
     @functools.cached_property
     def dtype_of_list(self) -> dict[str, str]:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
-from tfrecorder.layouts import MASK, OBJECT_FEATURES, layout_named
+from tfrecorder.layouts import MASK, OBJECT_FEATURES, layout_named, object_feature
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
     LABEL,
@@ -401,7 +401,8 @@ def record_features(table: Table, image: ImageOptions,
                                       if column.kind == "categorical" and vocabularies is not None
                                       else None))
         if table.task == "detection" and column.name in OBJECT_FEATURES:
-            objects[column.name] = OBJECT_FEATURES[column.name]
+            objects[column.name] = object_feature(column.name, column.shape,
+                                                  table.keypoint_names)
         else:
             inputs[column.name] = feature
     if MASK in table.rows.columns:

@@ -51,7 +51,8 @@ class Table:
             per object: a list of polygons [x0, y0, x1, y1, ...] in pixels, or an RLE
             dict {"size": [h, w], "counts": ...}, or either as its JSON text (bytes or
             `msgspec.Raw`, as the COCO reader keeps them: `annotations.segmentation`
-            reads them)}. "segmentation": each row also has
+            reads them)}; "size" None: the polygons are fractions of the image's width
+            and height (YOLO-seg), drawn at any size. "segmentation": each row also has
             `mask_uri` (as given) and `mask_file` (resolved for reading): a PNG whose
             pixel values are class ids, of the image's size.
     """
@@ -69,6 +70,10 @@ class Table:
     # names): text labels are numbered in its order, used or not, and the tf_models layout
     # stores its ids (`vocabulary.LabelMap`). None: the plan sorts the labels it finds.
     label_map: LabelMap | None = None
+    # The names of a detection table's keypoints (`objects/keypoints`, K [y, x] pairs an
+    # object): a COCO category's `keypoints`, or `keypoints.default_names`. The manifest
+    # records them; `load`'s flips swap left and right by them. None: unknown, or none.
+    keypoint_names: tuple[str, ...] | None = None
     # Rows the source holds but cannot give an image for (a Pascal VOC XML file that is
     # empty or names no image): the source's row as the user knows it, with a `reason`
     # column. They are rejected rows of the run (rejected.csv, `max_rejected`), never a

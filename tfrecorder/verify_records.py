@@ -34,7 +34,10 @@ from tfrecorder.layouts import (
     AREA,
     BBOX,
     IS_CROWD,
+    KEYPOINT_VISIBILITY,
+    KEYPOINTS,
     MASK,
+    NUM_KEYPOINTS,
     OBJECT_LABEL,
     SEGMENTATION_MASK,
     Layout,
@@ -159,7 +162,7 @@ class _Boxes:
 @dataclass(frozen=True)
 class _ObjectCounts:
     """A detection record has as many of each per-object value (classes, areas,
-    is_crowd, masks) as it has boxes."""
+    is_crowd, masks, keypoints) as it has boxes."""
 
     check: ClassVar[Check] = Check.OBJECTS
     features: tuple[str, ...]  # the per-object features besides the boxes, canonical
@@ -167,7 +170,7 @@ class _ObjectCounts:
     def offending(self, features: dict, split) -> tf.Tensor:
         """Every count, the boxes' first, if any differs; none otherwise."""
         counts = tf.stack([tf.shape(features[BBOX], out_type=tf.int64)[0]] + [
-            tf.size(features[name], out_type=tf.int64) for name in self.features])
+            tf.shape(features[name], out_type=tf.int64)[0] for name in self.features])
         differ = tf.reduce_any(tf.not_equal(counts, counts[0]))
         return tf.boolean_mask(counts, tf.fill(tf.shape(counts), differ))
 
@@ -177,6 +180,10 @@ class _ObjectCounts:
                  if number != boxes]
         return (f"{count(boxes, 'box', 'boxes')}, but {' and '.join(wrong)}: each object "
                 "has one box and one of each of its values")
+
+
+# Per object, K [y, x] pairs, K visibilities and one count: as many as boxes.
+_KEYPOINT_FEATURES = (KEYPOINTS, KEYPOINT_VISIBILITY, NUM_KEYPOINTS)
 
 
 @dataclass(frozen=True)
@@ -242,7 +249,7 @@ def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
     layout = layout_of(manifest)
     stored = {name: layout.key(name) for name in (
         *DECODE_FEATURES, LABEL, OBJECT_LABEL, SPLIT, BBOX, AREA, IS_CROWD, MASK,
-        SEGMENTATION_MASK)}
+        SEGMENTATION_MASK, *_KEYPOINT_FEATURES)}
     has = {name for name, key in stored.items() if key is not None and key in features}
     present = [name for name in DECODE_FEATURES if name in has]
     if present:  # a dataset without images has none of them
@@ -279,7 +286,8 @@ def _record_checks(manifest: Manifest) -> tuple[_Checks, list[Problem]]:
         rules.append(_SplitOfShard())
     if BBOX in has:
         rules.append(_Boxes())
-        rules.append(_ObjectCounts(tuple(name for name in (OBJECT_LABEL, AREA, IS_CROWD, MASK)
+        rules.append(_ObjectCounts(tuple(name for name in (OBJECT_LABEL, AREA, IS_CROWD, MASK,
+                                                           *_KEYPOINT_FEATURES)
                                          if name in has)))
     images = len(present) == len(DECODE_FEATURES)
     if images and (MASK in has or SEGMENTATION_MASK in has):

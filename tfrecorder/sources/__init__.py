@@ -11,6 +11,8 @@ dispatcher that picks one.
     automl_detection.py  AutoML Vision / Vertex AI object-detection CSV files
     vertex_jsonl.py Vertex AI JSONL import files (classes or boxes)
     coco.py         COCO object-detection JSON files
+    pascal_voc.py   Pascal VOC XML files (LabelImg, CVAT, the VOC2007/2012 layout)
+    yolo.py         YOLO (Ultralytics) datasets: a data.yaml and its label files
     detection.py    what detection sources share: the objects' columns and checks
     segmentation.py tables of images and their masks (`mask_uri`)
     validate.py     the checks every source shares (with labels.py, image_paths.py)
@@ -46,8 +48,10 @@ from tfrecorder.sources import (
     folder,
     memory,
     parquet,
+    pascal_voc,
     tables,
     vertex_jsonl,
+    yolo,
 )
 from tfrecorder.splits import split_named
 from tfrecorder.table import Table
@@ -56,15 +60,20 @@ from tfrecorder.wording import shown
 
 # Asked in order: the first that claims a path reads it. CSV claims every file, so last;
 # the formats that look into a file's content to claim it come before it, and `tables`
-# (Parquet and CSV files whose columns name their task) before Parquet.
-FILE_FORMATS = (tables, parquet, folder, vertex_jsonl, coco, automl_detection, csv)
+# (Parquet and CSV files whose columns name their task) before Parquet. A folder is
+# told apart by what it holds before `folder` takes it as label/file: a YOLO data file
+# (`yolo`), Pascal VOC XML annotations (`pascal_voc`); `folder` refuses annotations it
+# would lose (other XML files, a labels/ tree).
+FILE_FORMATS = (tables, parquet, yolo, pascal_voc, folder, vertex_jsonl, coco,
+                automl_detection, csv)
 # What each task needs, for an error when the source is read for another.
 _NEEDS = {
     "classification": "labels of whole images",
     "detection": "boxes: an AutoML object-detection CSV, a Vertex AI JSONL file with "
-                 "boundingBoxAnnotations, a COCO JSON file, or a table with a 'boxes' "
-                 "column (a list of [ymin, xmin, ymax, xmax] an image) and a 'label' "
-                 "column of lists, one class a box",
+                 "boundingBoxAnnotations, a COCO JSON file, a folder of Pascal VOC XML "
+                 "files, a YOLO data.yaml, or a table with a 'boxes' column (a list of "
+                 "[ymin, xmin, ymax, xmax] an image) and a 'label' column of lists, one "
+                 "class a box",
     "segmentation": "a table with an 'image_uri' and a 'mask_uri' column",
 }
 
@@ -78,10 +87,12 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         source: the DataFrame; the path of a CSV file; a Parquet file (`.parquet` or `.pq`)
             or a folder of them (`part-*.parquet`, as pandas and Spark write, or in hive
             partitions such as `split=TRAIN/`); an image folder laid out as `label/file`
-            or `split/label/file`; an AutoML object-detection CSV, a Vertex AI JSONL file
-            or a COCO JSON file (docs/detection.md); or images in memory (`memory`).
+            or `split/label/file`; an AutoML object-detection CSV, a Vertex AI JSONL file,
+            a COCO JSON file, a folder of Pascal VOC XML files or one of them, or a
+            YOLO data.yaml (or its folder) (docs/detection.md); or images in memory
+            (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
-            task, image_root).
+            task, image_root, difficult).
 
     Raises:
         SchemaError: for a source that is not what `task` asks for, and for every
@@ -164,7 +175,8 @@ def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str]) -> Table
     first_key, first = next(iter(parts.items()))
     for key, part in parts.items():
         for field_name, what in (("task", "a {} source"), ("multi_label", "multi-label: {}"),
-                                 ("has_labels", "labelled: {}")):
+                                 ("has_labels", "labelled: {}"),
+                                 ("keypoint_names", "keypoints {}")):
             if getattr(part, field_name) != getattr(first, field_name):
                 raise SchemaError(
                     f"{names[key]!r} and {names[first_key]!r} are not of one kind: "

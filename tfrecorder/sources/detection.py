@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
+from tfrecorder.keypoints import default_names
+from tfrecorder.layouts import KEYPOINT_VISIBILITY, KEYPOINTS, NUM_KEYPOINTS
 from tfrecorder.options import TableOptions
 from tfrecorder.schema import (
     column_types,
@@ -43,7 +45,9 @@ BBOX, AREA, IS_CROWD, MASK = (f"{OBJECTS}bbox", f"{OBJECTS}area", f"{OBJECTS}is_
 DIFFICULT, TRUNCATED, VIEW = f"{OBJECTS}difficult", f"{OBJECTS}truncated", f"{OBJECTS}view"
 # The objects' inputs, as validate types them; MASK is no input (the layout writes it).
 OBJECT_INPUTS = {BBOX: "FloatInput", AREA: "FloatInput", IS_CROWD: "IntegerInput",
-                 DIFFICULT: "IntegerInput", TRUNCATED: "IntegerInput", VIEW: "StringInput"}
+                 DIFFICULT: "IntegerInput", TRUNCATED: "IntegerInput", VIEW: "StringInput",
+                 KEYPOINTS: "FloatInput", KEYPOINT_VISIBILITY: "IntegerInput",
+                 NUM_KEYPOINTS: "IntegerInput"}
 # A DataFrame's column of boxes, by name (any case).
 BOX_COLUMNS = ("boxes", "bbox", "bboxes", BBOX)
 _EXAMPLES = 3  # objects an error shows
@@ -180,7 +184,8 @@ def _shown(cell) -> str:
 
 def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
                   base_dir: str, options: TableOptions, masks: Sequence | None = None,
-                  label_type: str | None = None) -> Table:
+                  label_type: str | None = None,
+                  keypoint_names: Sequence[str] | None = None) -> Table:
     """The detection table of a file's images and objects, checked.
 
     Args:
@@ -189,6 +194,8 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
         source: one row an image, as the user would recognise it (the report's rows).
         masks: per image, None or COCO's {"size": [h, w], "masks": [...]} (`MASK`).
         label_type: StringLabel where the source's labels are names ("1" included).
+        keypoint_names: the names of the objects' keypoints (`KEYPOINTS`), where the
+            source gives them (COCO's category `keypoints`).
     """
     check_objects(objects)
     ends = np.cumsum(np.bincount(objects.image, minlength=len(images)))
@@ -200,23 +207,30 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
         return pd.Series([ordered[start:end] for start, end in zip([0, *ends[:-1]], ends)],
                          index=images.index, dtype=object)
 
-    # Boxes go to validate as each image's (n, 4) array (views of one array): typed a
-    # column at a time (`schema.input_column`), with no list a box.
-    boxes = np.split(objects.boxes[order], ends[:-1])
-    columns = {"label": per_image(objects.labels),
-               BBOX: pd.Series(_objects_of(boxes), index=images.index, dtype=object)}
-    # Numbers go as each image's array too (its areas): typed a column at a time.
+    # Boxes (and any extra of k values an object: keypoints) go to validate as each
+    # image's (n, k) array (views of one array), and numbers one an object (areas, crowd
+    # flags) as each image's array too: typed a column at a time
+    # (`schema.input_column`), with no list an object.
+    arrays = {BBOX: objects.boxes, **{
+        name: values for name, values in objects.extras.items()
+        if isinstance(values, np.ndarray) and (values.ndim == 2 or (
+            values.ndim == 1 and values.dtype.kind in "iuf"))}}
+    columns = {"label": per_image(objects.labels)}
     columns.update((name, pd.Series(_objects_of(np.split(values[order], ends[:-1])),
-                                    index=images.index, dtype=object)
-                    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf"
-                    else per_image(values)) for name, values in objects.extras.items())
+                                    index=images.index, dtype=object))
+                   for name, values in arrays.items())
+    columns.update((name, per_image(values)) for name, values in objects.extras.items()
+                   if name not in arrays)
     schema = {name: OBJECT_INPUTS[name] for name in columns if name in OBJECT_INPUTS}
     if label_type is not None:
         schema["label"] = label_type
     table = validate(images.assign(**columns), base_dir=base_dir,
                      schema={**schema, **(options.schema or {})},
                      fill_missing=options.fill_missing, split=options.split)
-    return as_detection(table, source, masks)
+    return as_detection(table, source, masks,
+                        {name: values.shape[1] for name, values in arrays.items()
+                         if values.ndim == 2},
+                        keypoint_names)
 
 
 def _objects_of(values: list) -> np.ndarray:
@@ -225,16 +239,27 @@ def _objects_of(values: list) -> np.ndarray:
     return found
 
 
-def as_detection(table: Table, source: pd.DataFrame, masks: Sequence | None) -> Table:
-    """A validated table as a detection one: its `source`, its masks (`MASK`), and
-    boxes typed (None, 4) even when no image has one (validate cannot tell then)."""
-    inputs = tuple(dataclasses.replace(column, shape=(None, 4)) if column.name == BBOX
-                   else column for column in table.inputs)
+def as_detection(table: Table, source: pd.DataFrame, masks: Sequence | None,
+                 widths: Mapping[str, int] | None = None,
+                 keypoint_names: Sequence[str] | None = None) -> Table:
+    """A validated table as a detection one: its `source`, its masks (`MASK`), boxes
+    typed (None, 4) and the other columns of k values an object (`widths`) (None, k),
+    even when no image has an object (validate cannot tell then), and the keypoints'
+    names (given, or `keypoints.default_names`)."""
+    widths = {BBOX: 4, **(widths or {})}
+    inputs = tuple(dataclasses.replace(column, shape=(None, widths[column.name]))
+                   if column.name in widths else column for column in table.inputs)
     rows = table.rows
     if masks is not None:
         rows = rows.assign(**{MASK: pd.Series(list(masks), index=rows.index, dtype=object)})
+    names = keypoint_names
+    if names is None:
+        width = next((c.shape[1] for c in inputs if c.name == KEYPOINTS
+                      and len(c.shape) == 2), None)
+        names = default_names(width // 2) if width is not None else None
     return dataclasses.replace(table, rows=rows, source=source, inputs=inputs,
-                               multi_label=True, task="detection")
+                               multi_label=True, task="detection",
+                               keypoint_names=None if names is None else tuple(names))
 
 
 # --- DataFrames with a column of boxes ----------------------------------------------
@@ -318,12 +343,12 @@ def frame_table(frame: pd.DataFrame, base_dir: str, options: TableOptions,
             f"{BBOX!r}) holding each image's list of [ymin, xmin, ymax, xmax], fractions of "
             f"its size; the table's columns are {list(frame.columns)}.")
     strangers = [n for n in object_columns(frame, schema)
-                 if n not in (BBOX, AREA, IS_CROWD, MASK) and n != boxes]
+                 if n not in _FRAME_OBJECTS and n != boxes]
     if strangers:
         name = strangers[0]
         raise SchemaError(
             f"column {name!r} takes a name of the objects' features "
-            f"({', '.join((BBOX, AREA, IS_CROWD, MASK))}). Rename it, or drop it with ",
+            f"({', '.join(_FRAME_OBJECTS)}). Rename it, or drop it with ",
             Option("schema", {name: None}), ".", column=name)
     try:
         labels = _label_column(frame, schema, boxes)
@@ -345,6 +370,11 @@ def frame_table(frame: pd.DataFrame, base_dir: str, options: TableOptions,
                      schema={**ours, **{n: k for n, k in schema.items() if n != boxes}},
                      fill_missing=options.fill_missing, split=options.split)
     return as_detection(table, frame, frame[MASK].tolist() if MASK in frame else None)
+
+
+# A DataFrame's columns of the objects' features: boxes and masks, and one value (a list
+# of k: keypoints) a box.
+_FRAME_OBJECTS = (BBOX, MASK, AREA, IS_CROWD, KEYPOINTS, KEYPOINT_VISIBILITY, NUM_KEYPOINTS)
 
 
 def _label_column(frame: pd.DataFrame, schema: Mapping, boxes: str) -> str:
@@ -370,7 +400,7 @@ def _frame_objects(frame: pd.DataFrame, boxes: str, labels: str) -> Objects:
     """A DataFrame's objects: each row's boxes and labels, paired in order (and its
     objects' areas and crowd flags checked to be one a box)."""
     image, object_labels, object_boxes, rows, written = [], [], [], [], []
-    extras = [name for name in (AREA, IS_CROWD) if name in frame.columns]
+    extras = [name for name in _FRAME_OBJECTS[2:] if name in frame.columns]
     for position, (row, cell, names) in enumerate(zip(
             frame.index.tolist(), frame[boxes].tolist(), frame[labels].tolist())):
         found = _box_cell(cell, boxes, row)

@@ -10,10 +10,12 @@ import pandas as pd
 from tfrecorder import fs
 from tfrecorder.errors import SchemaError
 from tfrecorder.options import TableOptions
+from tfrecorder.sources import yolo
 from tfrecorder.sources.image_paths import has_image_extension, is_image_file
 from tfrecorder.sources.validate import validate
 from tfrecorder.splits import split_named
 from tfrecorder.table import Table
+from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ def folder_table(root: str) -> pd.DataFrame:
     unclear. Files may sit deeper below the label folder. Hidden files (a leading '.')
     are skipped, and so, with a warning, are non-image files outside the label folders
     (a README); images there (by extension, or a local file's first bytes) are an error.
+    A folder holding annotations of another format is an error (`_refuse_annotations`).
     """
     remote = fs.is_remote(root)
     root = root.rstrip("/") if remote else os.path.abspath(root)
@@ -51,6 +54,7 @@ def folder_table(root: str) -> pd.DataFrame:
             entries.append((uri, parts))
     if not entries:
         raise SchemaError(f"the folder {root!r} holds no files.")
+    _refuse_annotations(root, entries)
     folders = {parts[0] for _, parts in entries if len(parts) > 1}
     split_folders = sorted(f for f in folders if split_named(f) is not None)
     by_split = bool(folders) and len(split_folders) == len(folders)
@@ -86,3 +90,47 @@ def folder_table(root: str) -> pd.DataFrame:
     if by_split:
         frame.insert(0, "split", [split_named(parts[0]) for _, parts in entries])
     return frame
+
+
+def _refuse_annotations(root: str, entries: list[tuple[str, list[str]]]) -> None:
+    """Raises for a folder whose files say it is no label/file folder: read as one, its
+    annotations would be lost, or become classes (Ultralytics' `images/` and `labels/`
+    folders). Formats with a reader of their own (a YOLO data file, Pascal VOC's XML)
+    are claimed before this reader is asked; what reaches it lacks what they need.
+
+    Args:
+        entries: the folder's files, with their path's parts below `root`.
+    """
+    yaml = [uri for uri, parts in entries if len(parts) == 1
+            and parts[0].lower().endswith(yolo.SUFFIXES)]
+    tree = _yolo_tree(entries)
+    if tree is not None:
+        fix = (f"Pass the data file ({yaml[0]!r}), whose error says why it is not read as "
+               "one" if yaml else "Pass the dataset's data.yaml, which names the classes "
+               "and splits (write one beside images/ if it has none: `names: [cat, dog]`, "
+               "`train: images/train`, `val: images/val`)")
+        raise SchemaError(
+            f"the folder {root!r} holds an images/ and a labels/ tree of label files (e.g. "
+            f"{tree!r}), as a YOLO (Ultralytics) dataset does: read as a label/file folder, "
+            f"'images' and 'labels' would become classes and every box would be lost. "
+            f"{fix}.", option="source")
+    xml = [uri for uri, _ in entries if uri.lower().endswith(".xml")]
+    if xml:
+        raise SchemaError(
+            f"the folder {root!r} holds {count(len(xml), 'XML file')} (e.g. {xml[:3]}), "
+            "annotations that a label/file classification folder would lose. tfrecorder "
+            "reads Pascal VOC XML files (an <annotation> root, one file an image, as "
+            "LabelImg, CVAT and VOC2012 write them) from the folder holding them; these are "
+            "not. Move them out of the folder to read its images as label/file.",
+            option="source")
+
+
+def _yolo_tree(entries: list[tuple[str, list[str]]]) -> str | None:
+    """The first label file of an Ultralytics tree: a `.txt` file under a `labels`
+    folder whose parent also holds an `images` folder (`labels/train/a.txt` beside
+    `images/train/a.jpg`, or Roboflow's `train/labels/` beside `train/images/`)."""
+    images = {tuple(parts[:at]) for _, parts in entries
+              for at, part in enumerate(parts[:-1]) if part == "images"}
+    return next((uri for uri, parts in entries if parts[-1].lower().endswith(".txt")
+                 and any(part == "labels" and tuple(parts[:at]) in images
+                         for at, part in enumerate(parts[:-1]))), None)
