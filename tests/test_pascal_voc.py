@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import tensorflow as tf
 from helpers import write_image
@@ -281,10 +282,17 @@ def test_unusable_xml_files_are_rejected_rows_with_their_reason(tmp_path):
     for name, (_, reason) in BAD.items():
         assert reason in rejected.set_index("xml").at[name, "reason"], name
     assert rejected.set_index("xml").at["missing.xml", "image_uri"] == "gone.jpg"
-    # ... and the others convert.
-    result = convert(root, tmp_path / "out")
+    # ... they count against max_rejected (9 of 12 rows, more than half) ...
+    with pytest.raises(tfrecorder.TooManyRejectedError, match=r"9 rows were rejected"):
+        convert(root, tmp_path / "out")
+    # ... and the others convert; the run lists them in rejected.csv with their reasons.
+    result = convert(root, tmp_path / "out", max_rejected=1.0)
     assert sorted(records(tmp_path / "out")) == ["a.jpg", "b.jpg", "c.jpg"]
-    assert result.num_records == 3
+    assert result.num_records == 3 and result.num_rejected == len(BAD)
+    listed = pd.read_csv(tmp_path / "out" / "rejected.csv").set_index("xml")
+    assert sorted(listed.index) == sorted(BAD)
+    for name, (_, reason) in BAD.items():
+        assert reason in listed.at[name, "reason"], name
 
 
 def test_a_folder_of_only_unusable_xml_files_is_an_error(tmp_path):
