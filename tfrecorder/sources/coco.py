@@ -128,7 +128,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         raise found.skipped_error(path, images)
     keep = found.kept
     objects = Objects.of(found.image[keep], found.labels[keep], found.boxes[keep],
-                         images.index[found.image[keep]], found.where(path, images, keep),
+                         images.index[found.image[keep]], found.where(images, keep),
                          f"the COCO file {path!r}",
                          **{name: values[keep] for name, values in found.extras.items()})
     masks = _masks(found, keep, images) if found.segmentations is not None else None
@@ -278,7 +278,7 @@ class _Annotations:
         return (f"annotation id {self.ids[k]!r}" if self.named[k]
                 else f"annotations[{self.ids[k]}]")
 
-    def where(self, path: str, images: pd.DataFrame, keep: np.ndarray):
+    def where(self, images: pd.DataFrame, keep: np.ndarray):
         """An object's position (among those kept) -> where the user finds it."""
         at = np.flatnonzero(keep)
 
