@@ -356,7 +356,6 @@ def test_malformed_keypoints_are_refused_naming_the_annotation(keypoints, words)
 
 # --- end to end: a person_keypoints file through convert ---------------------------------
 
-@pytest.mark.xfail(reason="coco.py wiring by the lead", strict=False)
 def test_a_person_keypoints_file_converts_as_the_object_detection_api_writes_it(
         scenes, tmp_path):
     images, annotations = [], []

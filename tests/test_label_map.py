@@ -204,7 +204,7 @@ def test_files_by_split_must_agree_on_their_classes(tmp_path):
     with pytest.raises(SchemaError, match="names class id 3 'truck'"):
         tfrecorder.convert({"train": train, "validation": val}, str(tmp_path / "out"),
                            progress=False)
-    with pytest.raises(SchemaError, match="names the split of 'valid' twice"):
+    with pytest.raises(SchemaError, match=r"names the split VALIDATION twice \(keys \['val', 'valid'\]\)"):
         tfrecorder.convert({"train": train, "val": val, "valid": val},
                            str(tmp_path / "out"), progress=False)
 

@@ -155,10 +155,11 @@ def _files_by_split(source: Mapping, options: TableOptions) -> Table:
                           "but a dict of files by split names each file's split. Leave one "
                           "out.", option="split")
     splits = [split_named(key) for key in source]
-    twice = next((key for key, split in zip(source, splits) if splits.count(split) > 1), None)
+    twice = next((split for split in splits if splits.count(split) > 1), None)
     if twice is not None:
-        raise SchemaError(f"the dict of files names the split of {twice!r} twice (keys "
-                          f"{list(source)}). Give each split one file.", option="source")
+        keys = [key for key, split in zip(source, splits) if split == twice]
+        raise SchemaError(f"the dict of files names the split {str(twice).upper()} twice "
+                          f"(keys {keys}). Give each split one file.", option="source")
     parts = {key: load_table(path, **{**dataclasses.asdict(options), "split": str(split)})
              for (key, path), split in zip(source.items(), splits)}
     return concat_tables(parts, {key: os.fspath(path) for key, path in source.items()})

@@ -45,6 +45,7 @@ from tfrecorder.layouts import IMAGE_ID
 from tfrecorder.options import TableOptions
 from tfrecorder.schema import STRING_LABEL
 from tfrecorder.sources import csv
+from tfrecorder.sources.coco_keypoints import category_keypoint_names, keypoint_extras
 from tfrecorder.sources.detection import AREA, BBOX, IS_CROWD, Objects, objects_table
 from tfrecorder.table import Table
 from tfrecorder.vocabulary import LabelMap
@@ -77,11 +78,14 @@ class _Annotation(msgspec.Struct):
     area: float | None = None
     iscrowd: bool | int | None = None  # (False in the Object Detection API's tests)
     segmentation: msgspec.Raw = msgspec.Raw()  # empty: none given
+    keypoints: list | None = None  # person_keypoints_*.json: [x1, y1, v1, ...] in pixels
+    num_keypoints: int | None = None
 
 
 class _Category(msgspec.Struct):
     id: int | str
     name: str
+    keypoints: list | None = None  # the names of its keypoints ("nose", ...)
 
 
 class _Coco(msgspec.Struct):
@@ -119,9 +123,12 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         root = root if fs.is_remote(root) else os.path.abspath(root)
     images = _images(path, data.images)
     label_map = _categories(path, data.categories)
+    keypoint_names = category_keypoint_names(
+        [{"id": c.id, "keypoints": c.keypoints} for c in data.categories or ()],
+        f"the COCO file {path!r}")
     annotations = data.annotations or []
     del data
-    found = _annotations(path, annotations, images, label_map)
+    found = _annotations(path, annotations, images, label_map, keypoint_names)
     del annotations  # its structs (400 MB for COCO 2017's train): the columns stay
     skipped = found.skipped_frame(path, images)
     if skipped is not None and options.invalid_annotations == "error":
@@ -138,7 +145,8 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         annotations=_per_image(found.ids[keep], found.image[keep], len(images)))
     table = objects_table(
         images[["image_uri"]].assign(**{IMAGE_ID: _image_ids(ids)}), objects, source, root,
-        options, masks=masks, label_type=STRING_LABEL if label_map is not None else None)
+        options, masks=masks, label_type=STRING_LABEL if label_map is not None else None,
+        keypoint_names=keypoint_names)
     return dataclasses.replace(
         table, rows=table.rows.assign(image_name=images["image_uri"].to_numpy()),
         label_map=label_map, skipped_annotations=skipped)
@@ -317,7 +325,8 @@ class _Annotations:
 
 
 def _annotations(path: str, annotations: list[_Annotation], images: pd.DataFrame,
-                 label_map: LabelMap | None) -> _Annotations:
+                 label_map: LabelMap | None,
+                 keypoint_names: tuple[str, ...] | None = None) -> _Annotations:
     """The annotations as columns, checked; those the reference converters skip marked.
 
     Raises:
@@ -367,6 +376,12 @@ def _annotations(path: str, annotations: list[_Annotation], images: pd.DataFrame
     crowds = [a.iscrowd for a in annotations]
     if any(c is not None for c in crowds):
         extras[IS_CROWD] = np.array([int(c or 0) for c in crowds], dtype=np.int64)
+    if keypoint_names is not None or any(a.keypoints is not None for a in annotations):
+        extras.update(keypoint_extras(
+            [a.keypoints for a in annotations], widths, heights,
+            [a.num_keypoints for a in annotations],
+            size=None if keypoint_names is None else len(keypoint_names),
+            where=lambda k: _name(ids, named, k), source=f"the COCO file {path!r}"))
     segmentations = [a.segmentation for a in annotations]
     if not any(map(len, segmentations)):
         segmentations = None
