@@ -204,7 +204,8 @@ def test_files_by_split_must_agree_on_their_classes(tmp_path):
     with pytest.raises(SchemaError, match="names class id 3 'truck'"):
         tfrecorder.convert({"train": train, "validation": val}, str(tmp_path / "out"),
                            progress=False)
-    with pytest.raises(SchemaError, match=r"names the split VALIDATION twice \(keys \['val', 'valid'\]\)"):
+    twice = r"names the split VALIDATION twice \(keys \['val', 'valid'\]\)"
+    with pytest.raises(SchemaError, match=twice):
         tfrecorder.convert({"train": train, "val": val, "valid": val},
                            str(tmp_path / "out"), progress=False)
 
