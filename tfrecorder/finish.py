@@ -106,6 +106,10 @@ class SourceReport:
         return cls(table.rejected_rows, table.skipped_annotations)
 
     @property
+    def num_rejected_rows(self) -> int:
+        return 0 if self.rejected_rows is None else len(self.rejected_rows)
+
+    @property
     def rejected_reasons(self) -> tuple[str, ...]:
         rows = self.rejected_rows
         return () if rows is None else tuple(rows["reason"].astype(str))
@@ -173,6 +177,7 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
     """Everything the manifest says that is known before writing, as small plain data
     (engines that run elsewhere carry this, never the plan itself). `options` are those
     the manifest records (`ConvertOptions.recorded`)."""
+    report = SourceReport.of(table)
     labels = None
     if table.has_labels:
         labels = Labels(
@@ -182,11 +187,11 @@ def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
             num_classes=_num_classes(plan),
             model_ids=plan.model_ids)
     return Manifest(compression=plan.compression, features=dict(plan.features),
-                    num_source_rows=plan.num_rows + len(SourceReport.of(table).rejected_reasons),
+                    num_source_rows=plan.num_rows + report.num_rejected_rows,
                     options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
                     task=table.task, layout=plan.image_options.layout,
-                    skipped_annotations=SourceReport.of(table).skipped())
+                    skipped_annotations=report.skipped())
 
 
 def _num_classes(plan: Plan) -> int:

@@ -180,6 +180,20 @@ def dirname(uri: str) -> str:
     return os.path.dirname(os.path.abspath(local_path(uri)))
 
 
+def is_below(uri: str, folder: str) -> bool:
+    """Whether `uri` lies inside `folder` (local paths by the OS's separator)."""
+    return uri.startswith(folder.rstrip("/\\") + ("/" if is_remote(folder) else os.sep))
+
+
+def relative_to(uri: str, folder: str) -> str:
+    """`uri` relative to `folder`, '/'-separated, where it lies inside it; else as it is
+    (how sources name their files in messages and reports)."""
+    if not folder or not is_below(uri, folder):
+        return uri
+    rest = uri[len(folder.rstrip("/\\")) + 1:]
+    return rest if is_remote(folder) else rest.replace(os.sep, "/")
+
+
 def _with_protocol(uri: str, path: str) -> str:
     """fsspec lists paths without their protocol; put it back."""
     return f"{protocol(uri)}://{path}"

@@ -97,6 +97,9 @@ class Layout:
         # The ids TensorFlow's label maps give the classes (`vocabulary.LabelMap`); None:
         # 1, 2, ...
         self.model_ids = model_ids
+        # Stored class id -> the class's index (-1: no class has that id), for the read
+        # forms of ids with gaps; made once, as readers map every record's ids by it.
+        self._index_of_id = _index_of_id(model_ids) if model_ids is not None else None
         self.keypoint_names = keypoint_names  # (None: unknown, or no keypoints)
 
     def record(self, values: dict, position: int) -> dict:
@@ -280,9 +283,9 @@ class TFModelsLayout(Layout):
             if self.model_ids is None:
                 found[OBJECT_LABEL] = stored - 1
             else:  # ids with gaps (COCO's 1..90): a table from stored id to index
-                index = tf.constant(self._index_of_id())
-                found[OBJECT_LABEL] = tf.gather(index, tf.clip_by_value(
-                    stored, 0, len(self._index_of_id()) - 1))
+                index = self._index_of_id
+                found[OBJECT_LABEL] = tf.gather(tf.constant(index), tf.clip_by_value(
+                    stored, 0, len(index) - 1))
         if _TF_BOX[0] in parsed:
             found[BBOX] = tf.stack([parsed[key] for key in _TF_BOX], axis=-1)
         if _TF_KEYPOINT_X in parsed:  # [n, K] each -> [n, K, 2]
@@ -297,7 +300,7 @@ class TFModelsLayout(Layout):
             if self.model_ids is None:
                 found[OBJECT_LABEL] = [i - 1 for i in stored]
             else:
-                index = self._index_of_id()
+                index = self._index_of_id
                 found[OBJECT_LABEL] = [index[i] if 0 <= i < len(index) else -1
                                        for i in stored]
         if any(key in features for key in _TF_BOX):
@@ -308,13 +311,6 @@ class TFModelsLayout(Layout):
             found[KEYPOINTS] = [v for pair in zip(features.get(_TF_KEYPOINT_Y, []),
                                                   features[_TF_KEYPOINT_X]) for v in pair]
         return found
-
-    def _index_of_id(self) -> list[int]:
-        """Stored class id -> the class's index (-1: no class has that id)."""
-        index = [-1] * (max(self.model_ids) + 1)
-        for i, model_id in enumerate(self.model_ids):
-            index[model_id] = i
-        return index
 
     def read_features(self, stored: Mapping[str, Feature]) -> dict[str, Feature]:
         found = _renamed(stored)
@@ -355,6 +351,14 @@ def _tf_keypoint_features(keypoints: Feature) -> dict[str, Feature]:
     if keypoints.names is not None:
         found[_TF_KEYPOINT_TEXT] = Feature("string", (None, k), "objects")
     return found
+
+
+def _index_of_id(model_ids: Sequence[int]) -> list[int]:
+    """Stored class id -> the class's index (-1: no class has that id)."""
+    index = [-1] * (max(model_ids) + 1)
+    for i, model_id in enumerate(model_ids):
+        index[model_id] = i
+    return index
 
 
 def _text(value) -> str:

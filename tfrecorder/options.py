@@ -280,6 +280,14 @@ class SplitOptions(_Checked):
         help="rows with a blank label: keep writes them without a label (load's supervised "
              "pairs leave them out); error refuses the table, naming them")
 
+    @functools.cached_property
+    def given_label_map(self):
+        """`label_vocabulary` as a `vocabulary.LabelMap` (None: not given), read once: the
+        plan asks for its names, then for its ids."""
+        from tfrecorder.vocabulary import load_map
+
+        return None if self.label_vocabulary is None else load_map(self.label_vocabulary)
+
     def __post_init__(self):
         try:
             fractions = tuple(float(f) for f in self.unassigned_split)

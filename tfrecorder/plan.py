@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tfrecorder import vocabulary as given_vocabulary
 from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.layouts import MASK, OBJECT_FEATURES, layout_named, object_feature
 from tfrecorder.manifest import (
@@ -308,9 +307,7 @@ def fixed_label_map(table: Table, options: SplitOptions) -> LabelMap | None:
     """The classes whose order numbers the labels, where they are not the sorted labels
     found: `label_vocabulary`'s (a list, a file, a dataset or a label map), else the
     source's own (`Table.label_map`: a COCO file's categories, used or not)."""
-    if options.label_vocabulary is not None:
-        return given_vocabulary.load_map(options.label_vocabulary)
-    return table.label_map
+    return options.given_label_map or table.label_map
 
 
 def plan_model_ids(table: Table, options: SplitOptions,

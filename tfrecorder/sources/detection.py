@@ -24,7 +24,19 @@ import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.keypoints import default_names
-from tfrecorder.layouts import KEYPOINT_VISIBILITY, KEYPOINTS, NUM_KEYPOINTS
+from tfrecorder.layouts import (  # the objects' columns, named as the records name them
+    AREA,
+    BBOX,
+    DIFFICULT,
+    IS_CROWD,
+    KEYPOINT_VISIBILITY,
+    KEYPOINTS,
+    MASK,
+    NUM_KEYPOINTS,
+    OBJECTS,
+    TRUNCATED,
+    VIEW,
+)
 from tfrecorder.options import TableOptions
 from tfrecorder.schema import (
     column_types,
@@ -39,10 +51,6 @@ from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)
 
-OBJECTS = "objects/"  # the prefix of the objects' columns
-BBOX, AREA, IS_CROWD, MASK = (f"{OBJECTS}bbox", f"{OBJECTS}area", f"{OBJECTS}is_crowd",
-                              f"{OBJECTS}mask")
-DIFFICULT, TRUNCATED, VIEW = f"{OBJECTS}difficult", f"{OBJECTS}truncated", f"{OBJECTS}view"
 # The objects' inputs, as validate types them; MASK is no input (the layout writes it).
 OBJECT_INPUTS = {BBOX: "FloatInput", AREA: "FloatInput", IS_CROWD: "IntegerInput",
                  DIFFICULT: "IntegerInput", TRUNCATED: "IntegerInput", VIEW: "StringInput",

@@ -103,14 +103,14 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
     splits = _splits(path, files) if folder else {}
     accepted, rejected = [], []
     for uri, data in zip(xml_files, _contents(xml_files)):
-        name = _relative(uri, base_dir)
+        name = fs.relative_to(uri, base_dir)
         try:
             annotation = _annotation(data, options.difficult)
             image = _image(uri, annotation, path if folder else None, listed)
         except _Rejected as error:
             rejected.append((name, error.image, error.reason))
             continue
-        accepted.append(_Row(name, _relative(image, base_dir), annotation,
+        accepted.append(_Row(name, fs.relative_to(image, base_dir), annotation,
                              splits.get(uri, _folder_split(uri, path) if folder else None)))
     if rejected:
         logger.warning("Rejecting %s of %s: %s", count(len(rejected), "XML file"), path,
@@ -251,7 +251,7 @@ def _image(xml: str, annotation: _Annotation, root: str | None, listed: set | No
         candidates.append(given if os.path.isabs(given) or fs.is_remote(given)
                           else fs.join(here, given))
     for uri in candidates:
-        if (uri in listed) if root is not None and _below(uri, root) else fs.exists(uri):
+        if (uri in listed) if root is not None and fs.is_below(uri, root) else fs.exists(uri):
             return uri
     shown = list(dict.fromkeys(candidates))
     raise _Rejected(f"image {annotation.filename!r} not found (looked for "
@@ -304,7 +304,7 @@ def _listed_ids(uri: str) -> list[str]:
 def _folder_split(xml: str, root: str) -> Split | None:
     """The split a folder of the XML file's path below `root` is named after, nearest
     first (`images/train/1.xml`)."""
-    folders = _relative(_parent(xml), root).replace("\\", "/").split("/")
+    folders = fs.relative_to(_parent(xml), root).replace("\\", "/").split("/")
     return next((split for split in map(split_named, reversed(folders))
                  if isinstance(split, Split)), None)
 
@@ -373,22 +373,9 @@ def _is_xml(uri: str, root: str) -> bool:
 
 
 def _hidden(uri: str, root: str) -> bool:
-    return "/." in "/" + _relative(uri, root)
+    return "/." in "/" + fs.relative_to(uri, root)
 
 
 def _parent(uri: str) -> str:
     """The folder holding `uri` (`fs.dirname` without its `abspath`: these are absolute)."""
     return posixpath.dirname(uri.rstrip("/")) if fs.is_remote(uri) else os.path.dirname(uri)
-
-
-def _below(uri: str, folder: str) -> bool:
-    return uri.startswith(folder.rstrip("/\\") + ("/" if fs.is_remote(folder) else os.sep))
-
-
-def _relative(uri: str, base_dir: str) -> str:
-    """`uri` relative to `base_dir` where it is below it, else as it is."""
-    if not base_dir or not _below(uri, base_dir):
-        return uri
-    rest = uri[len(base_dir.rstrip("/\\")) + 1:]
-    return rest if fs.is_remote(base_dir) else rest.replace(os.sep, posixpath.sep)
-

@@ -105,7 +105,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
     images = _images(path, data, root)
     labels = [_label_file(uri) for uri in images.pop("uri")]
     objects, masks = _objects(path, images.index.tolist(), labels, names, root)
-    source = pd.DataFrame({"labels": [_relative(uri, root) for uri in labels],
+    source = pd.DataFrame({"labels": [fs.relative_to(uri, root) for uri in labels],
                            "split": images.pop("key").tolist()}, index=images.index)
     table = objects_table(images, objects, source, root, options, masks=masks,
                           label_type=STRING_LABEL)
@@ -235,7 +235,7 @@ def _images(path: str, data: dict, root: str) -> pd.DataFrame:
                 raise SchemaError(f"{path!r} gives `{key}` {entry!r}: a folder of images, "
                                   "a list file (.txt) of image paths, or a list of them.")
             for uri in _entry_images(path, key, entry, root):
-                name = _relative(uri, root)
+                name = fs.relative_to(uri, root)
                 if name in split_of:
                     if split_of[name] != key:
                         raise SchemaError(
@@ -258,7 +258,7 @@ def _entry_images(path: str, key: str, entry: str, root: str) -> list[str]:
         found = resolve(entry[3:], root)  # Roboflow's `../train/images`, as Ultralytics
     if fs.is_folder(found):
         images = [uri for uri in fs.list_files(found) if has_image_extension(uri)
-                  and not any(p.startswith(".") for p in _relative(uri, found).split("/"))]
+                  and not any(p.startswith(".") for p in fs.relative_to(uri, found).split("/"))]
     elif fs.exists(found):
         lines = [line.strip() for line in fs.read_bytes(found).decode(
             "utf-8-sig", errors="replace").splitlines()]
@@ -283,14 +283,6 @@ def _label_file(image: str) -> str:
     head, found, tail = image.rpartition(f"{sep}images{sep}")
     swapped = f"{head}{sep}labels{sep}{tail}" if found else image
     return swapped.rsplit(".", 1)[0] + ".txt"
-
-
-def _relative(uri: str, root: str) -> str:
-    """`uri` relative to `root` ('/'-separated) where it lies below it, else as it is."""
-    sep = "/" if fs.is_remote(root) else os.sep
-    if not uri.startswith(root.rstrip(sep) + sep):
-        return uri
-    return uri[len(root.rstrip(sep)) + 1:].replace(os.sep, "/")
 
 
 # --- the label files --------------------------------------------------------------------
@@ -319,7 +311,7 @@ def _objects(path: str, images: list, labels: list[str], names: tuple[str, ...],
         texts = [_read_labels(uri) for uri in labels]
     image, classes, corners, written, polygons = [], [], [], [], []
     for at, (uri, text) in enumerate(zip(labels, texts)):
-        file = _relative(uri, root) if text else None
+        file = fs.relative_to(uri, root) if text else None
         for number, line in enumerate((text or "").splitlines(), start=1):
             values = line.split()
             if not values:
