@@ -436,11 +436,59 @@ def test_columns_that_look_like_a_missing_role_are_asked_about(columns, message)
         load_table(pd.DataFrame(columns))
 
 
+# Typos of each role's name, as a header would hold them: one letter left out, added,
+# changed, or two swapped, in any case and with '_', '-' or a space.
+NEAR_MISSES = {
+    "label": ["lable", "lables", "labl", "labe", "lbel", "Lable", "LABELL", "lablels", "labes"],
+    "split": ["spilt", "splt", "spli", "Spilt", "slpit", "spliit", "SPLTS"],
+    "image_uri": ["imge_uri", "image_ur", "imageuir", "image-urri", "Imag_URI", "imagesuri",
+                  "iamge_uri"],
+}
+DECLARED = {"label": "StringLabel", "split": "SplitKey", "image_uri": "ImageUri"}
+
+
+def _one_role_misspelled(role: str, typo: str) -> str:
+    """A headed CSV of three rows with `role`'s column named `typo`."""
+    columns = {"split": ["TRAIN", "TRAIN", "TEST"], "image_uri": ["a.png", "b.png", "c.png"],
+               "label": ["cat", "dog", "cat"]}
+    columns[typo] = columns.pop(role)
+    return "\n".join([",".join(columns), *map(",".join, zip(*columns.values())), ""])
+
+
+@pytest.mark.parametrize("role,typo", [(role, typo) for role, typos in NEAR_MISSES.items()
+                                       for typo in typos])
+def test_a_misspelled_role_column_is_asked_about_with_did_you_mean(tmp_path, role, typo):
+    path = csv_file(tmp_path, _one_role_misspelled(role, typo))
+    for name in "abc":
+        image_file(tmp_path / "data" / f"{name}.png")
+    with pytest.raises(SchemaError, match=rf"no {role!r} column, and column {typo!r} "
+                                          rf"[^;]* \(did you mean {role!r}\?\)\. Rename the "
+                                          rf"column to {role!r}, or declare it: "
+                                          rf"schema=\{{{typo!r}: {DECLARED[role]!r}\}}"):
+        load_table(path)
+    table = load_table(path, schema={typo: DECLARED[role]})
+    assert role in table.rows and typo not in table.rows
+
+
+def test_a_header_of_only_misspelled_roles_is_read_as_a_header(tmp_path):
+    path = csv_file(tmp_path, "spilt,imge_uri,lable\nTRAIN,a.png,cat\nTEST,b.png,dog\n")
+    with pytest.raises(SchemaError, match=r"schema=\{'spilt': 'SplitKey', 'imge_uri': "
+                                          r"'ImageUri', 'lable': 'StringLabel'\}"):
+        load_table(path)
+
+
+@pytest.mark.parametrize("name", ["table", "cable", "level", "spill", "lab", "image_id",
+                                  "image_uid", "image_size", "labeled", "uri_2", "splitter"])
+def test_names_two_slips_from_a_role_pass_through_as_inputs(name):
+    table = load_table(pd.DataFrame({"image_uri": ["/a.png"], name: ["x"]}))
+    assert [c.name for c in table.inputs] == [name]
+
+
 def test_such_columns_beside_the_role_pass_through_as_inputs():
     table = load_table(pd.DataFrame({"split": ["TRAIN"], "image_uri": ["/a.png"],
                                      "label": ["x"], "class": ["y"], "set": ["TEST"],
-                                     "thumb": ["/t.png"]}))
-    assert [c.name for c in table.inputs] == ["class", "set", "thumb"]
+                                     "thumb": ["/t.png"], "lable": ["z"]}))
+    assert [c.name for c in table.inputs] == ["class", "set", "thumb", "lable"]
 
 
 def test_a_headerless_row_whose_label_is_a_column_name_is_not_a_header(tmp_path):

@@ -52,7 +52,8 @@ ROLES = tuple(_DEFAULT_TYPES)  # the columns read by name: split, image_uri, lab
 SYNONYMS = {
     "split": frozenset({"set", "sets", "subset", "subsets", "partition", "mluse",
                         "datasplit", "splitname"}),
-    "image_uri": frozenset({"image", "images", "img", "imagepath", "imagepaths",
+    "image_uri": frozenset({"image", "images", "img", "imguri", "imgurl", "imgpath",
+                            "imagepath", "imagepaths",
                             "imagefile", "imagename", "imageurl", "imageurls", "path",
                             "paths", "filepath", "filepaths", "file", "files", "filename",
                             "filenames", "uri", "uris", "url", "urls", "gcsuri"}),
@@ -111,6 +112,35 @@ def synonym_role(name) -> str | None:
     """The role another tool's name for a column suggests (`set`, `path`, `class`)."""
     key = name_key(name)
     return next((role for role, names in SYNONYMS.items() if key in names), None)
+
+
+def misspelled_role(name) -> str | None:
+    """The role a column's name is one typing slip away from (`lable`, `spilt`,
+    `imge_uri`, `lables`): one letter left out, added, changed or two swapped, in the
+    name as `name_key` compares it. Names that are a role or another tool's name for one
+    are not slips (`role_by_name`, `synonym_role`)."""
+    key = name_key(name)
+    if not key or role_by_name(name) or synonym_role(name):
+        return None
+    return next((role for role in ROLES for spelling in (name_key(role), name_key(role) + "s")
+                 if _one_slip_apart(key, spelling)), None)
+
+
+def _one_slip_apart(typed: str, meant: str) -> bool:
+    """Whether `typed` is `meant` with one letter deleted, inserted, replaced, or two
+    neighbours swapped (an edit distance of 1, transpositions counted once). Written out:
+    the three names it compares against need no fuzzy-matching library, and difflib's
+    ratio takes `table` for `label`."""
+    if typed == meant or abs(len(typed) - len(meant)) > 1:
+        return False
+    head = next((i for i, (a, b) in enumerate(zip(typed, meant)) if a != b),
+                min(len(typed), len(meant)))
+    tail_typed, tail_meant = typed[head:], meant[head:]
+    return (tail_typed[1:] == tail_meant[1:]                 # replaced
+            or tail_typed[1:] == tail_meant                  # inserted
+            or tail_typed == tail_meant[1:]                  # deleted
+            or (tail_typed[:2] == tail_meant[1::-1]          # swapped
+                and tail_typed[2:] == tail_meant[2:]))
 
 
 def is_missing(value) -> bool:

@@ -21,7 +21,7 @@ from tfrecorder import fs
 from tfrecorder.errors import SchemaError
 from tfrecorder.heap import release_freed_memory
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import role_by_name, synonym_role
+from tfrecorder.schema import misspelled_role, role_by_name, synonym_role
 from tfrecorder.sources import chunked
 from tfrecorder.sources.detection import refuse_automl_boxes
 from tfrecorder.sources.image_paths import first_local_file_is_image, looks_like_path
@@ -84,7 +84,8 @@ def read_csv(path: str, header: bool | None, names: set[str] = frozenset(),
     line breaks (and U+2028 and its kin, which `str.splitlines` would split on).
 
     Without `header`, a first record is a header when it names a column (`role_by_name`,
-    `synonym_role`, or a column of the schema: `names`) and holds no image path.
+    `synonym_role`, `misspelled_role`, or a column of the schema: `names`) and holds no
+    image path.
 
     The text is parsed twice: once for what every record says of the columns (`_Shape`),
     then into columns a batch of records at a time, each column of text Arrow-backed at
@@ -274,7 +275,8 @@ def _records(text: io.TextIOBase, path: str, batch: int | None = None
 
 def names_a_column(cell: str, names: set[str] = frozenset()) -> bool:
     cell = cell.strip()
-    return cell in names or bool(role_by_name(cell) or synonym_role(cell))
+    return cell in names or bool(role_by_name(cell) or synonym_role(cell)
+                                 or misspelled_role(cell))
 
 
 def _check_delimiter(shape: _Shape, path: str, names: set[str]) -> None:

@@ -28,6 +28,7 @@ from tfrecorder.schema import (
     input_column,
     is_missing,
     label_columns,
+    misspelled_role,
     synonym_role,
 )
 from tfrecorder.sources.image_paths import (
@@ -137,8 +138,9 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
     name unnoticed: its labels would be stored as text and its rows hash-split. Columns
     the schema leaves untyped are asked about when they hold split names or are named
     like a split (`set`), look like image paths (by extension or by their first file's
-    bytes), or are named like a label (`class`, `category`, `target`). No input may take
-    a feature's name either."""
+    bytes), are named like a label (`class`, `category`, `target`), or are named one
+    typing slip from a role (`lable`, `spilt`). No input may take a feature's name
+    either."""
     roles = {"split": SPLIT_KEY in types.values(),
              "image_uri": bool(set(IMAGE_TYPES) & set(types.values())),
              "label": bool(label_columns(types))}
@@ -161,11 +163,15 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
                 (name, f"looks like image paths (e.g. {shown(sample[0])})"))
         elif not roles["label"] and synonym_role(name) == "label":
             found.setdefault("label", []).append((name, "is named like a label column"))
+        elif (role := misspelled_role(name)) and not roles[role]:
+            found.setdefault(role, []).append((name, "is one typo from that name"))
     if found:
         clauses, declared = [], {}
         for role, columns in found.items():
             names = " and ".join(repr(n) for n, _ in columns)
-            what = "; ".join(f"column {n!r} {why}" for n, why in columns)
+            what = "; ".join(f"column {n!r} {why}" + (
+                f" (did you mean {role!r}?)" if misspelled_role(n) == role else "")
+                for n, why in columns)
             clauses.append(f"no {role!r} column, and {what}")
             first = columns[0][0]
             declared[first] = _ROLE_TYPES[role]
