@@ -14,6 +14,7 @@ from tfrecorder.plan import (
     split_by_hash,
 )
 from tfrecorder.sources import load_table
+from tfrecorder.splits import Split
 
 
 def plan_for(n=100, splits=None, labels=None, **options):
@@ -229,3 +230,42 @@ def test_unlabeled_error_names_the_label_column_as_the_source_spells_it():
     with pytest.raises(SchemaError, match=r"^column 'Labels' is blank at row 1 ") as caught:
         plan_labels(load_table(frame), options)
     assert caught.value.column == "Labels"
+
+
+def _photo_folder_without_test(root, per_class=8):
+    """A folder of cat/ and dog/ photos whose names a hash split puts in train and
+    validation only, as a small folder's often are."""
+    from PIL import Image
+
+    for label in ("cat", "dog"):
+        (root / label).mkdir(parents=True)
+        names = (root / label / f"{i}.png" for i in range(1000))
+        kept = [p for p in names if split_by_hash(str(p), (0.8, 0.1, 0.1)) != Split.TEST]
+        for i, path in enumerate(kept[:per_class]):
+            Image.new("RGB", (8, 8), (i * 20, 100, 0)).save(path)
+    return str(root)
+
+
+def test_a_split_the_hash_leaves_empty_is_warned_of_with_stratify_as_the_fix(tmp_path,
+                                                                             caplog):
+    import tfrecorder
+
+    folder = _photo_folder_without_test(tmp_path / "photos")
+    result = tfrecorder.convert(folder, str(tmp_path / "out"), progress=False)
+    assert result.counts.get("test", 0) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert ("test is empty: none of the 16 rows without a split fell in it (they are split "
+            "by a hash of their URI, 80/10/10, which is uneven for a small table). Pass "
+            "stratify=True (--stratify) to cut them at exactly those fractions, or give the "
+            "rows a `split` column.") in warned
+
+    caplog.clear()
+    result = tfrecorder.convert(folder, str(tmp_path / "stratified"), stratify=True,
+                                progress=False)
+    assert result.counts == {"train": 13, "validation": 2, "test": 1}
+    assert not [r for r in caplog.records if "is empty:" in r.getMessage()]
+
+
+def test_splits_the_table_names_are_not_warned_of_when_empty(caplog):
+    plan_for(10, splits=["TRAIN"] * 10)
+    assert not [r for r in caplog.records if "is empty:" in r.getMessage()]

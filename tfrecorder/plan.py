@@ -43,7 +43,7 @@ from tfrecorder.rows import Row
 from tfrecorder.splits import SPLITS, UNASSIGNED, Split
 from tfrecorder.table import ArrowColumn, Table, arrow_backed, rows_at
 from tfrecorder.vocabulary import LabelMap
-from tfrecorder.wording import name_rows
+from tfrecorder.wording import count, name_rows
 
 logger = logging.getLogger(__name__)
 
@@ -459,7 +459,33 @@ def split_codes(table: Table, fractions: Sequence[float],
         points = split_points(table, unassigned)
         codes[unassigned] = _split_codes(points, fractions) if strata is None else \
             stratified_codes(points, strata[unassigned], fractions)
+        _warn_of_empty_splits(codes, int(unassigned.sum()), fractions, strata is not None)
     return codes
+
+
+def _warn_of_empty_splits(codes: np.ndarray, num_unassigned: int,
+                          fractions: Sequence[float], stratified: bool) -> None:
+    """Warns of a split that was meant to get rows without a split and got none: a hash
+    split of a small table can leave test empty, and evaluating on nothing goes unseen
+    until training."""
+    counts = np.bincount(codes, minlength=len(SPLITS))
+    empty = [str(split) for split, n, fraction in zip(SPLITS, counts, fractions)
+             if fraction > 0 and not n]
+    if not empty:
+        return
+    shares = "/".join(f"{f:.0%}".rstrip("%") for f in fractions)
+    what = f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty"
+    if stratified:
+        logger.warning("%s: %s without a split are too few to cut %s. Give the rows a "
+                       "`split` column, or change unassigned_split.", what,
+                       count(num_unassigned, "row"), shares)
+    else:
+        logger.warning("%s: none of the %s without a split fell in %s (they are split by "
+                       "a hash of their URI, %s, which is uneven for a small table). Pass "
+                       "stratify=True (--stratify) to cut them at exactly those fractions, "
+                       "or give the rows a `split` column.", what,
+                       count(num_unassigned, "row"), "it" if len(empty) == 1 else "them",
+                       shares)
 
 
 def label_strata(label_ids: RowColumn | tuple | None, num_rows: int) -> np.ndarray:
