@@ -74,6 +74,11 @@ def test_batches_stack_with_image_size_and_length_is_known(dataset):
     assert sum(b["image"].shape[0] for b in batches) == n
     assert all(b["image"].shape[1:] == (24, 32, 3) and b["image"].dtype == tf.uint8
                for b in batches)
+    # The sizes describe the pixels handed over, as objects' areas do.
+    assert all((b["image_height"].numpy() == 24).all() and (b["image_width"].numpy() == 32).all()
+               for b in batches)
+    stored = next(iter(tfrecorder.load(dataset, "train", shuffle=False)))
+    assert (stored["image_height"], stored["image_width"]) == stored["image"].shape[:2]
     dropped = tfrecorder.load(dataset, "train", batch_size=4, image_size=(8, 8),
                               drop_remainder=True)
     assert len(dropped) == n // 4

@@ -162,6 +162,8 @@ def test_areas_follow_the_image_size_and_pad_as_model_garden_does(drawn, tmp_pat
         scale = 4 if image_size is None else 16  # the source has 4 or 16 times the pixels
         for element in ds.as_numpy_iterator():
             area, crowd = element["objects/area"], element["objects/is_crowd"]
+            assert (element["image_height"], element["image_width"]) == \
+                element["image"].shape[:2]
             n = len(expected[element["image_name"].decode()])
             np.testing.assert_allclose(area[:n] * scale, expected[element["image_name"].decode()],
                                        rtol=1e-6)

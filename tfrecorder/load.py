@@ -208,7 +208,8 @@ def load(
         split: "train", "validation" or "test" for one dataset; None for a dict of all.
         tfrecord_dir: TFRecorder 2.0's name for `path`.
         batch_size: batch the elements; with mixed image sizes, give `image_size` too.
-        image_size: (height, width) to resize images to, so that batches stack.
+        image_size: (height, width) to resize images to, so that batches stack;
+            `image_height`, `image_width`, masks and objects' areas follow.
         channels: 3 (the default) converts every image to RGB; 1 or 4 likewise; 0 keeps
             each image's own channels.
         shuffle: shuffle shards and records; default: only the train split.
@@ -602,14 +603,17 @@ def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: 
     """Decodes (and resizes) one parsed record's image and the annotations drawn on its
     pixels: instance masks to uint8 [n, height, width] and a segmentation mask to uint8
     [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
-    and objects' areas rescaled to pixels of the image as loaded. Boxes are relative,
-    so they need nothing."""
+    and objects' areas and `image_height` / `image_width` changed to the image as loaded.
+    Boxes are relative, so they need nothing."""
     tf = tensorflow()
 
     features["image"] = _decoded(features, image_size, channels, formats)
+    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
+    if image_size is not None:  # the sizes describe the pixels handed over
+        features["image_height"], features["image_width"] = (
+            tf.constant(side, features["image_height"].dtype) for side in image_size)
     if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
         return features
-    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
     if MASK in features:
         masks = _object_masks(features[MASK], stored)
         if image_size is not None:
