@@ -17,7 +17,6 @@ import tensorflow as tf  # noqa: E402
 from sample_crops import make_crops  # noqa: E402
 
 import tfrecorder  # noqa: E402
-from tfrecorder.manifest import read_manifest  # noqa: E402
 
 SIZE = (64, 64)
 
@@ -27,7 +26,7 @@ def main(work_dir: str) -> None:
     dataset_dir = os.path.join(work_dir, "dataset")
     result = tfrecorder.convert(table, dataset_dir, overwrite=True, progress=False)
     print(f"Converted {result.num_records} images: {result.counts}")
-    vocabulary = read_manifest(dataset_dir).labels.vocabulary
+    class_names = tfrecorder.info(dataset_dir).class_names
 
     data = tfrecorder.load(dataset_dir, batch_size=32, image_size=SIZE, as_supervised=True)
     model = tf.keras.Sequential([
@@ -41,7 +40,7 @@ def main(work_dir: str) -> None:
         tf.keras.layers.MaxPooling2D(),
         tf.keras.layers.Conv2D(64, 3, activation="relu"),
         tf.keras.layers.GlobalAveragePooling2D(),
-        tf.keras.layers.Dense(len(vocabulary)),
+        tf.keras.layers.Dense(len(class_names)),
     ])
     model.compile(optimizer="adam", metrics=["accuracy"],
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -49,7 +48,7 @@ def main(work_dir: str) -> None:
     model.fit(data["train"], validation_data=data["validation"], epochs=8, verbose=2)
     loss, accuracy = model.evaluate(data["test"], verbose=0)
     print(f"Test accuracy: {accuracy:.1%} on {result.counts['test']} images of "
-          f"{vocabulary}; trained in {time.perf_counter() - started:.0f}s")
+          f"{list(class_names)}; trained in {time.perf_counter() - started:.0f}s")
 
 
 if __name__ == "__main__":

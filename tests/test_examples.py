@@ -1,11 +1,14 @@
 """The examples run as the README says, and print what they promise."""
 
+import ast
 import os
 import re
 import subprocess
 import sys
 
 from helpers import read_manifest
+
+import tfrecorder
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 
@@ -69,3 +72,21 @@ def test_cifar_arrays_converts_numpy_splits_and_learns_the_classes(tmp_path):
     accuracy = [m[1] for m in map(re.compile(r"^Test accuracy: (\d\.\d{3})$").match, lines)
                 if m]
     assert len(accuracy) == 1 and float(accuracy[0]) > 0.5, lines
+
+
+def test_examples_use_only_the_public_api():
+    """Users copy examples: a name they import from inside the package breaks with it."""
+    for name in sorted(os.listdir(EXAMPLES)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(EXAMPLES, name)) as f:
+            tree = ast.parse(f.read(), name)
+        for node in ast.walk(tree):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            inside = [m for m in modules if m.startswith("tfrecorder.")]
+            assert not inside, f"examples/{name}:{node.lineno} imports {inside[0]}"
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "tfrecorder":
+                assert node.attr in tfrecorder.__all__, \
+                    f"examples/{name}:{node.lineno} uses tfrecorder.{node.attr}"

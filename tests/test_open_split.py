@@ -15,6 +15,7 @@ import pickle
 import re
 import shutil
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -284,6 +285,8 @@ def test_pixels_of_every_kind_of_image_are_loads(many_modes, tmp_path, image_for
         assert len(records) == len(many_modes)
         for record in records:
             assert_same_record(record, theirs[record["image_uri"]])
+            # torch warns of (and may not write to) an array it cannot write
+            assert record["image"].flags.writeable, record["image_uri"]
 
 
 @pytest.mark.parametrize("layout", ["tfrecorder", "tf_models"])
@@ -446,7 +449,9 @@ def test_the_recipes_in_the_docs_run(tmp_path, monkeypatch, torch, grain):
     blocks = recipes()
     assert len(blocks) == 4
     namespace: dict = {}
-    for block in blocks:
-        exec(compile(block, "docs/reading.md", "exec"), namespace)
+    with warnings.catch_warnings():  # raised in the forked workers too, and passed on
+        warnings.simplefilter("error", UserWarning)  # e.g. torch's for a read-only array
+        for block in blocks:
+            exec(compile(block, "docs/reading.md", "exec"), namespace)
     assert tuple(namespace["images"].shape[1:]) == (224, 224, 3)  # the last loop's
     assert len(namespace["part"]) == len(namespace["train"]) // 2

@@ -330,11 +330,13 @@ def decode_image(values: Mapping, channels: int = 3) -> np.ndarray:
     """A record's image as a uint8 (height, width, channels) array, exactly `load()`'s
     pixels: `values` holds the record's `image`, `image_format` and, for raw pixels,
     `image_height`, `image_width`, `image_channels`. channels=3 converts to RGB (grey
-    repeated, alpha dropped), 0 keeps the image's own."""
+    repeated, alpha dropped), 0 keeps the image's own. The array is writable, as
+    torch's tensors want."""
     data, image_format = values["image"], values["image_format"]
     if image_format == b"raw":
         shape = [int(values[n]) for n in ("image_height", "image_width", "image_channels")]
-        pixels = np.frombuffer(base64.b64decode(data, altchars=BASE64_ALTCHARS), np.uint8)
+        pixels = np.frombuffer(bytearray(base64.b64decode(data, altchars=BASE64_ALTCHARS)),
+                               np.uint8)  # a bytearray's: writable, as torch wants
         return _rgb(pixels.reshape(shape), channels)
     if image_format == b"jpeg":
         return _jpeg_pixels(data, channels)
@@ -368,7 +370,7 @@ def _png_pixels(data: bytes) -> np.ndarray:
         image = image.convert("RGBA" if "transparency" in image.info else "RGB")
     elif image.mode == "1":
         image = image.convert("L")
-    pixels = np.asarray(image)
+    pixels = np.array(image)  # not asarray: Pillow's bytes would make it read-only
     if pixels.dtype != np.uint8:  # 16-bit grey (I;16, I): TensorFlow gives value >> 8
         pixels = (pixels.astype(np.uint32) >> 8).astype(np.uint8)
     return pixels.reshape(*pixels.shape[:2], -1)
