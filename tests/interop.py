@@ -13,7 +13,8 @@ imports (see tests/model_garden.py, which also takes it off again). Installing i
 several pytest processes race: they queue on a lock file, and a folder is only ever published
 whole, by renaming a finished temporary folder. If the package index cannot be reached, and
 the folder is not there yet, the calling test is skipped with the reason; any other failure
-of the install fails the test with pip's output.
+of the install fails the test with pip's output. `TFRECORDER_SKIP_READERS=1` skips every
+test that needs a reader, without installing any.
 """
 
 from __future__ import annotations
@@ -132,8 +133,15 @@ def interop_root() -> Path:
     return Path(os.environ.get("TFRECORDER_INTEROP_DIR") or _REPO / ".venv" / "interop")
 
 
+SKIP_VARIABLE = "TFRECORDER_SKIP_READERS"
+
+
 def interop_path(name: str) -> Path:
-    """The folder holding the pinned `name`, installed on first use (see the module doc)."""
+    """The folder holding the pinned `name`, installed on first use (see the module doc);
+    with `TFRECORDER_SKIP_READERS=1`, the calling test is skipped instead (the readers
+    take about 2 GB)."""
+    if os.environ.get(SKIP_VARIABLE, "") not in ("", "0"):
+        pytest.skip(f"third-party readers are skipped ({SKIP_VARIABLE} is set)")
     version, sha256 = PINS[name]
     root = interop_root()
     dest = root / f"{name}-{version}"

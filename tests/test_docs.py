@@ -271,3 +271,29 @@ def test_shown_output_is_compared():
     assert matches('<X "a": 3 ..., ... s>', "<X 'a': 3 records, 0.4 s>")
     assert not matches("{'train': 7}", "{'train': 8}")
     assert _VALUE_START.match("ConversionResult(...)") and not _VALUE_START.match("the paths")
+
+
+def test_the_readme_says_what_the_tests_need_beyond_python_packages():
+    """A new user's run of the test command meets Chromium and 2 GB of readers; the README
+    says so, and how to skip the readers, in the names the tests use."""
+    from interop import SKIP_VARIABLE
+    from test_report import NO_BROWSER
+
+    setup = (REPO / "README.md").read_text().split("## Set up")[1].split("\n## ")[0]
+    assert "apt-get install chromium" in setup and "apt-get install chromium" in NO_BROWSER
+    assert ".venv/interop/" in setup and "2 GB" in setup
+    assert f"{SKIP_VARIABLE}=1" in setup
+
+
+def test_the_reader_tests_skip_without_installing_when_told(tmp_path):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "interop"
+    env = {**os.environ, "TFRECORDER_SKIP_READERS": "1", "TFRECORDER_INTEROP_DIR": str(folder)}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/test_open_split.py", "-k", "recipes or torch"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"\b\d+ skipped\b", run.stdout) and " passed" not in run.stdout, run.stdout
+    assert not folder.exists()
