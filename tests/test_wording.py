@@ -120,3 +120,10 @@ def test_rejected_rows_of_several_csv_files_keep_their_lines(images):
     assert "the same bytes as line train[2] " in rejected.loc["validation[2]", "reason"]
     message = _message(source, images, label_vocabulary=["cat"], overwrite=True)
     assert "'dog' at lines train[3], validation[3]." in message, message
+
+
+def test_the_beam_engine_names_a_csvs_lines_as_the_local_one_does(images):
+    pytest.importorskip("apache_beam")
+    path = _csv(images, "TRAIN,{d}/corrupt.png,cat,x,1")
+    message = _message(path, images, runner="DirectRunner", on_error="raise")
+    assert message.startswith(f"line {_LINE} ('{images}/corrupt.png'): corrupt"), message
