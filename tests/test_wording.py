@@ -1,5 +1,7 @@
 """The words of messages (`tfrecorder/wording.py`)."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -127,3 +129,13 @@ def test_the_beam_engine_names_a_csvs_lines_as_the_local_one_does(images):
     path = _csv(images, "TRAIN,{d}/corrupt.png,cat,x,1")
     message = _message(path, images, runner="DirectRunner", on_error="raise")
     assert message.startswith(f"line {_LINE} ('{images}/corrupt.png'): corrupt"), message
+
+
+def test_a_jsonl_file_names_its_lines(images):
+    """Vertex AI's JSONL import file: a record is a line (a blank one counts)."""
+    record = {"imageGcsUri": f"{images}/a.png",
+              "classificationAnnotation": {"displayName": "cat"}}
+    path = images / "import.jsonl"
+    path.write_text(f"{json.dumps(record)}\n\n{json.dumps({**record, 'imageGcsUri': ''})}\n")
+    message = _message(str(path), images)
+    assert "'image_uri' has empty or non-text values at line 3." in message, message
