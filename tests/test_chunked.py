@@ -203,7 +203,7 @@ def test_a_column_whose_type_changes_after_the_first_chunk_is_named(tmp_path, sc
     with pytest.raises(SchemaError, match="code") as caught:
         tfrecorder.convert(str(csv), str(tmp_path / "out"), chunk_rows=40, progress=False)
     message, line = str(caught.value), load_table(str(csv)).rows.index[-1]
-    assert "'A7'" in message and f"row {line} " in message  # the value and its line
+    assert "'A7'" in message and f"line {line} " in message  # the value and its line
     assert "chunks" in message and "schema" in message and "IntegerInput" in message
     assert caught.value.column == "code" and caught.value.rows == [line]
     assert not (tmp_path / "out").exists() and os.listdir(scratch) == []
@@ -303,7 +303,8 @@ def test_an_error_in_a_later_chunk_names_the_row_the_whole_file_names(tmp_path, 
     with pytest.raises(SchemaError, match="missing values") as chunks:
         load_table(str(source), chunk_rows=100)
     assert chunks.value.rows == whole.value.rows and chunks.value.column == "price"
-    assert f"row {whole.value.rows[0]}" in str(chunks.value)
+    word = "line" if kind == "csv" else "row"  # a CSV file's line, a Parquet row number
+    assert f"{word} {whole.value.rows[0]}." in str(chunks.value)
     assert os.listdir(scratch) == []
 
 

@@ -510,7 +510,7 @@ def test_advice_in_logs_and_rejection_errors_names_flags_not_python(tmp_path):
     assert warning == (f"tfrecorder: warning: Conversion stopped (ImageError); kept the 0 "
                        f"committed shard(s) in {out}: run again with --resume to write the "
                        "rest.")
-    assert error.startswith("tfrecorder: error: row 5 ("), error
+    assert error.startswith("tfrecorder: error: line 5 ("), error
     assert error.endswith(
         "image too large: 20x20 is 400 pixels, more than the limit of 100. To convert such "
         "images, pass a larger --max-image-pixels, or --max-image-pixels none for no limit. "

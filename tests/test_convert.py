@@ -456,7 +456,7 @@ def test_unlabelled_rows_are_written_without_a_label_and_counted(tmp_path):
 
 def test_unlabeled_error_refuses_a_partly_labelled_csv_naming_its_lines(tmp_path):
     out = tmp_path / "out"
-    with pytest.raises(tfrecorder.SchemaError, match=r"column 'label' is blank at rows 2, 4, "
+    with pytest.raises(tfrecorder.SchemaError, match=r"column 'label' is blank at lines 2, 4, "
                        r"7 \(3 of 8 rows\)\. .* unlabeled='keep'"):
         tfrecorder.convert(partly_labelled_csv(tmp_path), str(out), progress=False,
                            unlabeled="error")

@@ -195,7 +195,7 @@ def test_paths_relative_to_the_wrong_folder_fail_before_any_image_is_read(tmp_pa
                        r"are not files.*6 x no such file.*resolved against") as caught:
         tfrecorder.convert(str(table_csv), out, progress=False)
     assert caught.value.num_rejected == 6 and not out.exists()
-    with pytest.raises(ImageError, match=r"row 2 \('images/0.jpg'\): not a file"):
+    with pytest.raises(ImageError, match=r"line 2 \('images/0.jpg'\): not a file"):
         tfrecorder.convert(str(table_csv), out, progress=False, on_error="raise",
                            max_rejected=1.0)
     assert not out.exists()

@@ -434,5 +434,5 @@ def test_a_csv_of_structured_data_is_read_by_its_header(tmp_path):
     table = load_table(csv, fill_missing={"tenure": 0}, schema={"plan": "CategoricalInput"})
     assert not table.has_images and table.rows["label"].tolist() == ["no", "yes", "no"]
     assert table.rows["tenure"].tolist() == [12, 3, 0]
-    with pytest.raises(SchemaError, match=r"column 'tenure' has missing values .* at row 4"):
-        load_table(csv)  # row 4: the CSV's line number
+    with pytest.raises(SchemaError, match=r"column 'tenure' has missing values .* at line 4"):
+        load_table(csv)  # the CSV's line number

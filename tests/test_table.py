@@ -180,7 +180,7 @@ def test_automl_csv_column_counts(tmp_path, text, columns):
 
 def test_csv_errors_name_line_numbers(tmp_path):
     path = write_csv(tmp_path, "TRAIN,/a.jpg,cat\n\nTRAIN,/b.jpg,\nBOGUS,/c.jpg,cat\n")
-    with pytest.raises(SchemaError, match=r"'BOGUS' at row 4\b"):
+    with pytest.raises(SchemaError, match=r"'BOGUS' at line 4\b"):
         load_table(path)
 
 

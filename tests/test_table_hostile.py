@@ -63,7 +63,7 @@ def test_characters_splitlines_would_split_on_stay_in_the_cell(tmp_path, charact
 def test_errors_name_the_physical_line_a_record_starts_on(tmp_path, newline):
     text = newline.join(['TRAIN,"a', 'b.png",cat', "", 'BOGUS,"c', "", 'd.png",dog',
                          "TRIAN,e.png,cat", ""])
-    with pytest.raises(SchemaError, match=r"'BOGUS' at row 4; 'TRIAN' at row 7\b"):
+    with pytest.raises(SchemaError, match=r"'BOGUS' at line 4; 'TRIAN' at line 7\b"):
         load_table(csv_file(tmp_path, text))
 
 
@@ -119,7 +119,7 @@ def test_a_padded_path_that_names_a_file_only_once_stripped_is_an_error(tmp_path
     image_file(tmp_path / "data" / "ok.png")
     path = csv_file(tmp_path, "TRAIN,ok.png,cat\nTRAIN,padded.png ,cat\nTEST, padded.png,dog\n")
     with pytest.raises(SchemaError, match=r"column 'image_uri' has paths with whitespace around "
-                                          r"them .*'padded.png ' at rows 2, 3 .*exactly as "
+                                          r"them .*'padded.png ' at lines 2, 3 .*exactly as "
                                           r"written: remove the whitespace"):
         load_table(path)
 
@@ -167,7 +167,7 @@ def test_file_uris_are_local_absolute_paths(tmp_path, uri, path):
 def test_malformed_file_uris_are_errors_naming_value_and_row(tmp_path, uri, why):
     path = csv_file(tmp_path, f"TRAIN,/ok.png,cat\nTRAIN,{uri},cat\n")
     with pytest.raises(SchemaError, match=rf"column 'image_uri' has URIs that cannot be read "
-                                          rf"as written: '.*' at row 2: .*{why}"):
+                                          rf"as written: '.*' at line 2: .*{why}"):
         load_table(path)
 
 
@@ -208,7 +208,7 @@ def test_two_spellings_of_one_class_id_are_an_error(labels, both):
 
 
 def test_colliding_spellings_in_a_csv_name_its_lines(tmp_path):
-    with pytest.raises(SchemaError, match=r"'01' \(row 1\) and '1' \(rows 2, 4\)"):
+    with pytest.raises(SchemaError, match=r"'01' \(line 1\) and '1' \(lines 2, 4\)"):
         load_table(csv_file(tmp_path, "TRAIN,/a.png,01\nTRAIN,/b.png,1\nTEST,/c.png,2\n"
                                       "TEST,/d.png,1\n"))
 
@@ -218,7 +218,7 @@ def test_colliding_spellings_in_multi_label_rows(tmp_path):
                                           r"'7' \(row 0\) and '07' \(row 1\)"):
         load_table(frame(label=[["7"], ["07", "1"]]))
     with pytest.raises(SchemaError, match=r"column 'label' spells class id 7 in different ways: "
-                                          r"'7' \(rows 1, 2\) and '07' \(row 2\)"):
+                                          r"'7' \(lines 1, 2\) and '07' \(line 2\)"):
         load_table(csv_file(tmp_path, "TRAIN,/a.png,7,1\nTEST,/b.png,07,7\n"))  # AutoML rows
     table = load_table(frame(label=[["7"], ["07", "1"]]), schema={"label": "IntegerLabel"})
     assert table.rows["label"].tolist() == [[7], [7, 1]]
@@ -564,7 +564,7 @@ def test_missing_local_images_names_every_kind_of_non_file(tmp_path):
                        "a folder, not a file": 1, "no such file, nor its folder": 1,
                        "a file where its path needs a folder": 1}
     assert text.startswith("Most common reasons: 3 x no such file; ")
-    assert f"row 3: 'img/broken.png' (read as '{tmp_path}/img/broken.png')" in text
+    assert f"line 3: 'img/broken.png' (read as '{tmp_path}/img/broken.png')" in text
     assert f"Relative paths (7 of these rows) are resolved against '{tmp_path}'." in text
 
 

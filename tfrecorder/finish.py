@@ -58,6 +58,7 @@ from tfrecorder.statistics import (
 from tfrecorder.table import Table, rows_at
 from tfrecorder.tfds_metadata import tfds_files
 from tfrecorder.tfrecord import ShardWriter, open_read, read_records
+from tfrecorder.wording import name_row
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,8 @@ def image_error(table: Table, rejection: Rejection) -> ImageError:
     row = table.rows.index[rejection.position]
     image = table.image_references[rejection.position]
     return ImageError(
-        f"row {row} ({image!r}): {rejection.reason}.", *rejection_advice(rejection.reason),
+        f"{name_row(row, table.rows.index)} ({image!r}): {rejection.reason}.",
+        *rejection_advice(rejection.reason),
         " Fix or drop the row, or use ",
         Option("on_error", "reject"), " to list such rows in rejected.csv.",
         column=table.image_column or "image_uri", rows=[row], option="on_error")
@@ -224,10 +226,11 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     found = _duplicates(folder, header, written, source.index, image_uris)
     policy = header.options.get("duplicates", "warn")
     if found and policy == "error":
-        raise _duplicates_error([duplicate for duplicate, _ in found])
+        raise _duplicates_error([duplicate for duplicate, _ in found], source.index)
     duplicates = tuple(duplicate for duplicate, _ in found)
     if found and policy == "drop":
-        written, duplicates = _drop_copies(folder, header.compression, written, found)
+        written, duplicates = _drop_copies(folder, header.compression, written, found,
+                                            source.index)
     _write_rejected(folder, source, written.rejections, image_column, report.rejected_rows)
     if report.skipped_annotations is not None:
         folder.write_bytes(SKIPPED_ANNOTATIONS,
@@ -301,9 +304,11 @@ def _facts(shard: WrittenShard) -> ShardFacts:
     return shard.facts if shard.facts is not None else ShardFacts()
 
 
-def _duplicates_error(duplicates: Sequence[Duplicate]) -> DuplicateImagesError:
+def _duplicates_error(duplicates: Sequence[Duplicate], index: pd.Index
+                      ) -> DuplicateImagesError:
+    """`duplicates="error"`'s error; `index`: the table's, which names the copies' rows."""
     shown = "; ".join(
-        " and ".join(f"row {c.row!r} ({c.image_uri}, {c.split}, label {c.label!r})"
+        " and ".join(f"{name_row(c.row, index)} ({c.image_uri}, {c.split}, label {c.label!r})"
                      for c in duplicate.copies)
         for duplicate in duplicates[:_DUPLICATES_SHOWN])
     more = (f" (and {len(duplicates) - _DUPLICATES_SHOWN} more)"
@@ -320,13 +325,13 @@ def _duplicates_error(duplicates: Sequence[Duplicate]) -> DuplicateImagesError:
 _DUPLICATES_SHOWN = 5
 
 
-def _drop_copies(folder, compression: str | None, written: Written, found
+def _drop_copies(folder, compression: str | None, written: Written, found, index: pd.Index
                  ) -> tuple[Written, tuple[Duplicate, ...]]:
     """Rewrites the shards holding copies to drop (all but each image's first), without
     them; the dropped rows join the rejected ones, with the row they repeat. Copies are
     only known once every image has been read, so this is a second pass over the shards
     that hold one, not over the images."""
-    reasons = dropped_copies(found)
+    reasons = dropped_copies(found, index)
     by_shard: dict[int, dict[int, str]] = {}
     for where, why in reasons.items():
         by_shard.setdefault(where.shard, {})[where.record] = why

@@ -114,7 +114,7 @@ def check_cells(column: pd.Series) -> None:
         if problem is not None:
             problems.setdefault(problem, []).append(index)
     if problems:
-        _raise(column.name, problems)
+        _raise(column.name, problems, column.index)
 
 
 def _cell_problem(value) -> str | None:
@@ -161,7 +161,8 @@ def _check_arrow_cells(column: pd.Series) -> None:
     bad = np.flatnonzero(missing.to_numpy(zero_copy_only=False))
     if len(bad):
         _raise(column.name, {"no bytes (a missing image, or one given by its path beside "
-                             "images given by their bytes)": column.index[bad].tolist()})
+                             "images given by their bytes)": column.index[bad].tolist()},
+               column.index)
 
 
 def _arrow(column: pd.Series):
@@ -170,10 +171,11 @@ def _arrow(column: pd.Series):
     return pa.array(column.array)
 
 
-def _raise(name, problems: dict[str, list]) -> None:
+def _raise(name, problems: dict[str, list], index: pd.Index) -> None:
 
     rows = [i for found in problems.values() for i in found]
-    named = "; ".join(f"{name_rows(found)}: {problem}" for problem, found in problems.items())
+    named = "; ".join(f"{name_rows(found, of=index)}: {problem}"
+                      for problem, found in problems.items())
     raise SchemaError(
         f"column {name!r} holds images in memory, and some cells are not images tfrecorder "
         f"can store: {named}. Each cell must be encoded bytes (JPEG, PNG, ...), a uint8 or "

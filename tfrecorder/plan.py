@@ -224,9 +224,9 @@ def _named_classes(table: Table, names: tuple[str, ...], given: bool
             f" and {len(values) - _LABELS_NAMED} more" if len(values) > _LABELS_NAMED else "")
         raise SchemaError(
             f"column {LABEL!r} has labels that {where} ({len(names)} names, ids 0 to "
-            f"{len(names) - 1}) do not name: {shown}, at {name_rows(outside)}. Fix those "
-            "rows, or name every class.", column=LABEL, rows=outside,
-            option="class_names" if given else None)
+            f"{len(names) - 1}) do not name: {shown}, at "
+            f"{name_rows(outside, of=column.index)}. Fix those rows, or name every class.",
+            column=LABEL, rows=outside, option="class_names" if given else None)
     if labels is not None:
         return names, tuple([int(v) for v in row] for row in labels)
     ids = np.full(len(table.rows), -1, dtype=np.int64)
@@ -289,7 +289,7 @@ def _with_given(table: Table, labels: Callable[[], list], every_label: list,
             at[label].append(row)
         if lacking:
             rows.append(row)
-    named = "; ".join(f"{label!r} at {name_rows(where)}"
+    named = "; ".join(f"{label!r} at {name_rows(where, of=table.rows.index)}"
                       for label, where in list(at.items())[:_LABELS_NAMED])
     more = (f"; and {len(unknown) - _LABELS_NAMED} more labels"
             if len(unknown) > _LABELS_NAMED else "")

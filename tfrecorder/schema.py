@@ -355,7 +355,7 @@ def input_column(column: pd.Series, type_name: str, fill
     if missing and fill is None:
         raise SchemaError(
             f"column {name!r} has missing values (NaN, None or blank) at "
-            f"{name_rows(missing)}. Fill or drop those rows, or pass ",
+            f"{name_rows(missing, of=column.index)}. Fill or drop those rows, or pass ",
             Option("fill_missing", {name: VALUE}), ".", column=name, rows=missing)
     if missing:
         missing_rows = set(missing)
@@ -364,8 +364,9 @@ def input_column(column: pd.Series, type_name: str, fill
     if lists and len(lists) != len(items):
         single = [i for i, v in items if not is_list(v)]
         raise SchemaError(  # rows: the odd ones out, the fewer
-            f"column {name!r} mixes lists ({name_rows(lists)}) and single values "
-            f"({name_rows(single)}). Make every cell a list (e.g. [x] and []).",
+            f"column {name!r} mixes lists ({name_rows(lists, of=column.index)}) and single "
+            f"values ({name_rows(single, of=column.index)}). Make every cell a list (e.g. "
+            "[x] and []).",
             column=name, rows=min(lists, single, key=len))
     shape, cells = (), items
     if lists:
@@ -382,7 +383,7 @@ def input_column(column: pd.Series, type_name: str, fill
         expected = {"int64": "64-bit integers", "float32": "32-bit floats"}.get(kind, "text")
         raise SchemaError(
             f"column {name!r} is {type_name}, but holds values that are not {expected} at "
-            f"{name_rows(bad)} (e.g. {shown(example)}). Fix the values, or ",
+            f"{name_rows(bad, of=column.index)} (e.g. {shown(example)}). Fix the values, or ",
             *_retyping(name, kind), ".", column=name, rows=bad)
     if kind == "categorical" and categories is not None:
         unknown = {v for value in values for v in (value if shape else [value])} - set(categories)

@@ -36,6 +36,7 @@ from tfrecorder.manifest import (
     SplitStatistics,
 )
 from tfrecorder.rows import Record, Row
+from tfrecorder.wording import name_row
 
 _NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
 _DIGEST_BYTES = 16
@@ -410,14 +411,15 @@ def _label_name(label, labels: Labels | None):
     return str(label)
 
 
-def dropped_copies(found: Iterable[tuple[Duplicate, list[Located]]]
+def dropped_copies(found: Iterable[tuple[Duplicate, list[Located]]], index: pd.Index
                    ) -> dict[Located, str]:
-    """Every copy but the first of each duplicated image, with why it was dropped."""
+    """Every copy but the first of each duplicated image, with why it was dropped (the
+    kept copy's row named as `index`, the table's, names its rows: a line or a row)."""
     reasons = {}
     for duplicate, copies in found:
         kept, first = duplicate.copies[0], copies[0]
         for copy, where in zip(duplicate.copies[1:], copies[1:]):
-            why = (f"duplicate image: the same bytes as row {kept.row!r} "
+            why = (f"duplicate image: the same bytes as {name_row(kept.row, index)} "
                    f"({kept.image_uri}, {kept.split}), which is kept")
             if where.split != first.split:
                 why += f", the copy in the first split ({first.split}) so that {copy.split} " \

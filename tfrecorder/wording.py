@@ -60,12 +60,31 @@ def in_unit(num_bytes: float, unit: int) -> str:
     return f"{value:,.1f}" if unit > 1 and value < 10 else f"{value:,.0f}"
 
 
-def name_rows(index) -> str:
-    """'rows 3, 7 and 12 more' for an error message."""
-    index = list(index)
-    shown = ", ".join(str(i) for i in index[:_MAX_ROWS_NAMED])
-    more = f" and {len(index) - _MAX_ROWS_NAMED} more" if len(index) > _MAX_ROWS_NAMED else ""
-    return f"row{'s' if len(index) > 1 else ''} {shown}{more}"
+LINE = "line"  # the index name of a table read from a text file: each row's first line
+
+
+def row_word(index, plural: bool = False) -> str:
+    """What a table's index labels are called in a message: 'line' when they are the
+    lines of a file (an index named `LINE`: CSV and JSONL readers), which an editor shows
+    and which count the header; else 'row' (a DataFrame's labels, a Parquet row number)."""
+    word = LINE if getattr(index, "name", None) == LINE else "row"
+    return word + "s" if plural else word
+
+
+def name_row(label, index) -> str:
+    """'line 7' or 'row 6': one label of `index` (`row_word`)."""
+    return f"{row_word(index)} {label}"
+
+
+def name_rows(labels, of=None) -> str:
+    """'rows 3, 7 and 12 more' for an error message; 'lines 3, 7 and 12 more' for the
+    lines of a file (`row_word`). `labels`: an index, or some labels of the index `of`
+    (a list forgets what its labels are)."""
+    listed = list(labels)
+    shown = ", ".join(str(i) for i in listed[:_MAX_ROWS_NAMED])
+    more = (f" and {len(listed) - _MAX_ROWS_NAMED} more" if len(listed) > _MAX_ROWS_NAMED
+            else "")
+    return f"{row_word(labels if of is None else of, len(listed) > 1)} {shown}{more}"
 
 
 def sole(names: Iterable):

@@ -108,8 +108,9 @@ def check_dataflow(output_dir: str, table: Table) -> None:
     if local:
         raise SchemaError(
             f"column 'image_uri' has local paths Dataflow's workers cannot read, at "
-            f"{name_rows(local)} (e.g. {table.rows['image_uri'][local[0]]!r}). Upload the "
-            "images to gs:// first.", column="image_uri", rows=local, option="runner")
+            f"{name_rows(local, of=table.rows.index)} (e.g. "
+            f"{table.rows['image_uri'][local[0]]!r}). Upload the images to gs:// first.",
+            column="image_uri", rows=local, option="runner")
 
 
 def temp_location_for(output_dir: str) -> str:

@@ -33,7 +33,7 @@ from tfrecorder.sources.image_paths import first_local_file_is_image, looks_like
 from tfrecorder.sources.parquet import has_parquet_name
 from tfrecorder.sources.validate import SAMPLE
 from tfrecorder.table import Table
-from tfrecorder.wording import count
+from tfrecorder.wording import LINE, count
 
 _SNIFFED = 1 << 20  # bytes of a file looked at to tell what it is
 _COORDINATES = 8  # x1,y1,...,x4,y4
@@ -91,7 +91,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
     splits = cells.raw(0) if lead == 2 else None
     lines = cells.lines
     first, image_of = images_in_order(uris, splits, lines)
-    images = pd.DataFrame({"image_uri": uris[first]}, index=pd.Index(lines[first], name="line"))
+    images = pd.DataFrame({"image_uri": uris[first]}, index=pd.Index(lines[first], name=LINE))
     if splits is not None:
         images.insert(0, "split", splits[first])
     labelled = objects.entry[shape.label_given[objects.entry]]

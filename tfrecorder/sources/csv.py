@@ -27,7 +27,7 @@ from tfrecorder.sources.detection import refuse_automl_boxes
 from tfrecorder.sources.image_paths import first_local_file_is_image, looks_like_path
 from tfrecorder.sources.validate import SAMPLE, split_cell
 from tfrecorder.table import Table
-from tfrecorder.wording import name_rows
+from tfrecorder.wording import LINE, name_rows
 
 
 def claims(path: str, folder: bool) -> bool:
@@ -173,14 +173,14 @@ def _csv_frames(batches: Iterator[tuple[list[int], list[list[str]]]], path: str,
         if lead is not None:
             records = [r[:lead] + [""] * (lead - len(r)) + [
                 [cell.strip() for cell in r[lead:] if cell.strip()]] for r in records]
-        long = [n for n, r in zip(lines, records) if len(r) > width]
-        if long:
+        index = pd.Index(lines, name=LINE)
+        long = index[[len(r) > width for r in records]]
+        if len(long):
             raise SchemaError(
-                f"the CSV file {path!r} has more than {width} fields at {name_rows(long)} "
-                f"(lines). Its columns are {names}.", rows=long)
+                f"the CSV file {path!r} has more than {width} fields at {name_rows(long)}. "
+                f"Its columns are {names}.", rows=long.tolist())
         padded = [r if len(r) == width else r + [""] * (width - len(r)) for r in records]
-        yield pd.DataFrame(padded, columns=names, index=pd.Index(lines, name="line"),
-                           dtype=object)
+        yield pd.DataFrame(padded, columns=names, index=index, dtype=object)
         lines, records = next(batches, ([], []))
 
 

@@ -47,7 +47,7 @@ from tfrecorder.schema import (
 )
 from tfrecorder.sources.validate import split_cell, validate
 from tfrecorder.table import Table
-from tfrecorder.wording import count
+from tfrecorder.wording import count, name_row
 
 logger = logging.getLogger(__name__)
 
@@ -411,14 +411,15 @@ def _frame_objects(frame: pd.DataFrame, boxes: str, labels: str) -> Objects:
     extras = [name for name in _FRAME_OBJECTS[2:] if name in frame.columns]
     for position, (row, cell, names) in enumerate(zip(
             frame.index.tolist(), frame[boxes].tolist(), frame[labels].tolist())):
-        found = _box_cell(cell, boxes, row)
+        found = _box_cell(cell, boxes, row, frame.index)
         names = [] if is_missing_cell(names) else list(names)
         for name in extras:
             given = frame[name].iat[position]
             given = [] if is_missing_cell(given) else list(given)
             if len(given) != len(found):
                 raise SchemaError(
-                    f"column {name!r} holds {count(len(given), 'value')} at row {row}, for "
+                    f"column {name!r} holds {count(len(given), 'value')} at "
+                    f"{name_row(row, frame.index)}, for "
                     f"{count(len(found), 'box', 'boxes')} in column {boxes!r}: one a box.",
                     column=name, rows=[row])
         for j in range(max(len(found), len(names))):
@@ -431,7 +432,7 @@ def _frame_objects(frame: pd.DataFrame, boxes: str, labels: str) -> Objects:
 
     def where(i: int) -> str:
         row, j, label, box = written[i]
-        return f"row {row}, object {j}: label {label!r}, box {box}"
+        return f"{name_row(row, frame.index)}, object {j}: label {label!r}, box {box}"
 
     return Objects.of(image, object_labels, object_boxes, rows, where)
 
@@ -441,7 +442,8 @@ def is_missing_cell(cell) -> bool:
     return not is_list(cell) and is_missing(cell)
 
 
-def _box_cell(cell, column: str, row) -> np.ndarray:
+def _box_cell(cell, column: str, row, index: pd.Index) -> np.ndarray:
+    """The boxes of a cell, one a row; `row`: its label in `index`, for an error."""
     if is_missing_cell(cell):
         return np.empty((0, 4))
     try:
@@ -452,8 +454,9 @@ def _box_cell(cell, column: str, row) -> np.ndarray:
         return np.empty((0, 4))
     if found is None or found.ndim != 2 or found.shape[1] != 4:
         raise SchemaError(
-            f"column {column!r} holds {cell!r} at row {row}: a cell of boxes is a list of "
-            "[ymin, xmin, ymax, xmax] (one box: [[ymin, xmin, ymax, xmax]]; none: []).",
+            f"column {column!r} holds {cell!r} at {name_row(row, index)}: a cell of boxes "
+            "is a list of [ymin, xmin, ymax, xmax] (one box: [[ymin, xmin, ymax, xmax]]; "
+            "none: []).",
             column=column, rows=[row])
     return found
 

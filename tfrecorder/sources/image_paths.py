@@ -18,7 +18,7 @@ from tfrecorder import fs
 from tfrecorder.errors import SchemaError
 from tfrecorder.schema import is_missing
 from tfrecorder.table import Table
-from tfrecorder.wording import name_rows
+from tfrecorder.wording import name_row, name_rows
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -66,12 +66,14 @@ def image_uris(column: pd.Series, base_dir: str) -> tuple[pd.api.extensions.Exte
             slices.append(pd.Series(resolved, dtype="str"))
     if bad:
         raise SchemaError(
-            f"column {column.name!r} has empty or non-text values at {name_rows(bad)}. "
+            f"column {column.name!r} has empty or non-text values at "
+            f"{name_rows(bad, of=column.index)}. "
             "Every row needs the path or gs:// URI of its image; drop or fix those rows.",
             column=column.name, rows=bad)
     if malformed:
-        problems = "; ".join(f"{values[0][1]!r} at {name_rows(i for i, _ in values)}: {why}"
-                             for why, values in malformed.items())
+        problems = "; ".join(
+            f"{values[0][1]!r} at {name_rows((i for i, _ in values), of=column.index)}: "
+            f"{why}" for why, values in malformed.items())
         raise SchemaError(f"column {column.name!r} has URIs that cannot be read as written: "
                           f"{problems}.", column=column.name, rows=unreadable)
     if padded:
@@ -80,7 +82,7 @@ def image_uris(column: pd.Series, base_dir: str) -> tuple[pd.api.extensions.Exte
         raise SchemaError(
             f"column {column.name!r} has paths with whitespace around them that name no file "
             f"as written, though they do without it: {uri!r} at "
-            f"{name_rows(rows)} (the file is {uri.strip()!r}). Paths are "
+            f"{name_rows(rows, of=column.index)} (the file is {uri.strip()!r}). Paths are "
             "read exactly as written: remove the whitespace from the table (e.g. "
             f"df[{column.name!r}] = df[{column.name!r}].str.strip(), or 'a,b' for 'a, b' in "
             "a CSV file).", column=column.name, rows=rows)
@@ -214,7 +216,7 @@ def describe_missing_images(table: Table, positions: list[int],
     reasons = Counter(_why_missing(uris[p]) for p in positions)
     text = "Most common reasons: " + "; ".join(
         f"{count} x {reason}" for reason, count in reasons.most_common(3)) + ". E.g. " + \
-        "; ".join(f"row {table.rows.index[p]}: {written[p]!r}"
+        "; ".join(f"{name_row(table.rows.index[p], table.rows.index)}: {written[p]!r}"
                   + (f" (read as {uris[p]!r})" if written[p] != uris[p] else "")
                   for p in positions[:examples]) + "."
     relative = [p for p in positions if not os.path.isabs(written[p].strip())

@@ -37,12 +37,12 @@ def row_labels(frame: pd.DataFrame, names: list[str], types: Mapping
                 f"{what} is empty in every row. Give the rows their labels, or drop the "
                 "label column (", dropping(names[0]), ") to write a dataset without "
                 "labels.", column=names[0])
-        values = iter(_label_values(items, what, declared, names))
+        values = iter(_label_values(items, what, declared, names, frame.index))
         return [None if is_missing(v) else next(values) for v in cells[0]], False
     per_row = [[v for cell in row for v in (flat(cell) if is_list(cell) else [cell])
                 if not is_missing(v)] for row in zip(*cells)]
     items = [(i, v) for i, labels in zip(frame.index.tolist(), per_row) for v in labels]
-    values = iter(_label_values(items, what, declared, names))
+    values = iter(_label_values(items, what, declared, names, frame.index))
     return [[next(values) for _ in labels] for labels in per_row], True
 
 
@@ -91,11 +91,12 @@ def _distinct_labels(column: pd.Series, what: str, declared: str | None,
 
 
 def _label_values(items: list[tuple], what: str, declared: str | None,
-                  names: list[str]) -> list:
+                  names: list[str], index: pd.Index | None = None) -> list:
     """All-str or all-int labels; raises on numbers mixed with text, on fractions, on
     text declared IntegerLabel, and, unless declared, on two spellings of one class id
     ('01' and '1'): integer-looking text is read as ids, which must not merge classes
-    without a word. Whitespace around a label is no part of its spelling."""
+    without a word. Whitespace around a label is no part of its spelling. `index`: the
+    one `items`' rows are labels of, which says how to name them (lines or rows)."""
     if declared == STRING_LABEL:
         return [v.strip() if isinstance(v, str) else str(v) for _, v in items]
     # Integer strings count as numbers (CSV files are read as text).
@@ -103,16 +104,17 @@ def _label_values(items: list[tuple], what: str, declared: str | None,
     as_names = Option("schema", dict.fromkeys(names, STRING_LABEL))
     if texts and declared == INTEGER_LABEL:
         raise SchemaError(
-            f"{what} is IntegerLabel but holds text at {name_rows(_rows(texts))} (e.g. "
+            f"{what} is IntegerLabel but holds text at {name_rows(_rows(texts), of=index)} (e.g. "
             f"{shown(texts[0][1])}). Declare it StringLabel to map names to ids: ", as_names, ".",
             column=sole(names), rows=_rows(texts))
     if texts and len(texts) < len(items):
         numbers = [(i, v) for i, v in items
                    if not isinstance(v, str) or INTEGER.match(v.strip())]
         raise SchemaError(  # rows: the odd ones out, the fewer
-            f"{what} mixes numbers ({name_rows(_rows(numbers))}, e.g. {numbers[0][1]}) and "
-            f"text ({name_rows(_rows(texts))}, e.g. {shown(texts[0][1])}). Use class names "
-            "everywhere or integer class ids everywhere (or read them all as names: ",
+            f"{what} mixes numbers ({name_rows(_rows(numbers), of=index)}, e.g. "
+            f"{numbers[0][1]}) and text ({name_rows(_rows(texts), of=index)}, e.g. "
+            f"{shown(texts[0][1])}). Use class names everywhere or integer class ids "
+            "everywhere (or read them all as names: ",
             as_names, ").", column=sole(names),
             rows=min(_rows(numbers), _rows(texts), key=len))
     if texts:
@@ -120,17 +122,17 @@ def _label_values(items: list[tuple], what: str, declared: str | None,
     fractional = [(i, v) for i, v in items if isinstance(v, float) and not v.is_integer()]
     if fractional:
         raise SchemaError(
-            f"{what} has non-integer numbers at {name_rows(_rows(fractional))} "
+            f"{what} has non-integer numbers at {name_rows(_rows(fractional), of=index)} "
             f"(e.g. {float(fractional[0][1])}). Labels are class ids or class names.",
             column=sole(names), rows=_rows(fractional))
     ids = [int(v.strip()) if isinstance(v, str) else int(v) for _, v in items]
     if declared != INTEGER_LABEL:
-        _check_spellings(items, ids, what, names)
+        _check_spellings(items, ids, what, names, index)
     negative = _rows(item for item, label in zip(items, ids) if label < 0)
     if negative:
         raise SchemaError(
-            f"{what} has negative class ids at {name_rows(negative)}. Class ids count from "
-            "0; use class names, or ids 0, 1, 2, ...", column=sole(names), rows=negative)
+            f"{what} has negative class ids at {name_rows(negative, of=index)}. Class ids "
+            "count from 0; use class names, or ids 0, 1, 2, ...", column=sole(names), rows=negative)
     return ids
 
 
@@ -140,7 +142,7 @@ def _rows(items) -> list:
 
 
 def _check_spellings(items: list[tuple], ids: list[int], what: str,
-                     names: list[str]) -> None:
+                     names: list[str], index: pd.Index | None) -> None:
     """Raises when two spellings of a label ('01' and '1', '+1' and '1') give one id."""
     if all(not isinstance(v, str) or v.strip() == str(label)
            for (_, v), label in zip(items, ids)):
@@ -152,7 +154,7 @@ def _check_spellings(items: list[tuple], ids: list[int], what: str,
     merged = {label: found for label, found in spellings.items() if len(found) > 1}
     if merged:
         label, found = next(iter(merged.items()))
-        both = " and ".join(f"{shown(spelling)} ({name_rows(rows)})"
+        both = " and ".join(f"{shown(spelling)} ({name_rows(rows, of=index)})"
                             for spelling, rows in found.items())
         more = f" ({len(merged) - 1} more ids are spelt in several ways)" if len(merged) > 1 \
             else ""

@@ -301,7 +301,8 @@ def _each_split(column: pd.Series) -> list[str]:
             bad.setdefault(str(value), []).append(i)
         normalized.append(split)
     if bad:
-        values = "; ".join(f"{shown(v)} at {name_rows(rows)}" for v, rows in bad.items())
+        values = "; ".join(f"{shown(v)} at {name_rows(rows, of=column.index)}"
+                           for v, rows in bad.items())
         raise SchemaError(
             f"column {column.name!r} has unknown values: {values}. Use {spellings_text()}; a "
             "blank is UNASSIGNED.",

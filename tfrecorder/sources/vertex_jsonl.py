@@ -26,6 +26,7 @@ from tfrecorder.sources import csv
 from tfrecorder.sources.detection import BBOX, Objects, images_in_order, objects_table
 from tfrecorder.sources.validate import validate
 from tfrecorder.table import Table
+from tfrecorder.wording import LINE
 
 IMAGE, SPLITS, ML_USE = "imageGcsUri", "dataItemResourceLabels", \
     "aiplatform.googleapis.com/ml_use"
@@ -64,7 +65,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         task = "detection" if has_boxes else "classification"
     uris = [entry[IMAGE] for entry in entries]
     splits = [_split(path, line, entry) for line, entry in zip(lines, entries)]
-    index = pd.Index(lines, name="line")
+    index = pd.Index(lines, name=LINE)
     if task != "detection":
         labels = _classes(path, lines, entries)
         frame = pd.DataFrame({"split": splits, "image_uri": uris, "label": labels},
@@ -77,7 +78,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         return dataclasses.replace(table, source=source)
     first, image_of = images_in_order(uris, splits, lines)
     objects = _boxes(path, lines, entries, image_of)
-    at_first = pd.Index([lines[i] for i in first], name="line")
+    at_first = pd.Index([lines[i] for i in first], name=LINE)
     images = pd.DataFrame({"split": [splits[i] for i in first],
                            "image_uri": [uris[i] for i in first]}, index=at_first)
     names = [[] for _ in first]
