@@ -31,6 +31,7 @@ from test_report import (
 from test_report import text as element_text
 
 import tfrecorder
+from tfrecorder.drawing import edge_colour
 from tfrecorder.layouts import BBOX
 from tfrecorder.manifest import Split, SplitStatistics
 from tfrecorder.report import render
@@ -288,6 +289,8 @@ def placed(sheet) -> list[tuple[object, int, int]]:
     """Each item of a sheet with where its thumbnail's top left pixel is."""
     columns, found = Counter(), []
     rows = {name: row for row, name in enumerate(sheet.classes)}
+    # Images without boxes: the row after the classes (a sheet without labels: its one row)
+    rows[None] = len(sheet.classes) if getattr(sheet, "no_boxes", 0) else 0
     for item in sheet.items:
         row = rows[item.class_name]
         left, top, _, _ = sheet.layout.thumbnail_box(row, columns[row])
@@ -344,7 +347,8 @@ def blended(scene: dict) -> np.ndarray:
 def test_masks_are_translucent_colours_over_the_image(drawn, detection, tmp_path, task,
                                                       layout):
     """A segmentation mask's classes, and a detection record's instance masks (drawn
-    in the scenes' order, as the class mask is), in the class's colour at MASK_OPACITY."""
+    in the scenes' order, as the class mask is), in the class's colour at MASK_OPACITY,
+    each region outlined by a darker line of its colour."""
     out = (detection[layout] if task == "detection" else
            written(tmp_path / "segmentation", drawn, "segmentation", layout=layout))
     found = thumbnails(out, per_class=len(drawn), size=128)
@@ -355,14 +359,36 @@ def test_masks_are_translucent_colours_over_the_image(drawn, detection, tmp_path
     for thumbnail in found:
         scene = scenes_named[thumbnail.image_name]
         assert thumbnail.problem == ""
-        # Away from the masks' edges: polygons are drawn with their closing edges, a
-        # pixel wider than the class mask (annotations.instance_masks).
-        mask = np.pad(scene["mask"], 1, mode="edge")
-        inside = np.all([mask[1 + dy:mask.shape[0] - 1 + dy, 1 + dx:mask.shape[1] - 1 + dx]
-                         == scene["mask"] for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
-        np.testing.assert_allclose(np.asarray(thumbnail.image)[inside],
-                                   blended(scene)[inside], atol=1)
-        assert (np.asarray(thumbnail.image) != scene["pixels"]).any() == bool(scene["boxes"])
+        # Away from the regions' edges, where outlines are (two objects of a class are two
+        # regions), and from the class mask's, which the instances' need not follow.
+        regions = scene["mask"] if task == "segmentation" else instances(scene)
+        inside = same_around(scene["mask"]) & same_around(regions)
+        image = np.asarray(thumbnail.image)
+        np.testing.assert_allclose(image[inside], blended(scene)[inside], atol=1)
+        assert (image != scene["pixels"]).any() == bool(scene["boxes"])
+        if task == "segmentation":  # the outlines, exactly: the scene is not shrunk
+            edge = (scene["mask"] > 0) & ~same_around(scene["mask"], diagonals=False)
+            assert edge.any() == bool(scene["boxes"])
+            expected = [edge_colour(CLASS_COLOURS[i - 1]) for i in scene["mask"][edge]]
+            np.testing.assert_array_equal(image[edge], np.asarray(expected).reshape(-1, 3))
+
+
+def same_around(regions: np.ndarray, diagonals: bool = True) -> np.ndarray:
+    """The pixels whose neighbours (8, or 4 without `diagonals`) are of their region;
+    beyond the image's border counts as the border's region."""
+    padded = np.pad(regions, 1, mode="edge")
+    steps = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
+             if diagonals or not (dy and dx)]
+    return np.all([padded[1 + dy:padded.shape[0] - 1 + dy, 1 + dx:padded.shape[1] - 1 + dx]
+                   == regions for dy, dx in steps], axis=0)
+
+
+def instances(scene: dict) -> np.ndarray:
+    """Which object each pixel shows (the last drawn over the others; -1: none)."""
+    found = np.full(scene["mask"].shape, -1)
+    for index, [[left, top, right, _, _, bottom, _, _]] in enumerate(scene["polygons"]):
+        found[top:bottom, left:right] = index
+    return found
 
 
 # --- the report ----------------------------------------------------------------------------
@@ -446,3 +472,146 @@ def test_a_segmentation_report_has_mask_thumbnails_and_no_boxes(drawn, tmp_path)
     assert "<dt>task</dt><dd>segmentation</dd>" in html
     assert 'class="objects"' not in html and 'id="objects"' not in html
     assert html.count("<figure") == 4
+
+
+# --- what the sheets tell of themselves: rows without images, and the masks' legend -------
+
+def ink_bands(image) -> list[tuple[int, int]]:
+    """(left, right) of each band of pixel rows with dark ink (text), top to bottom."""
+    dark = np.asarray(image.convert("L")) < 200  # text is #222222; the rules #dddddd
+    inked = dark.any(axis=1)
+    bands, start = [], None
+    for y, on in enumerate([*inked, False]):
+        if on and start is None:
+            start = y
+        elif not on and start is not None:
+            columns = np.flatnonzero(dark[start:y].any(axis=0))
+            bands.append((int(columns[0]), int(columns[-1]) + 1))
+            start = None
+    return bands
+
+
+def header(sheet, row: int):
+    """The header cell of a row, read back from the sheet saved as a PNG."""
+    layout = sheet.layout
+    return saved(sheet).crop((0, row * layout.cell_height + 1, layout.header_width,
+                              (row + 1) * layout.cell_height))
+
+
+def saved(sheet):
+    from io import BytesIO
+
+    from PIL import Image
+
+    buffer = BytesIO()
+    sheet.save(buffer, "PNG")
+    return Image.open(BytesIO(buffer.getvalue())).convert("RGB")
+
+
+def text_width(text: str, sheet) -> int:
+    """The width of `text`'s ink in the sheet's font."""
+    from PIL import ImageFont
+
+    left, _, right, _ = ImageFont.load_default(size=sheet.layout.font_size).getbbox(text)
+    return right - left
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_images_without_boxes_have_a_row_of_their_own(drawn, detection, layout):
+    sheet = show(detection[layout], per_class=12, thumbnail_size=64)
+    empty = [Path(s["image_uri"]).name for s in drawn if not s["boxes"]]
+    assert sheet.classes == CLASSES and sheet.no_boxes == len(empty) == 3
+    assert sheet.grid[0] == len(CLASSES) + 1  # the classes, then "no boxes"
+    without = [i for i in sheet.items if i.class_name is None]
+    assert sorted(i.image_name for i in without) == empty
+    assert all(i.labels == () and i.objects == () for i in without)
+    pixels = np.asarray(saved(sheet))
+    for item, x0, y0 in placed(sheet):  # each image where its row has it
+        scene = by_name(drawn)[item.image_name]
+        if item.class_name is None:
+            assert y0 > len(CLASSES) * sheet.layout.cell_height
+            np.testing.assert_array_equal(pixels[y0:y0 + HEIGHT, x0:x0 + WIDTH],
+                                          scene["pixels"])
+    # Its header names the row and counts its images.
+    bands = ink_bands(header(sheet, len(CLASSES)))
+    assert [right - left for left, right in bands] == pytest.approx(
+        [text_width("no boxes", sheet), text_width("3 images", sheet)], abs=2)
+
+
+def test_a_class_absent_from_the_split_says_so(drawn, tmp_path):
+    """Validation holds the scenes without a zebra: zebra's row says there is none, and
+    every other row counts its images."""
+    from detection_data import detection_frame
+
+    frame = detection_frame(drawn)
+    frame["split"] = ["VALIDATION" if "zebra" not in s["labels"] else "TRAIN" for s in drawn]
+    out = str(tmp_path / "out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tfrecorder.DatasetWarning)
+        tfrecorder.convert(frame, out, progress=False, task="detection")
+    validation = [s for s in drawn if "zebra" not in s["labels"]]
+    sheet = show(out, "validation", per_class=2, thumbnail_size=64)
+    assert sheet.classes == CLASSES
+    expected = [
+        *(f"{sum(name in s['labels'] for s in validation)} images" for name in CLASSES[:2]),
+        "none in validation", f"{sum(not s['boxes'] for s in validation)} images"]
+    for row, (name, caption) in enumerate(zip([*CLASSES, "no boxes"], expected)):
+        bands = ink_bands(header(sheet, row))
+        assert [right - left for left, right in bands] == pytest.approx(
+            [text_width(name, sheet), text_width(caption, sheet)], abs=2), (name, caption)
+
+
+def segmentation_of(folder: Path, pixels: np.ndarray, mask: np.ndarray) -> str:
+    """A segmentation dataset of one image and its class mask."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).save(folder / "photo.png")
+    Image.fromarray(mask).save(folder / "photo_mask.png")
+    import pandas as pd
+
+    frame = pd.DataFrame({"split": ["TRAIN"], "image_uri": [str(folder / "photo.png")],
+                          "mask_uri": [str(folder / "photo_mask.png")]})
+    out = str(folder / "out")
+    tfrecorder.convert(frame, out, progress=False, task="segmentation")
+    return out
+
+
+def test_a_segmentation_sheet_has_a_legend_of_its_mask_colours(drawn, tmp_path):
+    out = written(tmp_path / "segmentation", drawn, "segmentation")
+    sheet = show(out, per_class=12, thumbnail_size=64)
+    ids = sorted({int(i) for s in drawn for i in np.unique(s["mask"]) if i})
+    assert [entry.class_id for entry in sheet.legend] == ids
+    pixels = np.asarray(saved(sheet)).astype(int)
+    rows_end = sheet.grid[0] * sheet.layout.cell_height
+    for entry in sheet.legend:
+        left, top, right, bottom = entry.swatch
+        assert top >= rows_end and bottom <= sheet.height  # under the rows
+        colour = rgb(CLASS_COLOURS[(entry.class_id - 1) % len(CLASS_COLOURS)])
+        inside = pixels[top + 2:bottom - 2, left + 2:right - 2].reshape(-1, 3)
+        assert (inside == colour).all(), entry  # the colour its class is drawn in
+        # Beside the swatch, its label: the class id.
+        assert entry.text == str(entry.class_id)
+        label = saved(sheet).crop((right, top - 2, right + 8 + round(
+            text_width(entry.text, sheet)), bottom + 2))
+        (left_ink, right_ink), = ink_bands(label)
+        assert left_ink < 6
+        assert right_ink - left_ink == pytest.approx(text_width(entry.text, sheet), abs=2)
+
+
+def test_a_mask_class_is_visible_on_a_photo_of_its_own_colour(tmp_path):
+    """A photo the colour class 1 is filled with: the blend alone would leave it as it
+    was, so the region's outline must stand out from the photo around it."""
+    fill = rgb(CLASS_COLOURS[0]).astype(np.uint8)
+    pixels = np.broadcast_to(fill, (48, 64, 3)).copy()
+    mask = np.zeros((48, 64), np.uint8)
+    mask[10:30, 20:50] = 1
+    sheet = show(segmentation_of(tmp_path, pixels, mask), thumbnail_size=64)
+    (item, x0, y0), = placed(sheet)
+    shown_pixels = np.asarray(saved(sheet)).astype(int)[y0:y0 + 48, x0:x0 + 64]
+    edge = np.zeros_like(mask, bool)
+    edge[10:30, 20:50] = True
+    edge[11:29, 21:49] = False
+    difference = np.abs(shown_pixels - fill.astype(int)).sum(axis=-1)
+    assert (difference[edge] > 100).all()  # the outline stands out
+    assert (difference[~np.pad(np.ones((24, 34), bool), ((8, 16), (18, 12)))] == 0).all()
