@@ -1,6 +1,7 @@
 """`show()`: a contact sheet of a dataset's images, one row per class, without TensorFlow.
 A detection record's boxes are drawn on its image with their classes' names, and
-instance and segmentation masks as translucent colours over it, in either record layout.
+instance and segmentation masks as translucent, outlined colours over it, in either record
+layout. Colours, text and the legend are drawn by `tfrecorder.drawing`.
 
 A look at the images is the quickest check that labels match pictures, so it must be
 quick: records are read in pure Python (`tfrecord`, `example.decode_example`), shards in
@@ -242,13 +243,17 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
          classes: Sequence[str | int] | None = None) -> ContactSheet:
     """A contact sheet of a split's images: one row per class, its first `per_class`
     images in the order the shards hold them, each captioned with its file name (and a
-    multi-label record's other labels). As wide as its fullest row: a class of two
-    images leaves no room for eight. Reads no more records than that takes, and never
-    imports TensorFlow.
+    multi-label record's other labels). Each row's header counts its images in the
+    split ("12 images"), or says there are none ("none in validation"). As wide as its
+    fullest row: a class of two images leaves no room for eight. Reads no more records
+    than that takes, and never imports TensorFlow.
 
     A detection record shows in the row of each class it has a box of, with every box
-    drawn in its class's colour (`class_colour`) and named; instance masks and a
-    segmentation record's class mask are drawn as translucent colours over the image.
+    drawn in its class's colour (`class_colour`) and named; images without boxes have a
+    row of their own, "no boxes", after the classes (unless `classes` chooses the rows).
+    Instance masks and a segmentation record's class mask are drawn as translucent
+    colours over the image, outlined in a darker shade (`drawing.draw_masks`), and a
+    segmentation sheet has a legend of its masks' class ids under its rows.
 
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
@@ -367,8 +372,9 @@ def _sample(path: str, split: str, per_class: int, size: int,
     wanted = {name: min(per_class, counts.get(name, per_class)) if counts else per_class
               for name in rows}
     without_counted = _without_boxes(manifest, split)
-    without_wanted = (min(per_class, per_class if without_counted is None else without_counted)
-                      if no_boxes and reader.detection and classes is None else 0)
+    without_wanted = 0
+    if no_boxes and reader.detection and classes is None:
+        without_wanted = min(per_class, per_class if without_counted is None else without_counted)
     without: list[Thumbnail] = []
     missing = sum(wanted.values()) + without_wanted
     if not missing:  # no shard need be opened
@@ -587,7 +593,8 @@ def mask_classes(values: RecordValues) -> tuple[int, ...]:
         ids = _mask_pixels(values.segmentation)
     except _DECODE_ERRORS:
         return ()
-    return tuple(int(class_id) for class_id in np.unique(ids) if class_id)
+    present = np.bincount(ids.ravel().astype(np.int64))  # class ids: PNG values, not negative
+    return tuple((np.flatnonzero(present[1:]) + 1).tolist())
 
 
 def _mask_pixels(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
