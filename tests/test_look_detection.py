@@ -526,13 +526,15 @@ def test_a_class_absent_from_the_split_says_so(drawn, tmp_path):
     assert_headers(sheet, list(zip([*CLASSES, "no boxes"], expected)))
 
 
-def segmentation_of(folder: Path, pixels: np.ndarray, mask: np.ndarray) -> str:
-    """A segmentation dataset of one image and its class mask."""
+def segmentation_of(folder: Path, photos: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
+    """A segmentation dataset of images and their class masks, by file name."""
     folder.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(pixels).save(folder / "photo.png")
-    Image.fromarray(mask).save(folder / "photo_mask.png")
-    frame = pd.DataFrame({"split": ["TRAIN"], "image_uri": [str(folder / "photo.png")],
-                          "mask_uri": [str(folder / "photo_mask.png")]})
+    rows = []
+    for name, (pixels, mask) in photos.items():
+        Image.fromarray(pixels).save(folder / f"{name}.png")
+        Image.fromarray(mask).save(folder / f"{name}_mask.png")
+        rows.append((str(folder / f"{name}.png"), str(folder / f"{name}_mask.png")))
+    frame = pd.DataFrame(rows, columns=["image_uri", "mask_uri"]).assign(split="TRAIN")
     out = str(folder / "out")
     tfrecorder.convert(frame, out, progress=False, task="segmentation")
     return out
@@ -560,19 +562,29 @@ def test_a_segmentation_sheet_has_a_legend_of_its_mask_colours(drawn, tmp_path):
         assert right_ink - left_ink == pytest.approx(text_width(entry.text, sheet), abs=2)
 
 
-def test_a_mask_class_is_visible_on_a_photo_of_its_own_colour(tmp_path):
-    """A photo the colour class 1 is filled with: the blend alone would leave it as it
-    was, so the region's outline must stand out from the photo around it."""
-    fill = rgb(CLASS_COLOURS[0]).astype(np.uint8)
-    pixels = np.broadcast_to(fill, (48, 64, 3)).copy()
+def test_every_mask_class_is_visible_on_a_photo_of_its_own_colour(tmp_path):
+    """For each colour, a region of its class on a photo of that colour, where the blend
+    alone would leave the photo as it was: the region's outline stands out from the photo
+    around it. And on a photo of the outline's colour, the blend does."""
     mask = np.zeros((48, 64), np.uint8)
     mask[10:30, 20:50] = 1
-    sheet = show(segmentation_of(tmp_path, pixels, mask), thumbnail_size=64)
-    (item, x0, y0), = placed(sheet)
-    shown_pixels = np.asarray(saved(sheet)).astype(int)[y0:y0 + 48, x0:x0 + 64]
-    edge = np.zeros_like(mask, bool)
-    edge[10:30, 20:50] = True
+    edge = mask.astype(bool)
     edge[11:29, 21:49] = False
-    difference = np.abs(shown_pixels - fill.astype(int)).sum(axis=-1)
-    assert (difference[edge] > 100).all()  # the outline stands out
-    assert (difference[~np.pad(np.ones((24, 34), bool), ((8, 16), (18, 12)))] == 0).all()
+    around = ~np.pad(np.ones((24, 34), bool), ((8, 16), (18, 12)))  # 2 pixels away, or more
+    photos = {}
+    for class_id, colour in enumerate(CLASS_COLOURS, start=1):
+        for photo, background in (("fill", rgb(colour)), ("edge", edge_colour(colour))):
+            pixels = np.broadcast_to(np.asarray(background, np.uint8), (48, 64, 3))
+            photos[f"{photo}_{class_id}"] = pixels.copy(), mask * class_id
+    sheet = show(segmentation_of(tmp_path, photos), per_class=len(photos),
+                 thumbnail_size=64)
+    assert len(sheet.items) == len(photos)
+    for item, x0, y0 in placed(sheet):
+        pixels, _ = photos[item.image_name.removesuffix(".png")]
+        drawn = np.asarray(saved(sheet)).astype(int)[y0:y0 + 48, x0:x0 + 64]
+        difference = np.abs(drawn - pixels.astype(int)).sum(axis=-1)
+        assert (difference[around] == 0).all()  # the photo, untouched
+        if item.image_name.startswith("fill"):
+            assert (difference[edge] > 100).all(), item.image_name  # the outline
+        else:
+            assert (difference[mask.astype(bool) & ~edge] > 60).all(), item.image_name
