@@ -588,3 +588,26 @@ def test_every_mask_class_is_visible_on_a_photo_of_its_own_colour(tmp_path):
             assert (difference[edge] > 100).all(), item.image_name  # the outline
         else:
             assert (difference[mask.astype(bool) & ~edge] > 60).all(), item.image_name
+
+
+@needs_browser
+def test_a_segmentation_reports_thumbnails_have_a_legend_of_their_mask_colours(drawn,
+                                                                                tmp_path):
+    out = written(tmp_path / "segmentation", drawn, "segmentation")
+    page = Path(tfrecorder.report(out, tmp_path / "report.html", per_class=12))
+    ids = sorted({int(i) for s in drawn for i in np.unique(s["mask"]) if i})
+    legend = by_id(dom(page), "mask-legend")
+    swatches = legend.findall(".//*[@data-class-id]")
+    assert [int(s.get("data-class-id")) for s in swatches] == ids
+    assert [element_text(s) for s in swatches] == [str(i) for i in ids]
+    # Each swatch is painted in its class's colour (the thumbnails blend it with the
+    # image; the charts may use it too): 12 x 12 more pixels of it than without the legend.
+    without_legend = tmp_path / "without-legend.html"
+    without_legend.write_text(re.sub(r'<p class="note" id="mask-legend">.*?</p>', "",
+                                     page.read_text()))
+    painted = [dict((colour, n) for n, colour in
+                    screenshot(path, height=3000).getcolors(1 << 24))
+               for path in (page, without_legend)]
+    for class_id in ids:
+        colour = tuple(rgb(CLASS_COLOURS[class_id - 1]).astype(int))
+        assert painted[0].get(colour, 0) - painted[1].get(colour, 0) == 144, class_id
