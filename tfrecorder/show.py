@@ -279,7 +279,8 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
     layout = Layout(thumbnail_size, caption_lines=2 if others else 1)
     text_font = font(layout.font_size)
     layout = replace(layout, header_text=max(
-        text_font.getlength(text) for title, caption, _ in rows for text in (title, caption)))
+        (text_font.getlength(text) for title, caption, _ in rows for text in (title, caption)),
+        default=0))
     width, height = layout.size(len(rows), columns)
     legend, legend_height = place_legend(
         sorted({class_id for *_, row_thumbnails in rows for thumbnail in row_thumbnails
