@@ -16,8 +16,18 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
-from detection_data import CLASSES, HEIGHT, WIDTH, scenes, write_detection, write_segmentation
+from detection_data import (
+    CLASSES,
+    HEIGHT,
+    WIDTH,
+    detection_frame,
+    scenes,
+    write_detection,
+    write_segmentation,
+)
+from PIL import Image
 from test_report import (
     CHROMIUM,
     NO_BROWSER,
@@ -29,8 +39,10 @@ from test_report import (
     table_rows,
 )
 from test_report import text as element_text
+from test_show import assert_headers, ink_bands, saved, text_width
 
 import tfrecorder
+from tfrecorder.drawing import edge_colour
 from tfrecorder.layouts import BBOX
 from tfrecorder.manifest import Split, SplitStatistics
 from tfrecorder.report import render
@@ -288,6 +300,8 @@ def placed(sheet) -> list[tuple[object, int, int]]:
     """Each item of a sheet with where its thumbnail's top left pixel is."""
     columns, found = Counter(), []
     rows = {name: row for row, name in enumerate(sheet.classes)}
+    # Images without boxes: the row after the classes (a sheet without labels: its one row)
+    rows[None] = len(sheet.classes) if getattr(sheet, "no_boxes", 0) else 0
     for item in sheet.items:
         row = rows[item.class_name]
         left, top, _, _ = sheet.layout.thumbnail_box(row, columns[row])
@@ -344,7 +358,8 @@ def blended(scene: dict) -> np.ndarray:
 def test_masks_are_translucent_colours_over_the_image(drawn, detection, tmp_path, task,
                                                       layout):
     """A segmentation mask's classes, and a detection record's instance masks (drawn
-    in the scenes' order, as the class mask is), in the class's colour at MASK_OPACITY."""
+    in the scenes' order, as the class mask is), in the class's colour at MASK_OPACITY,
+    each region outlined by a darker line of its colour."""
     out = (detection[layout] if task == "detection" else
            written(tmp_path / "segmentation", drawn, "segmentation", layout=layout))
     found = thumbnails(out, per_class=len(drawn), size=128)
@@ -355,14 +370,36 @@ def test_masks_are_translucent_colours_over_the_image(drawn, detection, tmp_path
     for thumbnail in found:
         scene = scenes_named[thumbnail.image_name]
         assert thumbnail.problem == ""
-        # Away from the masks' edges: polygons are drawn with their closing edges, a
-        # pixel wider than the class mask (annotations.instance_masks).
-        mask = np.pad(scene["mask"], 1, mode="edge")
-        inside = np.all([mask[1 + dy:mask.shape[0] - 1 + dy, 1 + dx:mask.shape[1] - 1 + dx]
-                         == scene["mask"] for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
-        np.testing.assert_allclose(np.asarray(thumbnail.image)[inside],
-                                   blended(scene)[inside], atol=1)
-        assert (np.asarray(thumbnail.image) != scene["pixels"]).any() == bool(scene["boxes"])
+        # Away from the regions' edges, where outlines are (two objects of a class are two
+        # regions), and from the class mask's, which the instances' need not follow.
+        regions = scene["mask"] if task == "segmentation" else instances(scene)
+        inside = same_around(scene["mask"]) & same_around(regions)
+        image = np.asarray(thumbnail.image)
+        np.testing.assert_allclose(image[inside], blended(scene)[inside], atol=1)
+        assert (image != scene["pixels"]).any() == bool(scene["boxes"])
+        if task == "segmentation":  # the outlines, exactly: the scene is not shrunk
+            edge = (scene["mask"] > 0) & ~same_around(scene["mask"], diagonals=False)
+            assert edge.any() == bool(scene["boxes"])
+            expected = [edge_colour(CLASS_COLOURS[i - 1]) for i in scene["mask"][edge]]
+            np.testing.assert_array_equal(image[edge], np.asarray(expected).reshape(-1, 3))
+
+
+def same_around(regions: np.ndarray, diagonals: bool = True) -> np.ndarray:
+    """The pixels whose neighbours (8, or 4 without `diagonals`) are of their region;
+    beyond the image's border counts as the border's region."""
+    padded = np.pad(regions, 1, mode="edge")
+    steps = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
+             if diagonals or not (dy and dx)]
+    return np.all([padded[1 + dy:padded.shape[0] - 1 + dy, 1 + dx:padded.shape[1] - 1 + dx]
+                   == regions for dy, dx in steps], axis=0)
+
+
+def instances(scene: dict) -> np.ndarray:
+    """Which object each pixel shows (the last drawn over the others; -1: none)."""
+    found = np.full(scene["mask"].shape, -1)
+    for index, [[left, top, right, _, _, bottom, _, _]] in enumerate(scene["polygons"]):
+        found[top:bottom, left:right] = index
+    return found
 
 
 # --- the report ----------------------------------------------------------------------------
@@ -446,3 +483,131 @@ def test_a_segmentation_report_has_mask_thumbnails_and_no_boxes(drawn, tmp_path)
     assert "<dt>task</dt><dd>segmentation</dd>" in html
     assert 'class="objects"' not in html and 'id="objects"' not in html
     assert html.count("<figure") == 4
+
+
+# --- what the sheets tell of themselves: rows without images, and the masks' legend -------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_images_without_boxes_have_a_row_of_their_own(drawn, detection, layout):
+    sheet = show(detection[layout], per_class=12, thumbnail_size=64)
+    empty = [Path(s["image_uri"]).name for s in drawn if not s["boxes"]]
+    assert sheet.classes == CLASSES and sheet.no_boxes == len(empty) == 3
+    assert sheet.grid[0] == len(CLASSES) + 1  # the classes, then "no boxes"
+    without = [i for i in sheet.items if i.class_name is None]
+    assert sorted(i.image_name for i in without) == empty
+    assert all(i.labels == () and i.objects == () for i in without)
+    pixels = np.asarray(saved(sheet))
+    for item, x0, y0 in placed(sheet):  # each image where its row has it
+        scene = by_name(drawn)[item.image_name]
+        if item.class_name is None:
+            assert y0 > len(CLASSES) * sheet.layout.cell_height
+            np.testing.assert_array_equal(pixels[y0:y0 + HEIGHT, x0:x0 + WIDTH],
+                                          scene["pixels"])
+    # Its header names the row and counts its images.
+    assert_headers(sheet, [(name, f"{sum(name in s['labels'] for s in drawn)} images")
+                           for name in CLASSES] + [("no boxes", "3 images")])
+
+
+def test_a_class_absent_from_the_split_says_so(drawn, tmp_path):
+    """Validation holds the scenes without a zebra: zebra's row says there is none, and
+    every other row counts its images."""
+    frame = detection_frame(drawn)
+    frame["split"] = ["VALIDATION" if "zebra" not in s["labels"] else "TRAIN" for s in drawn]
+    out = str(tmp_path / "out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tfrecorder.DatasetWarning)
+        tfrecorder.convert(frame, out, progress=False, task="detection")
+    validation = [s for s in drawn if "zebra" not in s["labels"]]
+    sheet = show(out, "validation", per_class=2, thumbnail_size=64)
+    assert sheet.classes == CLASSES
+    expected = [
+        *(f"{sum(name in s['labels'] for s in validation)} images" for name in CLASSES[:2]),
+        "none in validation", f"{sum(not s['boxes'] for s in validation)} images"]
+    assert_headers(sheet, list(zip([*CLASSES, "no boxes"], expected)))
+
+
+def segmentation_of(folder: Path, photos: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
+    """A segmentation dataset of images and their class masks, by file name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, (pixels, mask) in photos.items():
+        Image.fromarray(pixels).save(folder / f"{name}.png")
+        Image.fromarray(mask).save(folder / f"{name}_mask.png")
+        rows.append((str(folder / f"{name}.png"), str(folder / f"{name}_mask.png")))
+    frame = pd.DataFrame(rows, columns=["image_uri", "mask_uri"]).assign(split="TRAIN")
+    out = str(folder / "out")
+    tfrecorder.convert(frame, out, progress=False, task="segmentation")
+    return out
+
+
+def test_a_segmentation_sheet_has_a_legend_of_its_mask_colours(drawn, tmp_path):
+    out = written(tmp_path / "segmentation", drawn, "segmentation")
+    sheet = show(out, per_class=12, thumbnail_size=64)
+    ids = sorted({int(i) for s in drawn for i in np.unique(s["mask"]) if i})
+    assert [entry.class_id for entry in sheet.legend] == ids
+    pixels = np.asarray(saved(sheet)).astype(int)
+    rows_end = sheet.grid[0] * sheet.layout.cell_height
+    for entry in sheet.legend:
+        left, top, right, bottom = entry.swatch
+        assert top >= rows_end and bottom <= sheet.height  # under the rows
+        colour = rgb(CLASS_COLOURS[(entry.class_id - 1) % len(CLASS_COLOURS)])
+        inside = pixels[top + 2:bottom - 2, left + 2:right - 2].reshape(-1, 3)
+        assert (inside == colour).all(), entry  # the colour its class is drawn in
+        # Beside the swatch, its label: the class id.
+        assert entry.text == str(entry.class_id)
+        label = saved(sheet).crop((right, top - 2, right + 8 + round(
+            text_width(entry.text, sheet)), bottom + 2))
+        (left_ink, right_ink), = ink_bands(label)
+        assert left_ink < 6
+        assert right_ink - left_ink == pytest.approx(text_width(entry.text, sheet), abs=2)
+
+
+def test_every_mask_class_is_visible_on_a_photo_of_its_own_colour(tmp_path):
+    """For each colour, a region of its class on a photo of that colour, where the blend
+    alone would leave the photo as it was: the region's outline stands out from the photo
+    around it. And on a photo of the outline's colour, the blend does."""
+    mask = np.zeros((48, 64), np.uint8)
+    mask[10:30, 20:50] = 1
+    edge = mask.astype(bool)
+    edge[11:29, 21:49] = False
+    around = ~np.pad(np.ones((24, 34), bool), ((8, 16), (18, 12)))  # 2 pixels away, or more
+    photos = {}
+    for class_id, colour in enumerate(CLASS_COLOURS, start=1):
+        for photo, background in (("fill", rgb(colour)), ("edge", edge_colour(colour))):
+            pixels = np.broadcast_to(np.asarray(background, np.uint8), (48, 64, 3))
+            photos[f"{photo}_{class_id}"] = pixels.copy(), mask * class_id
+    sheet = show(segmentation_of(tmp_path, photos), per_class=len(photos),
+                 thumbnail_size=64)
+    assert len(sheet.items) == len(photos)
+    for item, x0, y0 in placed(sheet):
+        pixels, _ = photos[item.image_name.removesuffix(".png")]
+        drawn = np.asarray(saved(sheet)).astype(int)[y0:y0 + 48, x0:x0 + 64]
+        difference = np.abs(drawn - pixels.astype(int)).sum(axis=-1)
+        assert (difference[around] == 0).all()  # the photo, untouched
+        if item.image_name.startswith("fill"):
+            assert (difference[edge] > 100).all(), item.image_name  # the outline
+        else:
+            assert (difference[mask.astype(bool) & ~edge] > 60).all(), item.image_name
+
+
+@needs_browser
+def test_a_segmentation_reports_thumbnails_have_a_legend_of_their_mask_colours(drawn,
+                                                                                tmp_path):
+    out = written(tmp_path / "segmentation", drawn, "segmentation")
+    page = Path(tfrecorder.report(out, tmp_path / "report.html", per_class=12))
+    ids = sorted({int(i) for s in drawn for i in np.unique(s["mask"]) if i})
+    legend = by_id(dom(page), "mask-legend")
+    swatches = legend.findall(".//*[@data-class-id]")
+    assert [int(s.get("data-class-id")) for s in swatches] == ids
+    assert [element_text(s) for s in swatches] == [str(i) for i in ids]
+    # Each swatch is painted in its class's colour (the thumbnails blend it with the
+    # image; the charts may use it too): 12 x 12 more pixels of it than without the legend.
+    without_legend = tmp_path / "without-legend.html"
+    without_legend.write_text(re.sub(r'<p class="note" id="mask-legend">.*?</p>', "",
+                                     page.read_text()))
+    painted = [dict((colour, n) for n, colour in
+                    screenshot(path, height=3000).getcolors(1 << 24))
+               for path in (page, without_legend)]
+    for class_id in ids:
+        colour = tuple(rgb(CLASS_COLOURS[class_id - 1]).astype(int))
+        assert painted[0].get(colour, 0) - painted[1].get(colour, 0) == 144, class_id

@@ -23,7 +23,7 @@ from helpers import (
     rewrite_split,
     run_without_tensorflow,
 )
-from PIL import Image, ImageChops
+from PIL import Image, ImageChops, ImageFont
 
 import tfrecorder
 from tfrecorder.errors import OptionError
@@ -115,6 +115,50 @@ def assert_colours(sheet: ContactSheet, tolerance: float = 12) -> None:
             square, Image.new("RGB", square.size, WHITE)).getbbox()
         assert abs(left - (square.width - right)) <= 1
         assert abs(top - (square.height - bottom)) <= 1
+
+
+def ink_bands(image: Image.Image) -> list[tuple[int, int]]:
+    """(left, right) of each band of pixel rows with ink (text), top to bottom."""
+    dark = np.asarray(image.convert("L")) < 200  # text is #222222; the rules #dddddd
+    inked = dark.any(axis=1)
+    bands, start = [], None
+    for y, on in enumerate([*inked, False]):
+        if on and start is None:
+            start = y
+        elif not on and start is not None:
+            columns = np.flatnonzero(dark[start:y].any(axis=0))
+            bands.append((int(columns[0]), int(columns[-1]) + 1))
+            start = None
+    return bands
+
+
+def saved(sheet: ContactSheet) -> Image.Image:
+    """The sheet as a PNG file holds it."""
+    buffer = io.BytesIO()
+    sheet.save(buffer, "PNG")
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+
+
+def header(sheet: ContactSheet, row: int) -> Image.Image:
+    """The header cell of a row (its title and caption), from the saved sheet."""
+    layout = sheet.layout
+    return saved(sheet).crop((0, row * layout.cell_height + 1, layout.header_width,
+                              (row + 1) * layout.cell_height))
+
+
+def text_width(text: str, sheet: ContactSheet) -> int:
+    """The width of `text`'s ink in the sheet's font."""
+    left, _, right, _ = ImageFont.load_default(size=sheet.layout.font_size).getbbox(text)
+    return right - left
+
+
+def assert_headers(sheet: ContactSheet, lines: list[tuple[str, str]]) -> None:
+    """Each row's header holds two lines of text as wide as `lines` say: its title and
+    its caption."""
+    for row, texts in enumerate(lines):
+        bands = ink_bands(header(sheet, row))
+        assert [right - left for left, right in bands] == pytest.approx(
+            [text_width(text, sheet) for text in texts], abs=2), texts
 
 
 # --- the sheet -----------------------------------------------------------------------------
@@ -358,6 +402,28 @@ def test_a_class_the_split_lacks_does_not_make_it_read_to_the_end(tmp_path):
     assert sheet.classes == ("blue", "green", "red")
     assert shown(sheet) == expected_items(out, 1, sheet.classes)
     assert show(str(copy), per_class=1, classes=["blue"]).items == []
+
+
+def test_every_row_counts_its_images_and_an_empty_one_says_so(tmp_path):
+    table = colour_table(tmp_path / "images", 6)
+    table.loc[table["label"] == "blue", "split"] = "VALIDATION"
+    out = str(tmp_path / "out")
+    tfrecorder.convert(table, out, progress=False)
+    sheet = show(out, per_class=2, thumbnail_size=48)
+    assert sheet.classes == ("blue", "green", "red") and sheet.grid == (3, 2)
+    assert_headers(sheet, [("blue", "none in train"), ("green", "6 images"),
+                           ("red", "6 images")])
+    # A header is as wide as its text needs, at most twice a cell.
+    assert sheet.layout.header_width > sheet.layout.cell_width
+    assert sheet.width == sheet.layout.header_width + 2 * sheet.layout.cell_width
+
+    alone = show(out, per_class=2, thumbnail_size=48, classes=["blue"])
+    assert alone.grid == (1, 0) and alone.width == alone.layout.header_width
+    assert_headers(alone, [("blue", "none in train")])
+    unlabelled = str(tmp_path / "unlabelled")
+    tfrecorder.convert(table.drop(columns="label"), unlabelled, progress=False)
+    assert_headers(show(unlabelled, "validation", per_class=2, thumbnail_size=48),
+                   [("validation", "6 images")])
 
 
 def test_shows_without_importing_tensorflow(colours):

@@ -110,6 +110,8 @@ svg.objects text{font-size:9px;fill:#fff}
 padding:.5em 0}
 .mark{background:#c0392b;color:#fff;border-radius:3px;padding:0 .4em;margin-right:.4em}
 .note{color:#555}
+.swatch{display:inline-block;width:12px;height:12px;border:1px solid;
+vertical-align:middle;margin:0 4px 0 12px}
 """
 
 
@@ -277,7 +279,8 @@ def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
     counts = dataset.class_counts.get(split, {})
     chosen = [name for name in _largest(counts, CHART_CLASSES) if counts[name]] or None
     by_class: dict[str | None, list] = {}
-    for thumbnail in thumbnails(dataset.path, split, per_class, size, classes=chosen):
+    found = thumbnails(dataset.path, split, per_class, size, classes=chosen)
+    for thumbnail in found:
         by_class.setdefault(thumbnail.class_name, []).append(thumbnail)
     note = f"Records of the {_text(split)} split, in the order the shards hold them"
     if len(dataset.class_names) > CHART_CLASSES:
@@ -288,7 +291,24 @@ def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
         heading = "(no labels)" if name is None else _text(name)
         parts.append(f'<div class="class-thumbnails"><h3>{heading}</h3>'
                      f'<div class="grid">{figures}</div></div>')
+    parts.append(_mask_legend(sorted({class_id for thumbnail in found
+                                      for class_id in thumbnail.mask_classes})))
     return "".join(parts)
+
+
+def _mask_legend(class_ids: list[int]) -> str:
+    """A segmentation dataset's mask class ids in the thumbnails, each beside a swatch
+    filled and outlined as its masks are drawn (`drawing.draw_masks`); "" for none."""
+    if not class_ids:
+        return ""
+    from tfrecorder.drawing import LEGEND_TITLE, edge_colour, mask_colour
+
+    entries = "".join(
+        f'<span class="mask-class" data-class-id="{class_id}"><i class="swatch" '
+        f'style="background:{mask_colour(class_id)};'
+        f'border-color:rgb{edge_colour(mask_colour(class_id))}"></i>{class_id}</span>'
+        for class_id in class_ids)
+    return f'<p class="note" id="mask-legend">{LEGEND_TITLE.capitalize()} {entries}</p>'
 
 
 def _figure(thumbnail, size: int) -> str:

@@ -1,6 +1,7 @@
 """`show()`: a contact sheet of a dataset's images, one row per class, without TensorFlow.
 A detection record's boxes are drawn on its image with their classes' names, and
-instance and segmentation masks as translucent colours over it, in either record layout.
+instance and segmentation masks as translucent, outlined colours over it, in either record
+layout. Colours, text and the legend are drawn by `tfrecorder.drawing`.
 
 A look at the images is the quickest check that labels match pictures, so it must be
 quick: records are read in pure Python (`tfrecord`, `example.decode_example`), shards in
@@ -24,12 +25,25 @@ import io
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
 from tfrecorder import fs
+from tfrecorder.drawing import (  # noqa: F401  (the colours, as tfrecorder.show names them)
+    CLASS_COLOURS,
+    MASK_OPACITY,
+    NO_CLASS_COLOUR,
+    LegendEntry,
+    class_colour,
+    draw_legend,
+    draw_masks,
+    fit,
+    font,
+    mask_colour,
+    place_legend,
+)
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
 from tfrecorder.layouts import BBOX, MASK, OBJECT_LABEL, SEGMENTATION_MASK, layout_of
@@ -43,7 +57,7 @@ from tfrecorder.manifest import (
     read_manifest,
 )
 from tfrecorder.tfrecord import open_read, read_records
-from tfrecorder.wording import shown
+from tfrecorder.wording import count, shown
 
 logger = logging.getLogger(__name__)
 
@@ -52,19 +66,7 @@ logger = logging.getLogger(__name__)
 MAX_ROWS = 50
 _RAW_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # raw pixels' channels -> Pillow mode
 _BACKGROUND, _TEXT, _RULE, _PLACEHOLDER = "white", "#222222", "#dddddd", "#c8c8c8"
-# A class's colour (boxes, masks): Tableau 10 without its grey, which marks a box without
-# a class. Detection class id i takes CLASS_COLOURS[i % 9]; a segmentation mask's class
-# id k (0 is the background, not drawn) CLASS_COLOURS[(k - 1) % 9], so that masks drawn
-# as 1 + the class id colour as their boxes do.
-CLASS_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-                 "#b07aa1", "#ff9da7", "#9c755f")
-NO_CLASS_COLOUR = "#bab0ac"
-MASK_OPACITY = 0.45  # of a mask's colour over the image
-
-
-def class_colour(class_id: int | None) -> str:
-    """The colour of a detection class id's boxes and masks (`CLASS_COLOURS`)."""
-    return NO_CLASS_COLOUR if class_id is None else CLASS_COLOURS[class_id % len(CLASS_COLOURS)]
+NO_BOXES = "no boxes"  # the title of a detection sheet's row of images without boxes
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,9 @@ class Thumbnail(Item):
     draws them its own way (`draw_objects` in Pillow)."""
 
     image: Image.Image
+    # The class ids of a segmentation record's mask (0, the background, left out), read at
+    # full size, so that a class too small to survive the thumbnail is still named.
+    mask_classes: tuple[int, ...] = field(default=(), kw_only=True)
 
     @property
     def item(self) -> Item:
@@ -114,12 +119,14 @@ class Thumbnail(Item):
 
 @dataclass(frozen=True)
 class Layout:
-    """Where things go on a sheet: a header column of class names, then cells of a
-    thumbnail with its caption under it: its file name, and on a second line (on sheets
-    that need one) the record's other labels."""
+    """Where things go on a sheet: a header column of class names (each with its row's
+    caption under it), then cells of a thumbnail with its caption under it: its file
+    name, and on a second line (on sheets that need one) the record's other labels. The
+    header is as wide as a cell, or as its widest text (`header_text`, in pixels) needs."""
 
     thumbnail_size: int
     caption_lines: int = 1
+    header_text: float = 0
 
     @property
     def padding(self) -> int:
@@ -143,7 +150,9 @@ class Layout:
 
     @property
     def header_width(self) -> int:
-        return self.cell_width
+        # At most twice a cell (or 120 pixels): longer names are shortened in the middle.
+        needed = round(self.header_text) + 2 * self.padding
+        return max(self.cell_width, min(needed, max(2 * self.cell_width, 120)))
 
     def size(self, rows: int, columns: int) -> tuple[int, int]:
         return self.header_width + columns * self.cell_width, rows * self.cell_height
@@ -162,9 +171,14 @@ class ContactSheet(Image.Image):
     Attributes:
         items: the `Item` of each thumbnail, row by row, left to right.
         classes: the rows' names (class names; the split's name without labels).
-        grid: (rows, columns).
+        grid: (rows, columns): the rows of `classes`, and a detection sheet's row of
+            images without boxes, titled "no boxes", after them.
         split_name: the split shown. (Not `split`, which is Pillow's method for bands.)
         layout: where each row and thumbnail is (`Layout.thumbnail_box`).
+        no_boxes: a detection sheet's images without boxes in the split, shown in its
+            last row (their items' `class_name` is None); 0 on other sheets.
+        legend: a segmentation sheet's mask classes, under its rows: each class id's
+            colour and where its swatch is.
     """
 
     items: list[Item]
@@ -172,6 +186,8 @@ class ContactSheet(Image.Image):
     grid: tuple[int, int]
     split_name: str
     layout: Layout
+    no_boxes: int
+    legend: tuple[LegendEntry, ...]
 
     @classmethod
     def of(cls, image: Image.Image, **attributes) -> ContactSheet:
@@ -184,7 +200,8 @@ class ContactSheet(Image.Image):
 
     def _attributes(self) -> dict:
         return {name: self.__dict__[name]
-                for name in ("items", "classes", "grid", "split_name", "layout")}
+                for name in ("items", "classes", "grid", "split_name", "layout",
+                             "no_boxes", "legend")}
 
     def __getstate__(self) -> list:
         return [*super().__getstate__(), self._attributes()]
@@ -197,16 +214,20 @@ class ContactSheet(Image.Image):
         return super().__eq__(other) and self._attributes() == other._attributes()
 
     def caption(self) -> str:
-        rows, columns = self.grid
+        rows = len(self.classes)
         names = ", ".join(self.classes[:10]) + (", ..." if rows > 10 else "")
-        return (f"{self.split_name}: {len(self.items)} images; {rows} "
-                f"{'class' if rows == 1 else 'classes'} x {columns}: {names}")
+        return (f"{self.split_name}: {count(len(self.items), 'image')}; {self._rows()}: {names}"
+                + (f"; {self.no_boxes:,} without boxes" if self.no_boxes else ""))
 
     def __repr__(self) -> str:
-        rows, columns = self.grid
-        return (f"<ContactSheet {self.split_name}: {len(self.items)} images, {rows} "
-                f"{'class' if rows == 1 else 'classes'} x {columns}, "
-                f"{self.width}x{self.height}>")
+        return (f"<ContactSheet {self.split_name}: {count(len(self.items), 'image')}, "
+                f"{self._rows()}, {self.width}x{self.height}>")
+
+    def _rows(self) -> str:
+        """'3 classes x 4', or with a row of images without boxes, '3 classes + no
+        boxes x 4'."""
+        rows = count(len(self.classes), "class", "classes")
+        return f"{rows}{f' + {NO_BOXES}' if self.no_boxes else ''} x {self.grid[1]}"
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(repr(self))
@@ -222,13 +243,17 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
          classes: Sequence[str | int] | None = None) -> ContactSheet:
     """A contact sheet of a split's images: one row per class, its first `per_class`
     images in the order the shards hold them, each captioned with its file name (and a
-    multi-label record's other labels). As wide as its fullest row: a class of two
-    images leaves no room for eight. Reads no more records than that takes, and never
-    imports TensorFlow.
+    multi-label record's other labels). Each row's header counts its images in the
+    split ("12 images"), or says there are none ("none in validation"). As wide as its
+    fullest row: a class of two images leaves no room for eight. Reads no more records
+    than that takes, and never imports TensorFlow.
 
     A detection record shows in the row of each class it has a box of, with every box
-    drawn in its class's colour (`class_colour`) and named; instance masks and a
-    segmentation record's class mask are drawn as translucent colours over the image.
+    drawn in its class's colour (`class_colour`) and named; images without boxes have a
+    row of their own, "no boxes", after the classes (unless `classes` chooses the rows).
+    Instance masks and a segmentation record's class mask are drawn as translucent
+    colours over the image, outlined in a darker shade (`drawing.draw_masks`), and a
+    segmentation sheet has a legend of its masks' class ids under its rows.
 
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
@@ -245,36 +270,93 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
         each thumbnail shows and where it was read. An image that cannot be decoded is
         a grey cell saying so, and its item's `problem` says why.
     """
-    split, rows = _sample(os.fspath(path), split, per_class, thumbnail_size, classes)
-    columns = max(map(len, rows.values()), default=0)
-    others = any(_other_labels(name, thumbnail) for name, row_thumbnails in rows.items()
+    sampled = _sample(os.fspath(path), split, per_class, thumbnail_size, classes,
+                      no_boxes=True)
+    rows = sampled.titled_rows()
+    columns = max((len(row_thumbnails) for *_, row_thumbnails in rows), default=0)
+    others = any(_other_labels(title, thumbnail) for title, _, row_thumbnails in rows
                  for thumbnail in row_thumbnails)
     layout = Layout(thumbnail_size, caption_lines=2 if others else 1)
-    image = Image.new("RGB", layout.size(len(rows), columns), _BACKGROUND)
+    text_font = font(layout.font_size)
+    layout = replace(layout, header_text=max(
+        (text_font.getlength(text) for title, caption, _ in rows for text in (title, caption)),
+        default=0))
+    width, height = layout.size(len(rows), columns)
+    legend, legend_height = place_legend(
+        sorted({class_id for *_, row_thumbnails in rows for thumbnail in row_thumbnails
+                for class_id in thumbnail.mask_classes}),
+        height, width, layout.font_size, layout.padding)
+    image = Image.new("RGB", (width, height + legend_height), _BACKGROUND)
     draw = ImageDraw.Draw(image)
-    font = _font(layout.font_size)
-    for row, (name, row_thumbnails) in enumerate(rows.items()):
-        _draw_row(image, draw, layout, font, row, name, row_thumbnails)
-    items = [thumbnail.item for row_thumbnails in rows.values() for thumbnail in row_thumbnails]
-    return ContactSheet.of(image, items=items, classes=tuple(rows),
-                           grid=(len(rows), columns), split_name=split, layout=layout)
+    for row, titled in enumerate(rows):
+        _draw_row(image, draw, layout, row, *titled)
+    if legend:
+        draw.line([(0, height), (width, height)], fill=_RULE)
+        draw_legend(draw, legend, height, layout.font_size, layout.padding)
+    items = [thumbnail.item for *_, row_thumbnails in rows for thumbnail in row_thumbnails]
+    return ContactSheet.of(image, items=items, classes=tuple(sampled.rows),
+                           grid=(len(rows), columns), split_name=sampled.split,
+                           layout=layout, no_boxes=sampled.no_boxes, legend=legend)
 
 
 def thumbnails(path: str | os.PathLike, split: str = "train", per_class: int = 8,
                size: int = 128, *,
                classes: Sequence[str | int] | None = None) -> list[Thumbnail]:
     """The thumbnails `show` lays out, class by class (a multi-label record once per
-    class, sharing one image), for pages that lay them out themselves."""
-    rows = _sample(os.fspath(path), split, per_class, size, classes)[1]
+    class, sharing one image), for pages that lay them out themselves. (Not a detection
+    sheet's images without boxes: they belong to no class.)"""
+    rows = _sample(os.fspath(path), split, per_class, size, classes).rows
     return [thumbnail for row_thumbnails in rows.values() for thumbnail in row_thumbnails]
 
 
 # --- sampling ------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Sample:
+    """What `_sample` read of a split: each row's thumbnails, a detection split's images
+    without boxes (None: no such row), and how many images each row has in the split,
+    as the writer counted them (None: not counted, in manifests from before)."""
+
+    split: str
+    rows: dict[str, list[Thumbnail]]
+    without_boxes: list[Thumbnail] | None = None
+    counts: dict[str, int] | None = None
+    without_boxes_counted: int | None = None
+
+    @property
+    def no_boxes(self) -> int:
+        """The split's images without boxes (those found, where they were not counted)."""
+        if self.without_boxes is None:
+            return 0
+        counted = self.without_boxes_counted
+        return len(self.without_boxes) if counted is None else counted
+
+    def titled_rows(self) -> list[tuple[str, str, list[Thumbnail]]]:
+        """Each row's title, caption and thumbnails: the classes', then the images'
+        without boxes."""
+        found = [(name, self._caption(self.counts.get(name) if self.counts else None,
+                                      row_thumbnails), row_thumbnails)
+                 for name, row_thumbnails in self.rows.items()]
+        if self.without_boxes is not None:
+            found.append((NO_BOXES, self._caption(self.no_boxes, self.without_boxes),
+                          self.without_boxes))
+        return found
+
+    def _caption(self, counted: int | None, row_thumbnails: list[Thumbnail]) -> str:
+        """The line under a row's title: its images in the split ("12 images", "none in
+        validation"), or "" where they were not counted."""
+        if counted is None and not row_thumbnails:  # read to the end, and none found
+            counted = 0
+        if counted is None:
+            return ""
+        return count(counted, "image") if counted else f"none in {self.split}"
+
+
 def _sample(path: str, split: str, per_class: int, size: int,
-            classes: Sequence[str | int] | None) -> tuple[str, dict[str, list[Thumbnail]]]:
-    """The split's name, and each row's name with up to `per_class` thumbnails: the first
-    records of its class, read shard by shard until every row is full."""
+            classes: Sequence[str | int] | None, no_boxes: bool = False) -> _Sample:
+    """Each row's name with up to `per_class` thumbnails: the first records of its class,
+    read shard by shard until every row is full; with `no_boxes` (and every class's row),
+    a detection split's first images without boxes too."""
     _check_positive(per_class=per_class, thumbnail_size=size)
     manifest = read_manifest(path)
     if not manifest.has_images:
@@ -287,10 +369,17 @@ def _sample(path: str, split: str, per_class: int, size: int,
     class_names = reader.class_names
     rows: dict[str, list[Thumbnail]] = {name: [] for name in _rows(class_names, classes,
                                                                    split)}
-    wanted = _wanted(manifest, split, class_names, list(rows), per_class)
-    missing = sum(wanted.values())
+    counts = _counted(manifest, split, class_names)
+    wanted = {name: min(per_class, counts.get(name, per_class)) if counts else per_class
+              for name in rows}
+    without_counted = _without_boxes(manifest, split)
+    without_wanted = 0
+    if no_boxes and reader.detection and classes is None:
+        without_wanted = min(per_class, per_class if without_counted is None else without_counted)
+    without: list[Thumbnail] = []
+    missing = sum(wanted.values()) + without_wanted
     if not missing:  # no shard need be opened
-        return split, rows
+        return _Sample(split, rows, None, counts, without_counted)
     records = _records(path, [s.file for s in shards], manifest.compression)
     with contextlib.closing(records):  # a shard is opened when its first record is asked
         for shard, index, features in records:
@@ -298,17 +387,22 @@ def _sample(path: str, split: str, per_class: int, size: int,
             labels = tuple(dict.fromkeys(values.class_names))
             takers = [name for name in (labels if class_names else [split])
                       if len(rows.get(name, ())) < wanted.get(name, 0)]
-            if not takers:
+            bare = not values.objects and len(without) < without_wanted
+            if not takers and not bare:
                 continue
             image, problem = record_thumbnail(values, size)
+            drawn = functools.partial(Thumbnail, split=split, shard=shard, record=index,
+                                      problem=problem, image=image, objects=values.objects,
+                                      mask_classes=mask_classes(values))
             for name in takers:
-                rows[name].append(Thumbnail(name if class_names else None, values.image_name,
-                                            split, shard, index, labels, problem, image,
-                                            objects=values.objects))
-            missing -= len(takers)
+                rows[name].append(drawn(name if class_names else None, values.image_name,
+                                        labels=labels))
+            if bare:
+                without.append(drawn(None, values.image_name, labels=()))
+            missing -= len(takers) + bare
             if not missing:
                 break
-    return split, rows
+    return _Sample(split, rows, without or None, counts, without_counted)
 
 
 def _check_positive(**numbers: int) -> None:
@@ -342,19 +436,27 @@ def _rows(class_names: tuple[str, ...], classes: Sequence[str | int] | None,
     return list(dict.fromkeys(asked))
 
 
-def _wanted(manifest: Manifest, split: str, class_names: tuple[str, ...],
-            rows: list[str], per_class: int) -> dict[str, int]:
-    """How many images each row can get: `per_class`, or fewer where the writer counted
-    fewer records of the class in the split (so a rare class does not make the reader
-    read to the end, looking for images that are not there): for detection, images
-    holding an object of the class."""
+def _counted(manifest: Manifest, split: str,
+             class_names: tuple[str, ...]) -> dict[str, int] | None:
+    """Each row's images in the split, as the writer counted them (for detection, the
+    images holding an object of the class; without labels, the split's records), so that
+    a rare class does not make the reader read to the end, looking for images that are
+    not there; None where the manifest has no counts."""
+    if not class_names:
+        return {split: manifest.splits[Split(split)].num_records}
     statistics = manifest.statistics.get(Split(split))
     counted = statistics and (statistics.objects.class_images if statistics.objects
                               else statistics.class_counts)
     if not counted or len(counted) != len(class_names):
-        return dict.fromkeys(rows, per_class)
-    counts = dict(zip(class_names, counted))
-    return {name: min(per_class, counts.get(name, per_class)) for name in rows}
+        return None
+    return dict(zip(class_names, counted))
+
+
+def _without_boxes(manifest: Manifest, split: str) -> int | None:
+    """A detection split's images without boxes, as the writer counted them (None: not
+    counted)."""
+    statistics = manifest.statistics.get(Split(split))
+    return statistics.objects.without_boxes if statistics and statistics.objects else None
 
 
 def _records(path: str, shard_files: Iterable[str],
@@ -463,41 +565,46 @@ def _decode(image: dict, size: int) -> Image.Image:
 
 
 def _with_masks(image: Image.Image, values: RecordValues) -> Image.Image:
-    """`image` with a record's masks over it, each in its class's colour at
-    MASK_OPACITY: instance masks (one per object), or a segmentation mask's classes
-    (class id 0, the background, left clear). Masks are decoded and shrunk to the
-    thumbnail by nearest neighbour, so class ids stay ids."""
+    """`image` with a record's masks over it (`drawing.draw_masks`: translucent, and
+    outlined): instance masks, each in its object's class's colour, or a segmentation
+    mask's classes (class id 0, the background, left clear). Masks are decoded and shrunk
+    to the thumbnail by nearest neighbour, so class ids stay ids."""
     if not values.masks and values.segmentation is None:
         return image
-    size = image.size
-    colours = np.zeros((size[1], size[0], 3), dtype=np.float32)
-    covered = np.zeros((size[1], size[0]), dtype=bool)
+    owners = np.full((image.height, image.width), -1, dtype=np.int32)
+    colours: list[str] = []  # of each region: a segmentation class, or an instance
     if values.segmentation is not None:
-        ids = _mask_pixels(values.segmentation, size)
+        ids = _mask_pixels(values.segmentation, image.size)
         for class_id in np.unique(ids[ids > 0]).tolist():
-            where = ids == class_id
-            colours[where] = _rgb(CLASS_COLOURS[(class_id - 1) % len(CLASS_COLOURS)])
-            covered |= where
-    for mask, box in zip(values.masks, values.objects):
-        where = _mask_pixels(mask, size) > 0
-        colours[where] = _rgb(box.colour)
-        covered |= where
-    pixels = np.asarray(image, dtype=np.float32)
-    pixels[covered] = ((1 - MASK_OPACITY) * pixels[covered]
-                       + MASK_OPACITY * colours[covered])
-    return Image.fromarray(np.rint(pixels).astype(np.uint8), "RGB")
+            owners[ids == class_id] = len(colours)
+            colours.append(mask_colour(class_id))
+    for mask, box in zip(values.masks, values.objects):  # a later object over an earlier
+        owners[_mask_pixels(mask, image.size) > 0] = len(colours)
+        colours.append(box.colour)
+    return draw_masks(image, owners, colours)
 
 
-def _mask_pixels(data: bytes, size: tuple[int, int]) -> np.ndarray:
-    """A stored mask (a PNG of 0s and 1s, or of class ids) at `size` (width, height)."""
+def mask_classes(values: RecordValues) -> tuple[int, ...]:
+    """The class ids of a segmentation record's mask at full size (0, the background,
+    left out), for the sheet's legend; () for a record without one, or whose mask cannot
+    be decoded (its thumbnail says why)."""
+    if values.segmentation is None:
+        return ()
+    try:
+        ids = _mask_pixels(values.segmentation)
+    except _DECODE_ERRORS:
+        return ()
+    present = np.bincount(ids.ravel().astype(np.int64))  # class ids: PNG values, not negative
+    return tuple((np.flatnonzero(present[1:]) + 1).tolist())
+
+
+def _mask_pixels(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
+    """A stored mask (a PNG of 0s and 1s, or of class ids) at `size` (width, height; None:
+    as stored)."""
     mask = Image.open(io.BytesIO(data), formats=["PNG"])
-    if mask.size != size:
+    if size is not None and mask.size != size:
         mask = mask.resize(size, Image.Resampling.NEAREST)
     return np.asarray(mask)
-
-
-def _rgb(colour: str) -> tuple[int, int, int]:
-    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
 
 
 def draw_objects(image: Image.Image, objects: Sequence[Box], font_size: int) -> None:
@@ -507,7 +614,7 @@ def draw_objects(image: Image.Image, objects: Sequence[Box], font_size: int) -> 
     if not objects:
         return
     draw = ImageDraw.Draw(image)
-    font = _font(font_size)
+    box_font = font(font_size)
     width, height = image.size
     line = max(1, round(max(width, height) / 64))
     for box in objects:  # whole pixels: from the first the box covers to its last
@@ -519,12 +626,12 @@ def draw_objects(image: Image.Image, objects: Sequence[Box], font_size: int) -> 
         if box.class_name is None:
             continue
         left, top = round(box.xmin * width), round(box.ymin * height)
-        text = _fit(box.class_name, font, max(width - left, 1))
-        text_width, text_height = font.getlength(text) + 2, font_size + 1
+        text = fit(box.class_name, box_font, max(width - left, 1))
+        text_width, text_height = box_font.getlength(text) + 2, font_size + 1
         tag_top = top - text_height if top >= text_height else top
         draw.rectangle([left, tag_top, left + text_width, tag_top + text_height],
                        fill=box.colour)
-        draw.text((left + 1, tag_top), text, fill="white", font=font)
+        draw.text((left + 1, tag_top), text, fill="white", font=box_font)
 
 
 def _on_white(image: Image.Image) -> Image.Image:
@@ -543,22 +650,29 @@ def _on_white(image: Image.Image) -> Image.Image:
 def _placeholder(size: int) -> Image.Image:
     image = Image.new("RGB", (size, size), _PLACEHOLDER)
     ImageDraw.Draw(image).text((size / 2, size / 2), "cannot decode", fill=_TEXT,
-                               font=_font(Layout(size).font_size), anchor="mm")
+                               font=font(Layout(size).font_size), anchor="mm")
     return image
 
 
 # --- drawing -------------------------------------------------------------------------------
 
-def _draw_row(sheet: Image.Image, draw: ImageDraw.ImageDraw, layout: Layout, font,
-              row: int, name: str, row_thumbnails: list[Thumbnail]) -> None:
-    """One class: its name at the left, its thumbnails, each captioned with its file name
-    and the labels it has besides the row's (the row's name is not repeated)."""
+def _draw_row(sheet: Image.Image, draw: ImageDraw.ImageDraw, layout: Layout, row: int,
+              title: str, caption: str, row_thumbnails: list[Thumbnail]) -> None:
+    """One row: its title (a class's name) at the left with its caption under it (its
+    images in the split), then its thumbnails, each captioned with its file name and the
+    labels it has besides the row's (the row's name is not repeated)."""
+    text_font = font(layout.font_size)
     top = row * layout.cell_height
     if row:
         draw.line([(0, top), (sheet.width, top)], fill=_RULE)
+    header_text = layout.header_width - 2 * layout.padding
+    lines = [title, caption] if caption else [title]
+    middle = top + layout.padding + layout.thumbnail_size / 2
+    for line, text in enumerate(lines):
+        y = middle + (line - (len(lines) - 1) / 2) * layout.line_height
+        draw.text((layout.padding, y), fit(text, text_font, header_text), fill=_TEXT,
+                  font=text_font, anchor="lm")
     text_width = layout.cell_width - 2 * layout.padding
-    draw.text((layout.padding, top + layout.padding + layout.thumbnail_size / 2),
-              _fit(name, font, text_width), fill=_TEXT, font=font, anchor="lm")
     for column, thumbnail in enumerate(row_thumbnails):
         left, box_top, right, bottom = layout.thumbnail_box(row, column)
         image = thumbnail.image
@@ -567,11 +681,11 @@ def _draw_row(sheet: Image.Image, draw: ImageDraw.ImageDraw, layout: Layout, fon
             draw_objects(image, thumbnail.objects, _box_font_size(layout.thumbnail_size))
         sheet.paste(image, (left + (layout.thumbnail_size - image.width) // 2,
                             box_top + (layout.thumbnail_size - image.height) // 2))
-        others = _other_labels(name, thumbnail)
+        others = _other_labels(title, thumbnail)
         lines = [thumbnail.image_name, *([f"also {', '.join(others)}"] if others else [])]
         for line, text in enumerate(lines):
             draw.text((left, bottom + layout.padding + line * layout.line_height),
-                      _fit(text, font, text_width), fill=_TEXT, font=font)
+                      fit(text, text_font, text_width), fill=_TEXT, font=text_font)
 
 
 def _other_labels(row: str, thumbnail: Thumbnail) -> list[str]:
@@ -585,35 +699,9 @@ def _box_font_size(thumbnail_size: int) -> int:
     return max(8, Layout(thumbnail_size).font_size - 3)
 
 
-def _fit(text: str, font, width: int) -> str:
-    """`text` on one line of at most `width` pixels: shortened in the middle with an
-    ellipsis, which keeps a file name's end (its number and extension) readable."""
-    text = "".join(c if c.isprintable() else "?" for c in text)  # no line breaks
-    if font.getlength(text) <= width:
-        return text
-    keep_low, keep_high = 0, len(text)  # how many characters fit around the ellipsis
-    while keep_low < keep_high:
-        keep = (keep_low + keep_high + 1) // 2
-        if font.getlength(_middle_cut(text, keep)) <= width:
-            keep_low = keep
-        else:
-            keep_high = keep - 1
-    return _middle_cut(text, keep_low)
-
-
-def _middle_cut(text: str, keep: int) -> str:
-    head = (keep + 1) // 2
-    return text[:head] + "…" + text[len(text) - (keep - head):]
-
-
 def png_data_uri(image: Image.Image) -> str:
     """A Pillow image as a `data:` URI, for HTML that needs no other file (the contact
     sheet's, `info`'s thumbnail strip, the report)."""
     buffer = io.BytesIO()
     image.save(buffer, "PNG")
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-@functools.cache
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    return ImageFont.load_default(size=size)
