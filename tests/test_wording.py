@@ -124,6 +124,27 @@ def test_rejected_rows_of_several_csv_files_keep_their_lines(images):
     assert "'dog' at lines train[3], validation[3]." in message, message
 
 
+def test_duplicates_of_a_csv_are_named_by_their_lines_in_the_manifest_info_and_report(
+        images, caplog):
+    """The manifest keeps each copy under `line` (as rejected.csv's column), so `info`,
+    the report and `duplicates="error"` name lines long after the run."""
+    path = _csv(images, "TEST,{d}/a.png,cat,x,1")  # line 2's image again, on line 5
+    with pytest.raises(tfrecorder.DuplicateImagesError, match=r"^1 image is .*: line 2 \("):
+        tfrecorder.convert(path, str(images / "refused"), progress=False, duplicates="error")
+    out = str(images / "out")
+    tfrecorder.convert(path, out, progress=False)
+    (duplicate,) = json.loads((images / "out" / "dataset.json").read_text())["duplicates"]
+    assert [(c.get("line"), "row" in c) for c in duplicate["copies"]] == \
+        [(2, False), (_LINE, False)]
+    warnings = tfrecorder.info(out).warnings
+    assert any(f"line 2 (train) = line {_LINE} (test)" in w for w in warnings), warnings
+    tfrecorder.report(out, str(images / "r.html"))
+    assert "<th>line</th><th>image_uri</th>" in (images / "r.html").read_text()
+    frame = str(images / "frame")
+    tfrecorder.convert(pd.read_csv(path), frame, progress=False)
+    assert any("row 0 (train) = row 2 (test)" in w for w in tfrecorder.info(frame).warnings)
+
+
 def test_the_beam_engine_names_a_csvs_lines_as_the_local_one_does(images):
     pytest.importorskip("apache_beam")
     path = _csv(images, "TRAIN,{d}/corrupt.png,cat,x,1")

@@ -58,7 +58,7 @@ from tfrecorder.statistics import (
 from tfrecorder.table import Table, rows_at
 from tfrecorder.tfds_metadata import tfds_files
 from tfrecorder.tfrecord import ShardWriter, open_read, read_records
-from tfrecorder.wording import name_row
+from tfrecorder.wording import count, name_row
 
 
 @dataclass(frozen=True)
@@ -226,11 +226,10 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     found = _duplicates(folder, header, written, source.index, image_uris)
     policy = header.options.get("duplicates", "warn")
     if found and policy == "error":
-        raise _duplicates_error([duplicate for duplicate, _ in found], source.index)
+        raise _duplicates_error([duplicate for duplicate, _ in found])
     duplicates = tuple(duplicate for duplicate, _ in found)
     if found and policy == "drop":
-        written, duplicates = _drop_copies(folder, header.compression, written, found,
-                                            source.index)
+        written, duplicates = _drop_copies(folder, header.compression, written, found)
     _write_rejected(folder, source, written.rejections, image_column, report.rejected_rows)
     if report.skipped_annotations is not None:
         folder.write_bytes(SKIPPED_ANNOTATIONS,
@@ -304,17 +303,17 @@ def _facts(shard: WrittenShard) -> ShardFacts:
     return shard.facts if shard.facts is not None else ShardFacts()
 
 
-def _duplicates_error(duplicates: Sequence[Duplicate], index: pd.Index
-                      ) -> DuplicateImagesError:
-    """`duplicates="error"`'s error; `index`: the table's, which names the copies' rows."""
+def _duplicates_error(duplicates: Sequence[Duplicate]) -> DuplicateImagesError:
+    """`duplicates="error"`'s error."""
     shown = "; ".join(
-        " and ".join(f"{name_row(c.row, index)} ({c.image_uri}, {c.split}, label {c.label!r})"
+        " and ".join(f"{c.named} ({c.image_uri}, {c.split}, label {c.label!r})"
                      for c in duplicate.copies)
         for duplicate in duplicates[:_DUPLICATES_SHOWN])
     more = (f" (and {len(duplicates) - _DUPLICATES_SHOWN} more)"
             if len(duplicates) > _DUPLICATES_SHOWN else "")
     return DuplicateImagesError(
-        f"{len(duplicates)} images are stored more than once: {shown}{more}. No dataset "
+        f"{count(len(duplicates), 'image')} {'is' if len(duplicates) == 1 else 'are'} "
+        f"stored more than once: {shown}{more}. No dataset "
         "was written. Remove the copies from the table, or pass ",
         Option("duplicates", "drop"), " to keep the first copy of each, or ",
         Option("duplicates", "warn"), " to write them all.", column="image_uri",
@@ -325,13 +324,13 @@ def _duplicates_error(duplicates: Sequence[Duplicate], index: pd.Index
 _DUPLICATES_SHOWN = 5
 
 
-def _drop_copies(folder, compression: str | None, written: Written, found, index: pd.Index
+def _drop_copies(folder, compression: str | None, written: Written, found
                  ) -> tuple[Written, tuple[Duplicate, ...]]:
     """Rewrites the shards holding copies to drop (all but each image's first), without
     them; the dropped rows join the rejected ones, with the row they repeat. Copies are
     only known once every image has been read, so this is a second pass over the shards
     that hold one, not over the images."""
-    reasons = dropped_copies(found, index)
+    reasons = dropped_copies(found)
     by_shard: dict[int, dict[int, str]] = {}
     for where, why in reasons.items():
         by_shard.setdefault(where.shard, {})[where.record] = why

@@ -263,7 +263,7 @@ def _copies(duplicates, labels: bool = False) -> str:
     shown = []
     for duplicate in duplicates[:_ROWS_NAMED]:
         shown.append(" = ".join(
-            f"row {c.row!r} ({c.split}{f', {c.label!r}' if labels else ''})"
+            f"{c.named} ({c.split}{f', {c.label!r}' if labels else ''})"
             for c in duplicate.copies))
     more = len(duplicates) - _ROWS_NAMED
     return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")

@@ -430,24 +430,33 @@ class SplitStatistics:
 
 @dataclass(frozen=True)
 class Copy:
-    """One row holding a duplicated image: the row as the table names it (a CSV's line),
-    its image as given, its split, its label's name (a list for multi-label rows) and
-    whether the dataset kept it (`duplicates="drop"` keeps one copy)."""
+    """One row holding a duplicated image: the row as the table names it, its image as
+    given, its split, its label's name (a list for multi-label rows) and whether the
+    dataset kept it (`duplicates="drop"` keeps one copy). `row_word` says what `row`
+    counts: "line" for a CSV's or JSONL file's lines (stored under that key, as
+    rejected.csv's first column), else "row"."""
 
     row: int | str
     image_uri: str
     split: Split
     label: str | list[str] | None
     kept: bool = True
+    row_word: str = "row"
+
+    @property
+    def named(self) -> str:
+        """'line 7', 'row 6': the row as messages name it (`wording.name_row`)."""
+        return f"{self.row_word} {self.row}"
 
     def to_json(self) -> dict:
-        return {"row": self.row, "image_uri": self.image_uri, "split": str(self.split),
-                "label": self.label, "kept": self.kept}
+        return {self.row_word: self.row, "image_uri": self.image_uri,
+                "split": str(self.split), "label": self.label, "kept": self.kept}
 
     @classmethod
     def from_json(cls, data: Mapping) -> Copy:
-        return cls(data["row"], data["image_uri"], Split(data["split"]), data.get("label"),
-                   data.get("kept", True))
+        word = "line" if "line" in data else "row"
+        return cls(data[word], data["image_uri"], Split(data["split"]), data.get("label"),
+                   data.get("kept", True), word)
 
 
 @dataclass(frozen=True)

@@ -406,7 +406,8 @@ def _duplicates(dataset: DatasetInfo, size: int) -> str:
         picture = f'<img src="{image}" alt="image {digest}">' if image else ""
         parts.append(
             f'<div class="duplicate" data-digest="{digest}">{picture}<div>'
-            f"{marks}" + _table(["row", "image_uri", "split", "label", "stored"], rows)
+            f"{marks}" + _table([duplicate.copies[0].row_word, "image_uri", "split", "label",
+                                 "stored"], rows)
             + "</div></div>")
     if len(duplicates) > len(shown):
         parts.append(f'<p class="note">and {len(duplicates) - len(shown):,} more; '

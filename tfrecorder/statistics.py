@@ -36,7 +36,7 @@ from tfrecorder.manifest import (
     SplitStatistics,
 )
 from tfrecorder.rows import Record, Row
-from tfrecorder.wording import name_row
+from tfrecorder.wording import row_word
 
 _NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
 _DIGEST_BYTES = 16
@@ -385,7 +385,8 @@ def describe_duplicates(groups: Iterable[tuple[str, list[Located]]],
         duplicate = Duplicate(
             digest,
             tuple(Copy(_row_label(index, c.position), str(image_uris[c.position]), c.split,
-                       _label_name(shards[c.shard][2].labels[c.record], labels))
+                       _label_name(shards[c.shard][2].labels[c.record], labels),
+                       row_word=row_word(index))
                   for c in copies),
             shards[first.shard][1], first.record)
         found.append((duplicate, copies))
@@ -411,15 +412,13 @@ def _label_name(label, labels: Labels | None):
     return str(label)
 
 
-def dropped_copies(found: Iterable[tuple[Duplicate, list[Located]]], index: pd.Index
-                   ) -> dict[Located, str]:
-    """Every copy but the first of each duplicated image, with why it was dropped (the
-    kept copy's row named as `index`, the table's, names its rows: a line or a row)."""
+def dropped_copies(found: Iterable[tuple[Duplicate, list[Located]]]) -> dict[Located, str]:
+    """Every copy but the first of each duplicated image, with why it was dropped."""
     reasons = {}
     for duplicate, copies in found:
         kept, first = duplicate.copies[0], copies[0]
         for copy, where in zip(duplicate.copies[1:], copies[1:]):
-            why = (f"duplicate image: the same bytes as {name_row(kept.row, index)} "
+            why = (f"duplicate image: the same bytes as {kept.named} "
                    f"({kept.image_uri}, {kept.split}), which is kept")
             if where.split != first.split:
                 why += f", the copy in the first split ({first.split}) so that {copy.split} " \
