@@ -387,19 +387,20 @@ def _info(args: argparse.Namespace) -> int:
             for name, split in manifest.splits.items()]
     total = ("total", *(sum(row[i] for row in rows) for i in (1, 2, 3)))
     for name, records, shards, num_bytes in [*rows, total]:
-        print(f"  {name:<11}{records:>8} records {shards:>5} "
-              f"shard{'s' if shards != 1 else ' '} {_megabytes(num_bytes):>12}")
+        print(f"  {name:<11}{_counted(records, 8, 'record')} {_counted(shards, 5, 'shard')} "
+              f"{_megabytes(num_bytes):>12}")
     _print_class_counts(found)
     _print_boxes(found)
     _print_image_statistics(found)
     rejected = manifest.rejected
-    print(f"Rejected:     {rejected.num_rows} of {manifest.num_source_rows} source rows "
+    print(f"Rejected:     {rejected.num_rows:,} of "
+          f"{count(manifest.num_source_rows, 'source row')} "
           f"(see {fs.join(args.path, rejected.file)})")
     for reason, rows in list(rejected.reasons.items())[:_REASONS_SHOWN]:
         print(f"  {rows:>8,}  {reason}")
     skipped = manifest.skipped_annotations
     if skipped is not None:
-        print(f"Skipped:      {skipped.num_annotations} annotations "
+        print(f"Skipped:      {count(skipped.num_annotations, 'annotation')} "
               f"(see {fs.join(args.path, skipped.file)})")
         for reason, annotations in skipped.reasons.items():
             print(f"  {annotations:>8,}  {reason}")
@@ -449,7 +450,8 @@ def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:
         print(f"  {name:<{width}}" + "".join(f"{counts[split].get(name, 0):>12,}"
                                              for split in splits))
     if len(totals) > len(shown):
-        print(f"  ... and {len(totals) - len(shown)} more classes (--json lists them all)")
+        print(f"  ... and {count(len(totals) - len(shown), 'more class', 'more classes')} "
+              "(--json lists them all)")
     if found.unlabeled:
         print(f"  {'(no label)':<{width}}" + "".join(f"{found.unlabeled.get(split, 0):>12,}"
                                                    for split in splits))
@@ -464,9 +466,10 @@ def _print_boxes(found: tfrecorder.DatasetInfo) -> None:
         per_image, size = objects.boxes_per_image, objects.box_size
         sizes = (f"; size (sqrt of the image's fraction) {size.min:.3f}-{size.max:.3f}, "
                  f"median {size.median:.3f}" if size is not None else "")
-        print(f"  {split:<12}{objects.num_boxes:>10,} boxes; {per_image.min:.0f}-"
-              f"{per_image.max:.0f} an image, median {per_image.median:g}{sizes}; "
-              f"{objects.without_boxes:,} images without boxes, {objects.tiny_boxes:,} tiny")
+        print(f"  {split:<12}{_counted(objects.num_boxes, 10, 'box', 'boxes').rstrip()}; "
+              f"{per_image.min:.0f}-{per_image.max:.0f} an image, median "
+              f"{per_image.median:g}{sizes}; {count(objects.without_boxes, 'image')} without "
+              f"boxes, {objects.tiny_boxes:,} tiny")
 
 
 def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
@@ -801,6 +804,13 @@ def _tfrecorder_2(command: str, instead: str) -> Iterator[None]:
 
 
 # --- formatting ----------------------------------------------------------------------------
+
+def _counted(number: int, width: int, singular: str, plural: str | None = None) -> str:
+    """`count` for a column: the number right-aligned in `width`, the noun padded to its
+    plural's length, so that "1 record" lines up with "16 records"."""
+    amount, _, noun = count(number, singular, plural).partition(" ")
+    return f"{amount:>{width}} {noun:<{len(plural or singular + 's')}}"
+
 
 def _megabytes(num_bytes: int) -> str:
     return f"{num_bytes / 2**20:,.2f} MB"
