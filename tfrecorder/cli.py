@@ -32,6 +32,7 @@ from inspect import Parameter, signature
 
 import tfrecorder
 from tfrecorder import fs, options
+from tfrecorder._interrupt import PROG, interrupted
 from tfrecorder.errors import VALUE, Option, Terminated, TFRecorderError, VerificationError
 from tfrecorder.legacy.functions import check_tfrecords, create_tfrecords
 from tfrecorder.manifest import (
@@ -41,8 +42,6 @@ from tfrecorder.manifest import (
     Labels,
 )
 from tfrecorder.wording import byte_unit, count, in_unit
-
-PROG = "tfrecorder"
 
 # Errors whose message alone tells the user what to fix: printed on one line, exit 1.
 # (TFRecorderError includes StorageError, ResumeError and DatasetExistsError.)
@@ -61,8 +60,21 @@ _INSPECT_DEFAULTS = {name: parameter.default
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line with `argv` (default: `sys.argv[1:]`); returns the exit code."""
-    parser = build_parser()
-    argv, spelled_as_2_0 = from_fire_flags(sys.argv[1:] if argv is None else list(argv))
+    try:
+        return _run(build_parser(),
+                    *from_fire_flags(sys.argv[1:] if argv is None else list(argv)))
+    except USER_ERRORS as error:
+        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
+        return 1
+    except Terminated as stop:
+        print(f"{PROG}: stopped by signal {stop.signum}", file=sys.stderr)
+        return 128 + stop.signum
+    except KeyboardInterrupt:  # at any moment: while parsing too (see `_interrupt`)
+        return interrupted()
+
+
+def _run(parser: argparse.ArgumentParser, argv: list[str],
+         spelled_as_2_0: tuple[str, str] | None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help and --version (0), usage errors (2)
@@ -71,22 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(_LogLine())
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    try:
-        with warnings.catch_warnings():  # restores the caller's display (tests call main)
-            warnings.showwarning = _show_warning
-            if spelled_as_2_0 is None:
-                return args.run(args)
-            with _tfrecorder_2(*spelled_as_2_0):
-                return args.run(args)
-    except USER_ERRORS as error:
-        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
-        return 1
-    except Terminated as stop:
-        print(f"{PROG}: stopped by signal {stop.signum}", file=sys.stderr)
-        return 128 + stop.signum
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    with warnings.catch_warnings():  # restores the caller's display (tests call main)
+        warnings.showwarning = _show_warning
+        if spelled_as_2_0 is None:
+            return args.run(args)
+        with _tfrecorder_2(*spelled_as_2_0):
+            return args.run(args)
 
 
 class _LogLine(logging.Formatter):
