@@ -116,8 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=textwrap.fill(
-            "Turn a table of images (an AutoML Vision CSV, a Parquet table or an image "
-            "folder) into a sharded TFRecord dataset, and look at the result.", 80),
+            "Turn images and their labels (an AutoML Vision CSV, a Parquet table, an image "
+            "folder, a Vertex AI JSONL, COCO, Pascal VOC or YOLO dataset) into a sharded "
+            "TFRecord dataset, and look at the result.", 80),
         epilog="examples:\n"
                "  tfrecorder convert images.csv out/\n"
                "  tfrecorder info out/\n"
@@ -163,24 +164,24 @@ def _command(commands, name: str, summary: str, description: str, example: str, 
 def _add_convert(commands) -> None:
     command = _command(
         commands, "convert",
-        "convert a CSV or Parquet table, or an image folder, into a TFRecord dataset",
-        "Convert SOURCE, a CSV (AutoML Vision rows [split,]image_uri[,label...] with or "
+        "convert a table, an image folder or a detection dataset into TFRecords",
+        "Convert SOURCE into sharded TFRecords, rejected.csv and the dataset.json manifest "
+        "in OUTPUT_DIR. A CSV holds AutoML Vision rows [split,]image_uri[,label...] with or "
         "without a header, or any columns under a header row; columns other than split, "
         "image_uri and label pass through as features, typed by --schema or by their "
-        "values), a Parquet file or a folder of Parquet files (columns typed by their "
-        "Parquet types), or an image folder (label/file or split/label/file), into "
-        "sharded TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
+        "values (a Parquet table's by their Parquet types). Relative image paths are "
+        "relative to SOURCE's folder.",
         "tfrecorder convert images.csv out/ --image-size 224x224 --num-shards train=8\n"
         "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
         "--schema notes=drop --fill-missing age=0", _convert, reads_dataset=False,
     )
-    command.add_argument("source", metavar="SOURCE",
-                         help="a CSV file, a Parquet file or folder, or an image folder")
+    command.add_argument("source", metavar="SOURCE", help=_SOURCE_HELP)
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
                          help="the dataset folder to write (local, gs:// or s3://)")
     for group in options.GROUPS:
-        arguments = command.add_argument_group(
-            _GROUP_TITLES[group], " ".join(group.__doc__.split("\n\n")[0].split()))
+        summary = group.__doc__.split("\n\n")[0]  # the docstring's first paragraph
+        arguments = command.add_argument_group(_GROUP_TITLES[group],
+                                               textwrap.fill(" ".join(summary.split()), 78))
         exclusive = getattr(group, "exclusive", ())
         if exclusive:
             together = arguments.add_mutually_exclusive_group()
@@ -189,6 +190,14 @@ def _add_convert(commands) -> None:
             adder.add_argument(*_flag_names(field), dest=field.name, default=field.default,
                                help=_flag_help(field), **_flag_kind(field))
 
+
+# What `convert` reads (one reader each in `tfrecorder.sources`), for SOURCE's help.
+_SOURCE_HELP = (
+    "what to convert (local, gs:// or s3://): a CSV file; a Parquet file or folder; a CSV "
+    "or Parquet table with a boxes or mask_uri column (detection, segmentation); an image "
+    "folder (label/file or split/label/file); an AutoML Vision or Vertex AI detection CSV; "
+    "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints); a Pascal "
+    "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder")
 
 # Each group of `tfrecorder.options`, as the command's help shows it.
 _GROUP_TITLES = {
@@ -373,7 +382,7 @@ def _add_info(commands) -> None:
         "tfrecorder info out/", _info,
     )
     command.add_argument("--json", action="store_true",
-                         help="print all of it as JSON (tfrecorder.info(PATH).to_json())")
+                         help="print all of it as JSON, every class and reason included")
 
 
 def _info(args: argparse.Namespace) -> int:
