@@ -330,6 +330,41 @@ def test_unexpected_errors_keep_their_traceback(monkeypatch):
         cli.main(["convert", "in.csv", "out/"])
 
 
+def test_several_files_convert_as_the_splits_of_one_dataset(tmp_path, capsys):
+    tables = {}
+    for split, labels in [("train", "abab"), ("validation", "ab")]:
+        lines = ["image_uri,label"]
+        for i, label in enumerate(labels):
+            image = tmp_path / split / f"{i}.png"
+            image.parent.mkdir(exist_ok=True)
+            image.write_bytes(image_bytes(make_image((8, 8), seed=i), "PNG"))
+            lines.append(f"{i}.png,{label}")  # relative to its own CSV's folder
+        tables[split] = tmp_path / split / "labels.csv"
+        tables[split].write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    sources = [f"train={tables['train']}", f"val={tables['validation']}"]
+    assert cli.main(["convert", *sources, str(out), "--no-progress", "--num-workers", "1"]) == 0
+    assert capsys.readouterr().out.startswith(f"Converted {' '.join(sources)} into {out} in ")
+    assert {split: found["num_records"] for split, found in read_manifest(out)["splits"].items()
+            if found["num_records"]} == {"train": 4, "validation": 2}
+
+
+@pytest.mark.parametrize("sources", [
+    ["a.csv", "b.csv"], ["train=a.csv", "b.csv"], ["train=a.csv", "train=b.csv"],
+    ["holdout=a.csv", "test=b.csv"],
+])
+def test_several_sources_each_need_a_split_once(sources, capsys):
+    assert cli.main(["convert", *sources, "out/"]) == 2
+    assert "give one SOURCE, or SPLIT=PATH for each of several files" in capsys.readouterr().err
+
+
+def test_a_source_with_an_equals_sign_that_names_no_split_is_a_path():
+    parser = cli.build_parser()
+    assert parser.parse_args(["convert", "table/split=TRAIN", "out/"]).source == \
+        "table/split=TRAIN"  # a hive partition
+    assert "SPLIT=PATH" in " ".join(_commands(parser)["convert"].format_help().split())
+
+
 @pytest.fixture
 def table_csv(tmp_path) -> Path:
     """A CSV with a header, images, and extra columns: a number with a blank cell, a

@@ -41,6 +41,7 @@ from tfrecorder.manifest import (
     Feature,
     Labels,
 )
+from tfrecorder.splits import split_named
 from tfrecorder.wording import byte_unit, count, in_unit
 
 # Errors whose message alone tells the user what to fix: printed on one line, exit 1.
@@ -175,7 +176,8 @@ def _add_convert(commands) -> None:
         "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
         "--schema notes=drop --fill-missing age=0", _convert, reads_dataset=False,
     )
-    command.add_argument("source", metavar="SOURCE", help=_SOURCE_HELP)
+    command.add_argument("source", metavar="SOURCE", nargs="+", action=_Sources,
+                         help=_SOURCE_HELP)
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
                          help="the dataset folder to write (local, gs:// or s3://)")
     for group in options.GROUPS:
@@ -197,7 +199,28 @@ _SOURCE_HELP = (
     "or Parquet table with a boxes or mask_uri column (detection, segmentation); an image "
     "folder (label/file or split/label/file); an AutoML Vision or Vertex AI detection CSV; "
     "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints); a Pascal "
-    "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder")
+    "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder; "
+    "or several files as the splits of one dataset, each as SPLIT=PATH "
+    "(train=instances_train.json validation=instances_val.json)")
+
+
+class _Sources(argparse.Action):
+    """SOURCE: one path, or SPLIT=PATH for each file of a dataset whose splits are files of
+    their own, read as `convert`'s dict of files by split ({"train": PATH, ...})."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        pairs = [value.partition("=") for value in values]
+        named = [bool(sep and path) and split_named(split) is not None
+                 for split, sep, path in pairs]
+        if len(values) == 1 and not named[0]:
+            source = values[0]
+        elif all(named) and len({split for split, _, _ in pairs}) == len(pairs):
+            source = {split: path for split, _, path in pairs}
+        else:
+            parser.error("give one SOURCE, or SPLIT=PATH for each of several files, each "
+                         "split once (train=a.json validation=b.json); not "
+                         + " ".join(map(shlex.quote, values)))
+        setattr(namespace, self.dest, source)
 
 # Each group of `tfrecorder.options`, as the command's help shows it.
 _GROUP_TITLES = {
@@ -320,7 +343,9 @@ def _pixels(text: str) -> int | None:
 
 def _convert(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
-    _print_result(args.source, tfrecorder.convert(args.source, args.output_dir, **options))
+    source = args.source if isinstance(args.source, str) else " ".join(
+        f"{split}={path}" for split, path in args.source.items())
+    _print_result(source, tfrecorder.convert(args.source, args.output_dir, **options))
     return 0
 
 
