@@ -47,7 +47,9 @@ def quiet_interrupt(always: bool = False) -> Iterator[None]:
     The Ctrl-C is noted as it comes, not only caught as it leaves: a KeyboardInterrupt
     that lands in a C extension's start-up can come out as an ImportError (numpy's), or
     be taken for a missing optional package and swallowed (pandas' optional imports)."""
-    if not (always or is_the_command()):
+    # Not where Ctrl-C is ignored (`nohup`, a shell's background job) or handled already.
+    if not (always or is_the_command()) or (
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield
         return
     noted = []
