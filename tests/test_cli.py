@@ -4,11 +4,14 @@ import argparse
 import csv
 import json
 import os
+import pkgutil
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +29,7 @@ from helpers import (
 import tfrecorder
 from tfrecorder import cli, options
 from tfrecorder.errors import VALUE, Option, SchemaError
+from tfrecorder.sources import FILE_FORMATS
 
 SAMPLE_CSV = Path(__file__).resolve().parent.parent / "examples" / "images.csv"
 SAMPLE_COUNTS = {"train": 7, "validation": 5, "test": 4}
@@ -260,6 +264,73 @@ def test_a_stopped_conversion_exits_without_a_traceback_and_leaves_nothing(
     assert not out.exists()  # the folder the run made, empty, goes too
 
 
+def wait_mapped(process: subprocess.Popen, folder: str, seconds: float = 60) -> None:
+    """Waits until `process` has mapped a shared library from `folder` (`/pandas/`): it
+    is then importing that package, the stage of its start-up a test interrupts."""
+    deadline = time.time() + seconds
+    while folder not in Path(f"/proc/{process.pid}/maps").read_text():
+        assert time.time() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.005)
+
+
+def console_script(folder: Path) -> Path:
+    """The `tfrecorder` script pip writes for pyproject.toml's entry point, in `folder`
+    (the one installed may predate a change of the entry point)."""
+    pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    module, function = re.search(r'^tfrecorder = "([\w.]+):(\w+)"$', pyproject, re.M).groups()
+    script = folder / "tfrecorder"
+    script.write_text(f"import sys\nfrom {module} import {function}\n"
+                      f"if __name__ == '__main__':\n    sys.exit({function}())\n")
+    return script
+
+
+# The command's two entries, and the stages of its start-up, by the shared libraries it
+# maps as it imports: numpy's (early in pandas' import), pandas' own (a second of its
+# import), Pillow's (near the end of `import tfrecorder`).
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's /proc")
+@pytest.mark.parametrize(("entry", "stage"), [
+    (["-m", "tfrecorder"], "/numpy/"),
+    (["-m", "tfrecorder"], "/pandas/"),
+    (["-m", "tfrecorder"], "/PIL/"),
+    (["script"], "/pandas/"),
+], ids=["numpy", "pandas", "pillow", "script-pandas"])
+def test_ctrl_c_while_the_command_starts_prints_one_line(tmp_path, entry, stage):
+    if entry == ["script"]:
+        entry = [str(console_script(tmp_path))]
+    image = tmp_path / "a.png"
+    image.write_bytes(image_bytes(make_image((8, 8)), "PNG"))
+    table = tmp_path / "t.csv"
+    table.write_text(f"TRAIN,{image},a\n")
+    process = subprocess.Popen([sys.executable, *entry, "convert", str(table),
+                                str(tmp_path / "out"), "--no-progress"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_mapped(process, stage)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (process.returncode, stderr, stdout) == (130, "tfrecorder: interrupted\n", "")
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's /proc")
+def test_ctrl_c_while_python_imports_tfrecorder_stays_a_keyboard_interrupt():
+    """Only the command turns it into its line: a program importing the package keeps
+    Python's KeyboardInterrupt, to catch or to see."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import tfrecorder\nprint('imported')"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_mapped(process, "/pandas/")
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode != 130 and "tfrecorder: interrupted" not in stderr
+    # (unless the interrupt lands in an import pandas tries and forgives)
+    assert stderr.endswith("KeyboardInterrupt\n") or stdout == "imported\n", stderr
+
+
 def test_unexpected_errors_keep_their_traceback(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
@@ -267,6 +338,41 @@ def test_unexpected_errors_keep_their_traceback(monkeypatch):
     monkeypatch.setattr(tfrecorder, "convert", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         cli.main(["convert", "in.csv", "out/"])
+
+
+def test_several_files_convert_as_the_splits_of_one_dataset(tmp_path, capsys):
+    tables = {}
+    for split, labels in [("train", "abab"), ("validation", "ab")]:
+        lines = ["image_uri,label"]
+        for i, label in enumerate(labels):
+            image = tmp_path / split / f"{i}.png"
+            image.parent.mkdir(exist_ok=True)
+            image.write_bytes(image_bytes(make_image((8, 8), seed=i), "PNG"))
+            lines.append(f"{i}.png,{label}")  # relative to its own CSV's folder
+        tables[split] = tmp_path / split / "labels.csv"
+        tables[split].write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    sources = [f"train={tables['train']}", f"val={tables['validation']}"]
+    assert cli.main(["convert", *sources, str(out), "--no-progress", "--num-workers", "1"]) == 0
+    assert capsys.readouterr().out.startswith(f"Converted {' '.join(sources)} into {out} in ")
+    assert {split: found["num_records"] for split, found in read_manifest(out)["splits"].items()
+            if found["num_records"]} == {"train": 4, "validation": 2}
+
+
+@pytest.mark.parametrize("sources", [
+    ["a.csv", "b.csv"], ["train=a.csv", "b.csv"], ["train=a.csv", "train=b.csv"],
+    ["holdout=a.csv", "test=b.csv"],
+])
+def test_several_sources_each_need_a_split_once(sources, capsys):
+    assert cli.main(["convert", *sources, "out/"]) == 2
+    assert "give one SOURCE, or SPLIT=PATH for each of several files" in capsys.readouterr().err
+
+
+def test_a_source_with_an_equals_sign_that_names_no_split_is_a_path():
+    parser = cli.build_parser()
+    assert parser.parse_args(["convert", "table/split=TRAIN", "out/"]).source == \
+        "table/split=TRAIN"  # a hive partition
+    assert "SPLIT=PATH" in " ".join(_commands(parser)["convert"].format_help().split())
 
 
 @pytest.fixture
@@ -382,6 +488,32 @@ def test_info_gives_small_images_sizes_that_are_not_0_kb(tmp_path, capsys):
             f"{test['median'] / 1024:.1f} KB);") in lines["test"]
 
 
+# A count of one before a plural noun: "1 records", "0 of 1 source rows", "1 boxes".
+ONE_OF_A_PLURAL = re.compile(r"(?<![\d.,])1 (?:source )?(?:records|shards|rows|annotations|"
+                             r"classes|boxes|objects|images|warnings|values|problems)\b")
+
+
+@pytest.fixture(scope="module")
+def one_record(tmp_path_factory) -> Path:
+    """A detection dataset of one record: one image, one box, one class."""
+    folder = tmp_path_factory.mktemp("one")
+    (folder / "a.png").write_bytes(image_bytes(make_image((16, 16)), "PNG"))
+    table = pd.DataFrame({"split": ["TRAIN"], "image_uri": [str(folder / "a.png")],
+                          "label": [["cat"]], "boxes": [[[0.1, 0.1, 0.6, 0.6]]]})
+    tfrecorder.convert(table, folder / "out", task="detection", progress=False, num_workers=1)
+    return folder / "out"
+
+
+def test_info_of_one_record_says_record_not_records(one_record, capsys):
+    assert cli.main(["info", str(one_record)]) == 0
+    text = capsys.readouterr().out
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    assert "train 1 record 1 shard 0.00 MB" in lines
+    assert f"Rejected: 0 of 1 source row (see {one_record / 'rejected.csv'})" in lines
+    assert any(line.startswith("train 1 box; ") for line in lines)
+    assert ONE_OF_A_PLURAL.findall(text) == []
+
+
 def test_info_json_prints_what_info_returns(sample):
     out, _ = sample
     process = run_cli("info", out, "--json")
@@ -475,6 +607,84 @@ def test_help_has_a_description_and_an_example(command, capsys):
     assert cli.main([*command, "--help"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("usage: tfrecorder") and "example" in text
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser's subcommands, read from the parser, so that a new one is covered."""
+    return {name: command for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name, command in action.choices.items()}
+
+
+def _help(capsys, *command: str) -> str:
+    assert cli.main([*command, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+# File names a help text may give: the files a user writes or reads.
+_FILE_EXTENSIONS = {"csv", "json", "jsonl", "pbtxt", "yaml", "xml", "txt", "parquet", "pq",
+                    "png", "jpg", "jpeg", "html", "md", "zip"}
+_MODULES = {module.name.rpartition(".")[2]
+            for module in pkgutil.walk_packages(tfrecorder.__path__, "tfrecorder.")}
+
+
+def internals_named(text: str) -> list[str]:
+    """What a help text says that only a reader of the code knows: dotted names
+    (`prefetch.mean_record_bytes`, `tfrecorder.info`; not file names like
+    `label_map.pbtxt`, nor "e.g."), calls (`to_json()`), backticked code, tfrecorder's
+    module names with an underscore, and convert()'s keywords as Python spells them
+    (`shard_size_mb`; not a flag, `--output_dir`, nor a KEY=VALUE)."""
+    found = [name for name in re.findall(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", text)
+             if name.rpartition(".")[2].lower() not in _FILE_EXTENSIONS
+             and any(len(part) > 1 for part in name.split("."))]
+    found += re.findall(r"\b[A-Za-z_]\w*\([^()\s]*\)", text)
+    found += re.findall(r"`[^`]*`", text)
+    snake = {name for name in _MODULES | set(cli.CONVERT_DEFAULTS) if "_" in name.strip("_")}
+    found += [word for word in re.findall(r"(?<![-\w])[a-z]\w*_\w+(?![\w=])", text)
+              if word in snake]
+    return found
+
+
+def test_internals_named_finds_what_leaked():
+    leaked = ("a given count, or as many as keep shards near `shard_size_mb` (measured by "
+              "prefetch.mean_record_bytes; see tfrecorder.info(PATH).to_json()), as "
+              "create_pascal_tf_record.py does; shard_size_mb, image_checks")
+    assert internals_named(leaked) == [
+        "prefetch.mean_record_bytes", "tfrecorder.info", "create_pascal_tf_record.py",
+        "info(PATH)", "to_json()", "`shard_size_mb`", "shard_size_mb", "shard_size_mb",
+        "image_checks"]
+    assert internals_named("rejected.csv, label_map.pbtxt, data.yaml, e.g. 224x224, "
+                           "--output_dir, temp_location=gs://bucket/tmp, [split,]image_uri, "
+                           "tf_models, TFRecorder 2.0's output, OUTPUT_DIR") == []
+
+
+@pytest.mark.parametrize("command", [[], *([name] for name in _commands(cli.build_parser()))],
+                         ids=lambda command: " ".join(command) or "tfrecorder")
+def test_help_texts_speak_to_users_not_of_the_code(command, capsys):
+    text = _help(capsys, *command)
+    assert internals_named(text) == []
+
+
+# What names each of the file formats `convert` reads (`sources.FILE_FORMATS`), as the
+# SOURCE argument's help must say it.
+_FORMAT_WORDS = {
+    "csv": ["CSV"], "parquet": ["Parquet"], "folder": ["image folder"],
+    "tables": ["boxes", "mask_uri"], "automl_detection": ["AutoML", "detection CSV"],
+    "vertex_jsonl": ["Vertex AI JSONL"], "coco": ["COCO JSON"],
+    "pascal_voc": ["Pascal VOC", "LabelImg", "CVAT"], "yolo": ["YOLO", "data.yaml"],
+}
+
+
+def test_the_source_argument_names_every_format_convert_reads(capsys):
+    assert {module.__name__.rpartition(".")[2] for module in FILE_FORMATS} == set(
+        _FORMAT_WORDS), "a format was added: say in convert's SOURCE help that it reads it"
+    convert = _commands(cli.build_parser())["convert"]
+    source = next(action for action in convert._actions if action.dest == "source")
+    said = " ".join(source.help.split())
+    assert [words for words in _FORMAT_WORDS.values()
+            if not all(word in said for word in words)] == [], said
+    shown = " ".join(_help(capsys, "convert").split())
+    assert said in shown
 
 
 def test_the_installed_console_script_prints_the_version():

@@ -320,3 +320,14 @@ def test_unlabelled_records_are_counted_per_split_apart_from_the_classes(tmp_pat
     shown = run_cli("info", out)
     assert shown.returncode == 0, shown.stderr
     assert "  (no label)           2           0           1" in shown.stdout
+
+
+def test_the_repr_of_one_record_says_record_not_records(tmp_path):
+    image = write_image(tmp_path / "a.png", fmt="PNG")
+    table = pd.DataFrame({"split": ["TRAIN"], "image_uri": [image], "label": [["cat"]],
+                          "boxes": [[[0.1, 0.1, 0.6, 0.6]]]})
+    _, warned = converted(table, tmp_path / "out", task="detection", num_workers=1)
+    assert len(warned) == 1  # too few boxes
+    assert repr(tfrecorder.info(tmp_path / "out")) == (
+        f"<DatasetInfo {str(tmp_path / 'out')!r}: 1 record (train 1), 1 class, 1 object, "
+        "1 warning>")

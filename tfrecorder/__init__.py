@@ -11,32 +11,37 @@ imported by the functions that read datasets back (load, inspect, verify);
 `open_split` reads them without it, for PyTorch and Grain.
 """
 
-from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
-from tfrecorder._version import __version__
-from tfrecorder.convert import ConversionResult, convert
-from tfrecorder.errors import (
-    ConversionAborted,
-    DatasetExistsError,
-    DatasetWarning,
-    DuplicateImagesError,
-    ImageError,
-    OutputLockedError,
-    ResumeError,
-    SchemaError,
-    StorageError,
-    TFRecorderError,
-    TooManyRejectedError,
-    VerificationError,
-)
-from tfrecorder.info import DatasetInfo, info
-from tfrecorder.inspection import inspect
-from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
-from tfrecorder.legacy.migration import migrate
-from tfrecorder.load import load
-from tfrecorder.reader import SplitDataset, open_split
-from tfrecorder.report import report
-from tfrecorder.show import ContactSheet, show
-from tfrecorder.verify import VerifyReport, verify
+from tfrecorder._interrupt import quiet_interrupt as _quiet_interrupt
+
+# These imports take seconds (pandas); in the `tfrecorder` command, a Ctrl-C during
+# them is its one `interrupted` line, not a traceback of the imports.
+with _quiet_interrupt():
+    from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
+    from tfrecorder._version import __version__
+    from tfrecorder.convert import ConversionResult, convert
+    from tfrecorder.errors import (
+        ConversionAborted,
+        DatasetExistsError,
+        DatasetWarning,
+        DuplicateImagesError,
+        ImageError,
+        OutputLockedError,
+        ResumeError,
+        SchemaError,
+        StorageError,
+        TFRecorderError,
+        TooManyRejectedError,
+        VerificationError,
+    )
+    from tfrecorder.info import DatasetInfo, info
+    from tfrecorder.inspection import inspect
+    from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
+    from tfrecorder.legacy.migration import migrate
+    from tfrecorder.load import load
+    from tfrecorder.reader import SplitDataset, open_split
+    from tfrecorder.report import report
+    from tfrecorder.show import ContactSheet, show
+    from tfrecorder.verify import VerifyReport, verify
 
 __all__ = [
     "ConversionAborted",

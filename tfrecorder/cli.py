@@ -32,6 +32,7 @@ from inspect import Parameter, signature
 
 import tfrecorder
 from tfrecorder import fs, options
+from tfrecorder._interrupt import PROG, interrupted
 from tfrecorder.errors import VALUE, Option, Terminated, TFRecorderError, VerificationError
 from tfrecorder.legacy.functions import check_tfrecords, create_tfrecords
 from tfrecorder.manifest import (
@@ -40,9 +41,8 @@ from tfrecorder.manifest import (
     Feature,
     Labels,
 )
+from tfrecorder.splits import split_named
 from tfrecorder.wording import byte_unit, count, in_unit
-
-PROG = "tfrecorder"
 
 # Errors whose message alone tells the user what to fix: printed on one line, exit 1.
 # (TFRecorderError includes StorageError, ResumeError and DatasetExistsError.)
@@ -61,8 +61,21 @@ _INSPECT_DEFAULTS = {name: parameter.default
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line with `argv` (default: `sys.argv[1:]`); returns the exit code."""
-    parser = build_parser()
-    argv, spelled_as_2_0 = from_fire_flags(sys.argv[1:] if argv is None else list(argv))
+    try:
+        return _run(build_parser(),
+                    *from_fire_flags(sys.argv[1:] if argv is None else list(argv)))
+    except USER_ERRORS as error:
+        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
+        return 1
+    except Terminated as stop:
+        print(f"{PROG}: stopped by signal {stop.signum}", file=sys.stderr)
+        return 128 + stop.signum
+    except KeyboardInterrupt:  # at any moment: while parsing too (see `_interrupt`)
+        return interrupted()
+
+
+def _run(parser: argparse.ArgumentParser, argv: list[str],
+         spelled_as_2_0: tuple[str, str] | None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help and --version (0), usage errors (2)
@@ -71,22 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(_LogLine())
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    try:
-        with warnings.catch_warnings():  # restores the caller's display (tests call main)
-            warnings.showwarning = _show_warning
-            if spelled_as_2_0 is None:
-                return args.run(args)
-            with _tfrecorder_2(*spelled_as_2_0):
-                return args.run(args)
-    except USER_ERRORS as error:
-        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
-        return 1
-    except Terminated as stop:
-        print(f"{PROG}: stopped by signal {stop.signum}", file=sys.stderr)
-        return 128 + stop.signum
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    with warnings.catch_warnings():  # restores the caller's display (tests call main)
+        warnings.showwarning = _show_warning
+        if spelled_as_2_0 is None:
+            return args.run(args)
+        with _tfrecorder_2(*spelled_as_2_0):
+            return args.run(args)
 
 
 class _LogLine(logging.Formatter):
@@ -114,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=textwrap.fill(
-            "Turn a table of images (an AutoML Vision CSV, a Parquet table or an image "
-            "folder) into a sharded TFRecord dataset, and look at the result.", 80),
+            "Turn images and their labels (an AutoML Vision CSV, a Parquet table, an image "
+            "folder, a Vertex AI JSONL, COCO, Pascal VOC or YOLO dataset) into a sharded "
+            "TFRecord dataset, and look at the result.", 80),
         epilog="examples:\n"
                "  tfrecorder convert images.csv out/\n"
                "  tfrecorder info out/\n"
@@ -161,24 +165,25 @@ def _command(commands, name: str, summary: str, description: str, example: str, 
 def _add_convert(commands) -> None:
     command = _command(
         commands, "convert",
-        "convert a CSV or Parquet table, or an image folder, into a TFRecord dataset",
-        "Convert SOURCE, a CSV (AutoML Vision rows [split,]image_uri[,label...] with or "
+        "convert a table, an image folder or a detection dataset into TFRecords",
+        "Convert SOURCE into sharded TFRecords, rejected.csv and the dataset.json manifest "
+        "in OUTPUT_DIR. A CSV holds AutoML Vision rows [split,]image_uri[,label...] with or "
         "without a header, or any columns under a header row; columns other than split, "
         "image_uri and label pass through as features, typed by --schema or by their "
-        "values), a Parquet file or a folder of Parquet files (columns typed by their "
-        "Parquet types), or an image folder (label/file or split/label/file), into "
-        "sharded TFRecords, rejected.csv and the dataset.json manifest in OUTPUT_DIR.",
+        "values (a Parquet table's by their Parquet types). Relative image paths are "
+        "relative to SOURCE's folder.",
         "tfrecorder convert images.csv out/ --image-size 224x224 --num-shards train=8\n"
         "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
         "--schema notes=drop --fill-missing age=0", _convert, reads_dataset=False,
     )
-    command.add_argument("source", metavar="SOURCE",
-                         help="a CSV file, a Parquet file or folder, or an image folder")
+    command.add_argument("source", metavar="SOURCE", nargs="+", action=_Sources,
+                         help=_SOURCE_HELP)
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
                          help="the dataset folder to write (local, gs:// or s3://)")
     for group in options.GROUPS:
-        arguments = command.add_argument_group(
-            _GROUP_TITLES[group], " ".join(group.__doc__.split("\n\n")[0].split()))
+        summary = group.__doc__.split("\n\n")[0]  # the docstring's first paragraph
+        arguments = command.add_argument_group(_GROUP_TITLES[group],
+                                               textwrap.fill(" ".join(summary.split()), 78))
         exclusive = getattr(group, "exclusive", ())
         if exclusive:
             together = arguments.add_mutually_exclusive_group()
@@ -187,6 +192,35 @@ def _add_convert(commands) -> None:
             adder.add_argument(*_flag_names(field), dest=field.name, default=field.default,
                                help=_flag_help(field), **_flag_kind(field))
 
+
+# What `convert` reads (one reader each in `tfrecorder.sources`), for SOURCE's help.
+_SOURCE_HELP = (
+    "what to convert (local, gs:// or s3://): a CSV file; a Parquet file or folder; a CSV "
+    "or Parquet table with a boxes or mask_uri column (detection, segmentation); an image "
+    "folder (label/file or split/label/file); an AutoML Vision or Vertex AI detection CSV; "
+    "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints); a Pascal "
+    "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder; "
+    "or several files as the splits of one dataset, each as SPLIT=PATH "
+    "(train=instances_train.json validation=instances_val.json)")
+
+
+class _Sources(argparse.Action):
+    """SOURCE: one path, or SPLIT=PATH for each file of a dataset whose splits are files of
+    their own, read as `convert`'s dict of files by split ({"train": PATH, ...})."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        pairs = [value.partition("=") for value in values]
+        named = [bool(sep and path) and split_named(split) is not None
+                 for split, sep, path in pairs]
+        if len(values) == 1 and not named[0]:
+            source = values[0]
+        elif all(named) and len({split for split, _, _ in pairs}) == len(pairs):
+            source = {split: path for split, _, path in pairs}
+        else:
+            parser.error("give one SOURCE, or SPLIT=PATH for each of several files, each "
+                         "split once (train=a.json validation=b.json); not "
+                         + " ".join(map(shlex.quote, values)))
+        setattr(namespace, self.dest, source)
 
 # Each group of `tfrecorder.options`, as the command's help shows it.
 _GROUP_TITLES = {
@@ -309,7 +343,9 @@ def _pixels(text: str) -> int | None:
 
 def _convert(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
-    _print_result(args.source, tfrecorder.convert(args.source, args.output_dir, **options))
+    source = args.source if isinstance(args.source, str) else " ".join(
+        f"{split}={path}" for split, path in args.source.items())
+    _print_result(source, tfrecorder.convert(args.source, args.output_dir, **options))
     return 0
 
 
@@ -371,7 +407,7 @@ def _add_info(commands) -> None:
         "tfrecorder info out/", _info,
     )
     command.add_argument("--json", action="store_true",
-                         help="print all of it as JSON (tfrecorder.info(PATH).to_json())")
+                         help="print all of it as JSON, every class and reason included")
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -387,19 +423,20 @@ def _info(args: argparse.Namespace) -> int:
             for name, split in manifest.splits.items()]
     total = ("total", *(sum(row[i] for row in rows) for i in (1, 2, 3)))
     for name, records, shards, num_bytes in [*rows, total]:
-        print(f"  {name:<11}{records:>8} records {shards:>5} "
-              f"shard{'s' if shards != 1 else ' '} {_megabytes(num_bytes):>12}")
+        print(f"  {name:<11}{_counted(records, 8, 'record')} {_counted(shards, 5, 'shard')} "
+              f"{_megabytes(num_bytes):>12}")
     _print_class_counts(found)
     _print_boxes(found)
     _print_image_statistics(found)
     rejected = manifest.rejected
-    print(f"Rejected:     {rejected.num_rows} of {manifest.num_source_rows} source rows "
+    print(f"Rejected:     {rejected.num_rows:,} of "
+          f"{count(manifest.num_source_rows, 'source row')} "
           f"(see {fs.join(args.path, rejected.file)})")
     for reason, rows in list(rejected.reasons.items())[:_REASONS_SHOWN]:
         print(f"  {rows:>8,}  {reason}")
     skipped = manifest.skipped_annotations
     if skipped is not None:
-        print(f"Skipped:      {skipped.num_annotations} annotations "
+        print(f"Skipped:      {count(skipped.num_annotations, 'annotation')} "
               f"(see {fs.join(args.path, skipped.file)})")
         for reason, annotations in skipped.reasons.items():
             print(f"  {annotations:>8,}  {reason}")
@@ -449,7 +486,8 @@ def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:
         print(f"  {name:<{width}}" + "".join(f"{counts[split].get(name, 0):>12,}"
                                              for split in splits))
     if len(totals) > len(shown):
-        print(f"  ... and {len(totals) - len(shown)} more classes (--json lists them all)")
+        print(f"  ... and {count(len(totals) - len(shown), 'more class', 'more classes')} "
+              "(--json lists them all)")
     if found.unlabeled:
         print(f"  {'(no label)':<{width}}" + "".join(f"{found.unlabeled.get(split, 0):>12,}"
                                                    for split in splits))
@@ -464,9 +502,10 @@ def _print_boxes(found: tfrecorder.DatasetInfo) -> None:
         per_image, size = objects.boxes_per_image, objects.box_size
         sizes = (f"; size (sqrt of the image's fraction) {size.min:.3f}-{size.max:.3f}, "
                  f"median {size.median:.3f}" if size is not None else "")
-        print(f"  {split:<12}{objects.num_boxes:>10,} boxes; {per_image.min:.0f}-"
-              f"{per_image.max:.0f} an image, median {per_image.median:g}{sizes}; "
-              f"{objects.without_boxes:,} images without boxes, {objects.tiny_boxes:,} tiny")
+        print(f"  {split:<12}{_counted(objects.num_boxes, 10, 'box', 'boxes').rstrip()}; "
+              f"{per_image.min:.0f}-{per_image.max:.0f} an image, median "
+              f"{per_image.median:g}{sizes}; {count(objects.without_boxes, 'image')} without "
+              f"boxes, {objects.tiny_boxes:,} tiny")
 
 
 def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
@@ -801,6 +840,13 @@ def _tfrecorder_2(command: str, instead: str) -> Iterator[None]:
 
 
 # --- formatting ----------------------------------------------------------------------------
+
+def _counted(number: int, width: int, singular: str, plural: str | None = None) -> str:
+    """`count` for a column: the number right-aligned in `width`, the noun padded to its
+    plural's length, so that "1 record" lines up with "16 records"."""
+    amount, _, noun = count(number, singular, plural).partition(" ")
+    return f"{amount:>{width}} {noun:<{len(plural or singular + 's')}}"
+
 
 def _megabytes(num_bytes: int) -> str:
     return f"{num_bytes / 2**20:,.2f} MB"

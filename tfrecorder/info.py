@@ -217,14 +217,14 @@ class DatasetInfo:
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{name} {s.num_records:,}" for name, s in self.splits.items())
-        classes = f", {self.num_classes} classes" if self.num_classes is not None else ""
+        classes = (f", {count(self.num_classes, 'class', 'classes')}"
+                   if self.num_classes is not None else "")
         if self.objects:
-            boxes = sum(s.num_boxes for s in self.objects.values())
-            classes += f", {boxes:,} objects"
+            classes += f", {count(sum(s.num_boxes for s in self.objects.values()), 'object')}"
         if self.unlabeled:
             classes += f", {sum(self.unlabeled.values()):,} without a label"
-        warned = f", {len(self.warnings)} warnings" if self.warnings else ""
-        return (f"<DatasetInfo {self.path!r}: {self.num_records:,} records ({counts})"
+        warned = f", {count(len(self.warnings), 'warning')}" if self.warnings else ""
+        return (f"<DatasetInfo {self.path!r}: {count(self.num_records, 'record')} ({counts})"
                 f"{classes}{warned}>")
 
     def _repr_html_(self) -> str:

@@ -6,7 +6,9 @@ folder, the local run, Beam), each a frozen dataclass checked once, in `__post_i
 with an `OptionError` that names the option. `convert()`'s signature and docstring and
 the `tfrecorder convert` flags are all generated from these fields (see `option`), so an
 option added here is accepted, documented and given a flag everywhere at once, as
-TensorFlow Datasets' `ShardConfig` holds its sharding settings in one place.
+TensorFlow Datasets' `ShardConfig` holds its sharding settings in one place. A group's
+first docstring paragraph is its heading in `tfrecorder convert --help`: it speaks to
+users, and notes on the code go in the paragraphs after it.
 
 Light on purpose (no Pillow, no pandas): the plan, the workers and the readers of a
 manifest all hold these.
@@ -205,7 +207,8 @@ class TableOptions(_Checked):
         "`create_pascal_tf_record.py --ignore_difficult_instances` does.", "choice",
         choices=DIFFICULT,
         help="Pascal VOC objects marked difficult: keep them (flagged), or drop them as "
-             "create_pascal_tf_record.py --ignore_difficult_instances does")
+             "the Object Detection API's Pascal VOC converter does with "
+             "--ignore_difficult_instances")
 
     def __post_init__(self):
         self._bool("header", optional=True)
@@ -277,8 +280,8 @@ class SplitOptions(_Checked):
         "(`info`, the manifest's statistics; `load(as_supervised=True)` leaves it out); "
         "\"error\" refuses the table before any image is read, naming the rows.",
         "choice", choices=UNLABELED,
-        help="rows with a blank label: keep writes them without a label (load's supervised "
-             "pairs leave them out); error refuses the table, naming them")
+        help="rows with a blank label: keep writes them without a label (left out when "
+             "loading (image, label) pairs); error refuses the table, naming them")
 
     @functools.cached_property
     def given_label_map(self):
@@ -332,7 +335,7 @@ class SplitOptions(_Checked):
 
 @dataclass(frozen=True)
 class ImageOptions(_Checked):
-    """How images are stored; part of the plan, identical for every row.
+    """How images are stored, the same way for every row.
 
     Bit depths are never clipped. 16-bit greyscale images (16-bit PNG, TIFF, PGM, and
     32-bit integer images whose values fit in 0..65535) stay 16-bit wherever the stored
@@ -457,10 +460,11 @@ class RejectOptions(_Checked):
 
 @dataclass(frozen=True)
 class ShardOptions(_Checked):
-    """How many shards each split gets: a given count, or as many as keep shards near
-    `shard_size_mb`, from the mean size of a sample of records (measured before planning
-    by `prefetch.mean_record_bytes`, which encodes them: not here, as options hold no
-    Pillow)."""
+    """How many shards each split gets: a given number, or as many as keep shards near
+    the target size, from the mean size of a sample of records.
+
+    The sample is encoded before planning, by `prefetch.mean_record_bytes`: not here, as
+    options hold no Pillow."""
 
     num_shards: int | Mapping[str, int] | None = option(
         None, "shards per split (an int, or e.g. {\"train\": 16}); by default shards are "
