@@ -22,8 +22,8 @@ from helpers import (
 
 import tfrecorder
 from tfrecorder.errors import OptionError, VerificationError
-from tfrecorder.load import shard_files
 from tfrecorder.manifest import Manifest
+from tfrecorder.shards import shard_files
 
 
 @pytest.fixture

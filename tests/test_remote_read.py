@@ -13,7 +13,7 @@ from helpers import assert_one_error_line, dataset_folder_files, run_cli, write_
 
 import tfrecorder
 from tfrecorder import StorageError, VerificationError
-from tfrecorder.load import shard_reader
+from tfrecorder.shards import shard_reader
 from tfrecorder.tfrecord import ShardWriter
 
 COMPRESSIONS = {"plain": None, "gzip": "gzip"}

@@ -24,11 +24,12 @@ import time
 
 from tfrecorder import fs
 from tfrecorder._tensorflow import tensorflow
+from tfrecorder.decoding import decode_image
 from tfrecorder.layouts import OBJECT_LABEL, layout_of
 from tfrecorder.legacy import spellings
-from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
 from tfrecorder.options import checked_int
+from tfrecorder.shards import shard_files, shard_records
 
 CSV_FILE = "records.csv"
 LEGACY_CSV_FILE = "data.csv"  # TFRecorder 2.0's check_tfrecords

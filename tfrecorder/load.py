@@ -5,28 +5,20 @@ length), the parsing spec (every feature's dtype and shape, and its role: image,
 split or input), compression, whether images are raw pixels, and the size of every image.
 Datasets without images are parsed a batch at a time, as there is nothing to decode.
 Records with images are parsed and decoded one at a time in a parallel map, then
-batched: the decoding spreads over the cores an image at a time. Knowing every image's
-size makes decoding cheaper: when images are resized on load, JPEGs are decoded at a
-reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still at least as large as
-the target, which does the bulk of the downscaling as an average over pixels and skips
-part of the IDCT; not the entropy decoding, which every scale pays and which is most of
-a decode's work on photos (docs/performance.md has the numbers). The manifest's
-statistics also say which image formats a split holds, and the decoders of the others
-are left out.
+batched: the decoding spreads over the cores an image at a time.
+
+This module assembles the pipeline; its stages live apart: the shards' records come from
+`tfrecorder.shards`, images and their masks are decoded (and resized) by
+`tfrecorder.decoding`, and augmented by `tfrecorder.augmentation`.
 
 Records of either layout (`tfrecorder.layouts`) are parsed with the manifest's spec and
 read through the layout's read form (`Layout.canonical`), so everything after parsing
 sees the same canonical names: `image`, `objects/bbox`, `segmentation_mask`, ... A
 detection or segmentation record's annotations are decoded with its image and move with
-it: resized with it (masks by nearest neighbour; relative boxes need nothing), flipped
-with it by augmentation.
+it: resized with it, flipped with it by augmentation.
 
-Local shards are read by TensorFlow itself; shards in a bucket through `tfrecorder.fs`,
-like every other file tfrecorder reads (see `shard_reader`), with the same records in the
-same order.
-
-TensorFlow is imported by the functions here, and by inspect/verify through these
-helpers, never by the writer; always through `_tensorflow.tensorflow()`, which keeps its
+TensorFlow is imported by the functions here, and by inspect/verify through the shared
+modules, never by the writer; always through `_tensorflow.tensorflow()`, which keeps its
 start-up lines quiet.
 """
 
@@ -34,13 +26,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 
 from tfrecorder import fs
 from tfrecorder._tensorflow import tensorflow
+from tfrecorder.augmentation import AUGMENT_PRESETS, annotated_augmentation, basic_augmentation
+from tfrecorder.decoding import decoded_record
 from tfrecorder.errors import Option, OptionError, VerificationError
 from tfrecorder.info import DatasetInfo
-from tfrecorder.keypoints import flip_order
 from tfrecorder.layouts import (
     AREA,
     BBOX,
@@ -64,12 +57,11 @@ from tfrecorder.manifest import (
     read_manifest,
 )
 from tfrecorder.options import checked_bool, checked_image_size, checked_int, is_int, require
-from tfrecorder.tfrecord import open_read, read_records
+from tfrecorder.shards import shard_reader
 from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)
 
-AUGMENT_PRESETS = ("basic",)
 NUM_OBJECTS = "objects/num"  # with max_boxes: how many of the padded objects are real
 # What padding fills a detection record's objects with, up to max_boxes: -1 for boxes,
 # classes and areas, as Keras (`MaxNumBoundingBoxes`, KerasCV's `to_dense`) and Model
@@ -81,90 +73,6 @@ OBJECT_PADDING = {BBOX: -1, OBJECT_LABEL: -1, AREA: -1, IS_CROWD: 0, MASK: 0,
 # Features of pixels: batched densely, so all of a batch must share their size.
 _PIXELS = ("image", SEGMENTATION_MASK)
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
-_CHUNK_BYTES = 1 << 20  # records of a remote shard handed to TensorFlow at once
-
-
-def shard_files(dataset_dir: str, manifest: Manifest, split: str) -> list[str]:
-    """The paths of a split's shards, as the manifest lists them."""
-    return [fs.join(dataset_dir, shard.file)
-            for shard in manifest.split(split, dataset_dir).shards]
-
-
-def shard_records(path: str, compression: str | None, digest=None) -> Iterator[bytes]:
-    """The records of one shard, read through `tfrecorder.fs`, every checksum checked;
-    its bytes as stored also go to `digest` (a hashlib object), if given."""
-    with open_read(path, compression, digest) as stream:
-        yield from read_records(stream)
-
-
-def shard_reader(remote: bool, compression: str | None) -> Callable:
-    """A function from a shard's path (a string tensor) to a `tf.data.Dataset` of its
-    serialized records, for `interleave`.
-
-    Local shards are read by TFRecordDataset, in C++. Remote ones are read through
-    `tfrecorder.fs`, so with the credentials and endpoints the writer used: TensorFlow's
-    own file systems have no s3:// and a gs:// that ignores STORAGE_EMULATOR_HOST. Their
-    records are streamed in Python and handed over about a megabyte at a time, since
-    one Python call per record would cost more than reading it.
-    """
-    import numpy as np
-    tf = tensorflow()
-
-    if not remote:
-        compression_type = "GZIP" if compression == "gzip" else ""
-        return lambda path: tf.data.TFRecordDataset(path, compression_type=compression_type)
-
-    def chunks(path: bytes) -> Iterator:
-        chunk, size = [], 0
-        for record in shard_records(path.decode(), compression):
-            chunk.append(record)
-            size += len(record)
-            if size >= _CHUNK_BYTES:
-                # An object array: NumPy's bytes type would strip trailing zero bytes.
-                yield np.array(chunk, dtype=object)
-                chunk, size = [], 0
-        if chunk:
-            yield np.array(chunk, dtype=object)
-
-    return lambda path: tf.data.Dataset.from_generator(
-        chunks, args=(path,), output_signature=tf.TensorSpec([None], tf.string)).unbatch()
-
-
-def decode_image(features: dict, channels: int = 0, formats: frozenset[str] | None = None):
-    """The record's image as a uint8 [H, W, C] tensor: exactly the source's pixels.
-
-    JPEGs are decoded with the accurate IDCT, which matches Pillow (TensorFlow's default
-    fast IDCT is off by a few levels). channels=0 keeps each image's own channels; 1, 3
-    or 4 converts. `formats`, the formats the records may hold ("jpeg", "png", "raw";
-    None: any), leaves out the others' decoders and the conds that choose among them.
-    """
-    tf = tensorflow()
-
-    image_format = features["image_format"]
-
-    def jpeg():
-        image = tf.io.decode_jpeg(features["image"], channels=channels if channels != 4 else 3,
-                                  dct_method="INTEGER_ACCURATE")
-        return _convert_channels(image, channels) if channels == 4 else image
-
-    def png():
-        return tf.io.decode_png(features["image"], channels=channels)
-
-    def raw():
-        pixels = tf.io.decode_raw(tf.io.decode_base64(features["image"]), tf.uint8)
-        shape = tf.stack([features["image_height"], features["image_width"],
-                          features["image_channels"]])
-        return _convert_channels(tf.reshape(pixels, tf.cast(shape, tf.int32)), channels)
-
-    def chosen(decoders: list) -> Callable:
-        (name, decode), rest = decoders[0], decoders[1:]
-        if not rest:
-            return decode
-        return lambda: tf.cond(tf.equal(image_format, name), decode, chosen(rest))
-
-    decoders = [(name, decode) for name, decode in [("jpeg", jpeg), ("raw", raw), ("png", png)]
-                if not formats or name in formats]
-    return chosen(decoders or [("png", png)])()
 
 
 def load(
@@ -479,9 +387,9 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     # `transform` augments an element (a dict).
     transform = None
     if augment is not None and annotated:
-        transform = _annotated_augmentation(augment, seed, layout.keypoint_names)
+        transform = annotated_augmentation(augment, seed, layout.keypoint_names)
     elif augment is not None:
-        augment_image = _basic_augmentation(seed) if augment == "basic" else augment
+        augment_image = basic_augmentation(seed) if augment == "basic" else augment
         transform = lambda f: {**f, "image": augment_image(f["image"])}  # noqa: E731
     if not has_images:
         # Nothing to decode: cache the records as read, and parse a whole batch at once.
@@ -495,8 +403,8 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
                     num_parallel_calls=autotune, deterministic=ordered)
     else:
         def parse(serialized):
-            return _decoded_record(_parsed(serialized, spec, layout, num_classes),
-                                   image_size, channels, formats)
+            return decoded_record(_parsed(serialized, spec, layout, num_classes),
+                                  image_size, channels, formats)
 
         ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
         if cache:
@@ -597,235 +505,6 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
         ds = ds.map(lambda f: {**f, **{name: f[name].merge_dims(1, 2) for name in lists}})
     return ds
 
-
-def _decoded_record(features: dict, image_size: Sequence[int] | None, channels: int,
-                    formats: frozenset[str] | None = None) -> dict:
-    """Decodes (and resizes) one parsed record's image and the annotations drawn on its
-    pixels: instance masks to uint8 [n, height, width] and a segmentation mask to uint8
-    [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
-    and objects' areas and `image_height` / `image_width` changed to the image as loaded.
-    Boxes are relative, so they need nothing."""
-    tf = tensorflow()
-
-    features["image"] = _decoded(features, image_size, channels, formats)
-    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
-    if image_size is not None:  # the sizes describe the pixels handed over
-        features["image_height"], features["image_width"] = (
-            tf.constant(side, features["image_height"].dtype) for side in image_size)
-    if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
-        return features
-    if MASK in features:
-        masks = _object_masks(features[MASK], stored)
-        if image_size is not None:
-            masks = _resized_nearest(masks[..., None], image_size)[..., 0]
-        features[MASK] = masks
-    if SEGMENTATION_MASK in features:
-        mask = tf.reshape(tf.io.decode_png(features[SEGMENTATION_MASK], channels=1),
-                          tf.concat([stored, [1]], 0))
-        if image_size is not None:
-            mask = _resized_nearest(mask, image_size)
-        features[SEGMENTATION_MASK] = tf.ensure_shape(mask, [*(image_size or (None, None)), 1])
-    if AREA in features and image_size is not None:
-        scale = image_size[0] * image_size[1] / tf.cast(tf.reduce_prod(stored), tf.float32)
-        features[AREA] = features[AREA] * scale
-    return features
-
-
-def _object_masks(pngs, stored):
-    """A record's instance masks (one PNG each, drawn at the stored image's size) as uint8
-    [n, height, width]; [0, height, width] for a record without objects."""
-    tf = tensorflow()
-
-    count = tf.shape(pngs)[0]
-
-    def decoded():
-        return tf.map_fn(lambda png: tf.io.decode_png(png, channels=1)[..., 0], pngs,
-                         fn_output_signature=tf.TensorSpec([None, None], tf.uint8))
-
-    # map_fn over no element cannot give the shape of one.
-    masks = tf.cond(count > 0, decoded, lambda: tf.zeros(tf.concat([[0], stored], 0),
-                                                         tf.uint8))
-    return tf.ensure_shape(tf.reshape(masks, tf.concat([[count], stored], 0)),
-                           [None, None, None])
-
-
-def _resized_nearest(pixels, image_size: Sequence[int]):
-    """Annotation pixels ([..., height, width, channels]) at `image_size`, by nearest
-    neighbour: their values stay those of the source (0/1, class ids)."""
-    tf = tensorflow()
-
-    return tf.image.resize(pixels, image_size, method="nearest")
-
-
-def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
-             formats: frozenset[str] | None = None):
-    """Decodes (and resizes) one record's image, cheaply where the manifest allows.
-
-    `formats`, the image formats the records may hold (None: any), leaves the decoders
-    of the others out of the graph. With `image_size`, one `switch_case` picks what an
-    image takes (a nest of conds costs a function call per level and image):
-
-    - an image at the target size already (image_size= on convert): its exact decode;
-    - a PNG or raw image: its exact decode, resized;
-    - a JPEG: decoded at the largest DCT scale (1/1, 1/2, 1/4 or 1/8) whose output still
-      covers the target (which skips part of the IDCT, and does the bulk of a large
-      reduction as an average over pixels), with TensorFlow's default IDCT, then
-      resized.
-    """
-    tf = tensorflow()
-
-    formats = formats or None  # none known: any
-    if image_size is None:
-        image = decode_image(features, channels, formats)
-        return tf.ensure_shape(image, [None, None, channels or None])
-    height, width = image_size
-
-    def exact():
-        return decode_image(features, channels, formats)
-
-    def jpeg(ratio: int):
-        image = tf.io.decode_jpeg(features["image"], ratio=ratio,
-                                  channels=channels if channels != 4 else 3)
-        return _convert_channels(image, channels) if channels == 4 else image
-
-    def resized(decode: Callable) -> Callable:
-        # Bilinear, like Keras: a scaled JPEG decode has already averaged away most of
-        # any reduction. Bilinear output of uint8 stays in [0, 255]: +0.5 and a cast round.
-        return lambda: tf.cast(tf.image.resize(decode(), image_size) + 0.5, tf.uint8)
-
-    same_size = tf.logical_and(tf.equal(features["image_height"], height),
-                               tf.equal(features["image_width"], width))
-    others = formats is None or bool(formats - {"jpeg"})
-    branches = [exact] + ([resized(exact)] if others else [])
-    index = tf.where(same_size, 0, 1)
-    if formats is None or "jpeg" in formats:
-        # The largest DCT scale whose output still covers the target size: 1/2**scale.
-        short = tf.minimum(features["image_height"] * width, features["image_width"] * height)
-        target = tf.cast(height * width, tf.int64)
-        scale = tf.reduce_sum(tf.cast(
-            tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]),
-            tf.int32))
-        at_scale = len(branches) + scale
-        if others:
-            at_scale = tf.where(tf.equal(features["image_format"], "jpeg"), at_scale, 1)
-        index = tf.where(same_size, 0, at_scale)
-        branches += [resized(lambda r=r: jpeg(r)) for r in (1, 2, 4, 8)]
-    image = tf.switch_case(index, branches)
-    return tf.ensure_shape(image, [height, width, channels or None])
-
-
-def _convert_channels(image, channels: int):
-    """Converts an image of 1 (L), 2 (LA), 3 (RGB) or 4 (RGBA) channels to `channels`."""
-    tf = tensorflow()
-
-    if channels == 0:
-        return image
-    have = tf.shape(image)[-1]
-    grey = have <= 2
-    rgb = tf.cond(grey, lambda: tf.image.grayscale_to_rgb(image[..., :1]),
-                  lambda: image[..., :3])
-    if channels == 3:
-        return rgb
-    if channels == 1:
-        return tf.cond(grey, lambda: image[..., :1], lambda: tf.image.rgb_to_grayscale(rgb))
-    opaque = tf.fill(tf.concat([tf.shape(image)[:2], [1]], 0), tf.constant(255, tf.uint8))
-    alpha = tf.cond(tf.equal(have % 2, 0), lambda: image[..., -1:], lambda: opaque)
-    return tf.concat([rgb, alpha], -1)
-
-
-def _basic_augmentation(seed: int | None) -> Callable:
-    """Random horizontal flips, crops (to 90% and back) and brightness changes."""
-    tf = tensorflow()
-
-    generator = _generator(seed)
-
-    def augment(image):
-        seeds = generator.make_seeds(3)
-        image = tf.image.stateless_random_flip_left_right(image, seeds[:, 0])
-        shape = tf.shape(image)
-        crop = tf.stack([tf.cast(tf.cast(shape[0], tf.float32) * 0.9, tf.int32),
-                         tf.cast(tf.cast(shape[1], tf.float32) * 0.9, tf.int32), shape[2]])
-        cropped = tf.image.stateless_random_crop(image, crop, seeds[:, 1])
-        image = tf.saturate_cast(tf.round(tf.image.resize(cropped, shape[:2])), tf.uint8)
-        image = tf.image.stateless_random_brightness(image, 0.2, seeds[:, 2])
-        return tf.ensure_shape(image, image.shape)
-
-    return augment
-
-
-def _generator(seed: int | None):
-    """The random numbers of augmentation: seeded, or fresh every run."""
-    tf = tensorflow()
-
-    return tf.random.Generator.from_seed(seed) if seed is not None else \
-        tf.random.Generator.from_non_deterministic_state()
-
-
-def _annotated_augmentation(augment: Callable | str, seed: int | None,
-                            keypoint_names: Sequence[str] | None = None) -> Callable:
-    """The augmentation of a detection or segmentation element (a dict -> a dict), so that
-    whatever moves the pixels moves their annotations too: "basic" flips the image with
-    its boxes, keypoints (of these names) and masks and changes its brightness (no crop:
-    cutting objects would take clipping boxes, dropping objects and redrawing their
-    areas); a function gets the whole element and must return it."""
-    tf = tensorflow()
-
-    if augment != "basic":
-        return augment  # `_pipeline` checks that it returns a dict
-    generator = _generator(seed)
-
-    def basic(features):
-        seeds = generator.make_seeds(2)
-        flip = tf.random.stateless_uniform([], seeds[:, 0]) < 0.5
-        features = tf.cond(flip, lambda: _flipped_left_right(features, keypoint_names),
-                           lambda: dict(features))
-        image = tf.image.stateless_random_brightness(features["image"], 0.2, seeds[:, 1])
-        features["image"] = tf.ensure_shape(image, features["image"].shape)
-        return features
-
-    return basic
-
-
-def _flipped_left_right(features: dict, keypoint_names: Sequence[str] | None = None
-                        ) -> dict:
-    """An element flipped left to right: its image, its boxes (xmin' = 1 - xmax,
-    xmax' = 1 - xmin), its keypoints (x' = 1 - x, and each left one trading places with
-    its right one, `keypoints.flip_order`) and its instance and segmentation masks."""
-    tf = tensorflow()
-
-    found = dict(features)
-    found["image"] = tf.reverse(features["image"], axis=[-2])
-    if BBOX in features:
-        ymin, xmin, ymax, xmax = tf.unstack(features[BBOX], num=4, axis=-1)
-        found[BBOX] = tf.stack([ymin, 1 - xmax, ymax, 1 - xmin], axis=-1)
-    if KEYPOINTS in features:
-        found.update(_flipped_keypoints(features, keypoint_names))
-    if MASK in features:
-        found[MASK] = tf.reverse(features[MASK], axis=[-1])
-    if SEGMENTATION_MASK in features:
-        found[SEGMENTATION_MASK] = tf.reverse(features[SEGMENTATION_MASK], axis=[-2])
-    return found
-
-
-def _flipped_keypoints(features: dict, names: Sequence[str] | None) -> dict:
-    """Keypoints [n, K, 2] (and their visibility [n, K]) of an image flipped left to
-    right. Keypoints not labelled (visibility 0, stored at (0, 0) as COCO writes them)
-    keep their place: they are not in the image."""
-    tf = tensorflow()
-
-    keypoints = features[KEYPOINTS]
-    order = flip_order(names, keypoints.shape[-2])
-    moved = tf.gather(keypoints, order, axis=-2)
-    y, x = tf.unstack(moved, num=2, axis=-1)
-    found = {}
-    if KEYPOINT_VISIBILITY in features:
-        visibility = tf.gather(features[KEYPOINT_VISIBILITY], order, axis=-1)
-        found[KEYPOINT_VISIBILITY] = visibility
-        x = tf.where(visibility > 0, 1 - x, x)
-    else:
-        x = 1 - x
-    found[KEYPOINTS] = tf.stack([y, x], axis=-1)
-    return found
 
 
 def _padded_objects(features: dict, max_boxes: int) -> dict:

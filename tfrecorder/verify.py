@@ -34,7 +34,6 @@ from enum import StrEnum
 from tfrecorder import fs
 from tfrecorder.errors import StorageError, VerificationError
 from tfrecorder.layouts import label_map_of
-from tfrecorder.load import shard_records
 from tfrecorder.manifest import (
     LABEL_MAP,
     LOCK,
@@ -46,6 +45,7 @@ from tfrecorder.manifest import (
     is_temporary,
     read_manifest,
 )
+from tfrecorder.shards import shard_records
 from tfrecorder.tfds_metadata import tfds_files
 from tfrecorder.tfrecord import CorruptRecordError, index_text
 

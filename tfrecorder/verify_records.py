@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from tfrecorder import fs
 from tfrecorder._tensorflow import tensorflow
+from tfrecorder.decoding import decode_image
 from tfrecorder.layouts import (
     AREA,
     BBOX,
@@ -43,7 +44,6 @@ from tfrecorder.layouts import (
     Layout,
     layout_of,
 )
-from tfrecorder.load import decode_image, shard_reader, shard_records
 from tfrecorder.manifest import (
     DECODE_FEATURES,
     LABEL,
@@ -53,6 +53,7 @@ from tfrecorder.manifest import (
     SPLIT,
     Manifest,
 )
+from tfrecorder.shards import shard_reader, shard_records
 from tfrecorder.verify import Check, Problem, ReadableShard
 from tfrecorder.wording import count
 
