@@ -9,18 +9,10 @@ inline SVG, no scripts, fonts or links to fetch), so it opens from a bucket, an 
 machine without network. TensorFlow is never imported (that alone takes seconds).
 
 The charts are SVG written here, not drawn by a library: there are two simple kinds (bars
-with their numbers, box plots of the manifest's quartiles). Measured for 50 classes x 3
-splits (import on top of pandas and numpy, time to build, what the chart adds to a
-self-contained page, install size):
-
-    hand-written SVG                          0 s   0.7 ms    32 KB   nothing to install
-    matplotlib 3.11 (SVG, text as text)     0.4 s   0.3 s    112 KB   35 MB
-    Altair 6 + vl-convert (Vega JS inlined) 0.2 s   1.8 s    886 KB   94 MB
-    Plotly 7 (plotly.js inlined)              0 s   0.1 s    4.7 MB   64 MB
-
-Written by hand, the text in a chart stays text: the numbers can be found, copied, read by
-a screen reader and checked by the tests in the browser's DOM. A whole report takes 0.1 s
-for 20 classes and 0.5 s (2.3 MB, most of it 400 thumbnails) for 1,000 classes.
+with their numbers, box plots of the manifest's quartiles), and written by hand, the text
+in a chart stays text: the numbers can be found, copied, read by a screen reader and
+checked by the tests in the browser's DOM; nothing is installed for them, and the page
+stays small (docs/performance.md compares the libraries).
 
 Every value from the user's data (class and file names, URIs, reasons, options) reaches the
 page through `_text` (`html.escape`, quotes too): tables escape each cell themselves, so no
