@@ -42,13 +42,14 @@ from test_report import text as element_text
 from test_show import assert_headers, ink_bands, saved, text_width
 
 import tfrecorder
-from tfrecorder.drawing import edge_colour
+from tfrecorder.drawing import CLASS_COLOURS, MASK_OPACITY, edge_colour
 from tfrecorder.layouts import BBOX
 from tfrecorder.manifest import Split, SplitStatistics
 from tfrecorder.report import render
 from tfrecorder.rows import Record, Row, StoredImage
-from tfrecorder.show import CLASS_COLOURS, MASK_OPACITY, show, thumbnails
+from tfrecorder.show import show
 from tfrecorder.statistics import ShardFacts, candidate_duplicates, split_statistics
+from tfrecorder.thumbnails import thumbnails
 
 LAYOUTS = ("tfrecorder", "tf_models")
 pytestmark = pytest.mark.filterwarnings("ignore::tfrecorder.errors.DatasetWarning")

@@ -27,9 +27,10 @@ from helpers import make_image, read_manifest, read_split, run_without_tensorflo
 from PIL import Image
 
 import tfrecorder
+from tfrecorder.charts import SPLIT_COLOURS
 from tfrecorder.errors import DatasetWarning
 from tfrecorder.info import info
-from tfrecorder.report import SPLIT_COLOURS, render, report
+from tfrecorder.report import render, report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NO_BROWSER = "chromium is not installed (apt-get install chromium; .ci/run installs it)"

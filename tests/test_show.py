@@ -27,7 +27,8 @@ from PIL import Image, ImageChops, ImageFont
 
 import tfrecorder
 from tfrecorder.errors import OptionError
-from tfrecorder.show import MAX_ROWS, ContactSheet, Item, Thumbnail, show, thumbnails
+from tfrecorder.show import ContactSheet, show
+from tfrecorder.thumbnails import MAX_ROWS, Item, Thumbnail, thumbnails
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 190, 70), "blue": (40, 70, 220)}
 PLACEHOLDER = (200, 200, 200)

@@ -1,6 +1,7 @@
-"""Pillow drawing shared by `show`'s sheets and the report's thumbnails: the classes'
-colours, the outline that keeps a mask visible on any photo, fitted text, and the legend
-from a segmentation sheet's colours to its class ids.
+"""Pillow drawing shared by `show`'s sheets, the report's thumbnails and `info`'s strip:
+the classes' colours, the outline that keeps a mask visible on any photo, boxes with
+their classes' names, fitted text, the legend from a segmentation sheet's colours to its
+class ids, and an image as a `data:` URI for pages that need no other file.
 
 A mask is drawn as Detectron2's `Visualizer` draws one: its class's colour blended over
 the image, and an opaque outline in a darker shade of that colour. The blend alone
@@ -10,8 +11,10 @@ stands out, and where the photo is as dark as the outline, the blend does.
 
 from __future__ import annotations
 
+import base64
 import colorsys
 import functools
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,7 +33,7 @@ MASK_OPACITY = 0.45  # of a mask's colour over the image
 # masks' edges by 70%), so it differs from a photo of the mask's own colour.
 EDGE_LIGHTNESS = 0.3
 LEGEND_TITLE = "mask class ids:"
-_TEXT = "#222222"
+TEXT, BACKGROUND = "#222222", "white"  # of captions and titles; of a sheet
 
 
 def class_colour(class_id: int | None) -> str:
@@ -86,6 +89,11 @@ def draw_masks(image: Image.Image, owners: np.ndarray, colours: Sequence[str]) -
 
 
 # --- text ----------------------------------------------------------------------------------
+
+def caption_font_size(thumbnail_size: int) -> int:
+    """The font size of captions under thumbnails `thumbnail_size` pixels a side."""
+    return min(14, max(9, thumbnail_size // 10))
+
 
 @functools.cache
 def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
@@ -154,11 +162,50 @@ def draw_legend(draw: ImageDraw.ImageDraw, entries: Sequence[LegendEntry], top: 
     """The legend `place_legend` placed from `top`: its title, then each class's swatch,
     filled and outlined as its masks are, with its id beside it."""
     text_font, gap = font(font_size), max(3, font_size // 3)
-    draw.text((padding, top + padding + font_size / 2), LEGEND_TITLE, fill=_TEXT,
+    draw.text((padding, top + padding + font_size / 2), LEGEND_TITLE, fill=TEXT,
               font=text_font, anchor="lm")
     for entry in entries:
         left, top, right, bottom = entry.swatch
         draw.rectangle([left, top, right - 1, bottom - 1], fill=entry.colour,
                        outline=edge_colour(entry.colour))
-        draw.text((right + gap, (top + bottom) / 2), entry.text, fill=_TEXT, font=text_font,
+        draw.text((right + gap, (top + bottom) / 2), entry.text, fill=TEXT, font=text_font,
                   anchor="lm")
+
+
+# --- boxes ---------------------------------------------------------------------------------
+
+def draw_objects(image: Image.Image, objects: Sequence, font_size: int) -> None:
+    """Draws each box on `image` (in place) in its class's colour, with the class's name
+    on a tag of that colour at its top left corner: above the box where there is room,
+    else inside it."""
+    if not objects:
+        return
+    draw = ImageDraw.Draw(image)
+    box_font = font(font_size)
+    width, height = image.size
+    line = max(1, round(max(width, height) / 64))
+    for box in objects:  # whole pixels: from the first the box covers to its last
+        left, top = round(box.xmin * width), round(box.ymin * height)
+        right, bottom = round(box.xmax * width) - 1, round(box.ymax * height) - 1
+        draw.rectangle([left, top, max(left, right), max(top, bottom)], outline=box.colour,
+                       width=line)
+    for box in objects:  # the names last, over every outline
+        if box.class_name is None:
+            continue
+        left, top = round(box.xmin * width), round(box.ymin * height)
+        text = fit(box.class_name, box_font, max(width - left, 1))
+        text_width, text_height = box_font.getlength(text) + 2, font_size + 1
+        tag_top = top - text_height if top >= text_height else top
+        draw.rectangle([left, tag_top, left + text_width, tag_top + text_height],
+                       fill=box.colour)
+        draw.text((left + 1, tag_top), text, fill="white", font=box_font)
+
+
+
+
+def png_data_uri(image: Image.Image) -> str:
+    """A Pillow image as a `data:` URI, for HTML that needs no other file (the contact
+    sheet's, `info`'s thumbnail strip, the report)."""
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -394,7 +394,7 @@ def _boxed(thumbnail, size: int):
     """A thumbnail's image with its boxes drawn in (a copy), as `show` draws them."""
     if not thumbnail.objects:
         return thumbnail.image
-    from tfrecorder.show import draw_objects
+    from tfrecorder.drawing import draw_objects
 
     image = thumbnail.image.copy()
     draw_objects(image, thumbnail.objects, max(8, size // 8))
@@ -410,7 +410,8 @@ def thumbnail_strip(info: DatasetInfo, count: int = 8, size: int = 64) -> str:
     images, or whose images cannot be read now (a notebook's display must not fail)."""
     if not info.manifest.has_images or not info.splits:
         return ""
-    from tfrecorder.show import png_data_uri, thumbnails  # Pillow: when a notebook asks
+    from tfrecorder.drawing import png_data_uri  # Pillow: when a notebook asks
+    from tfrecorder.thumbnails import thumbnails
 
     try:
         found = thumbnails(info.path, next(iter(info.splits)), per_class=1, size=size)

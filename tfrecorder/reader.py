@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import gzip
 import io
 import logging
@@ -50,6 +51,7 @@ from tfrecorder.manifest import (
     read_manifest,
 )
 from tfrecorder.options import checked_bool, is_int, require
+from tfrecorder.shards import shard_records
 from tfrecorder.tfrecord import CorruptRecordError, frame_offsets, unframed
 
 logger = logging.getLogger(__name__)
@@ -96,7 +98,14 @@ def open_split(path: str | os.PathLike, split: str = "train", *, decode: bool = 
             "3 (RGB) or 0 (each image's own channels)")
     require("transform", transform, transform is None or callable(transform),
             "a function of a record's dict, or None")
-    manifest = read_manifest(path)
+    return split_dataset(path, read_manifest(path), split, decode, channels, transform)
+
+
+def split_dataset(path: str, manifest: Manifest, split: str, decode: bool = True,
+                  channels: int = 3, transform: Callable[[dict], object] | None = None
+                  ) -> SplitDataset:
+    """`open_split` of a manifest read already, its options checked: how `show` and the
+    report read records too."""
     info = manifest.split(split, path)
     shards = tuple(_Shard(fs.join(path, shard.file), shard.num_records,
                           fs.join(path, shard.index) if shard.index else "",
@@ -254,6 +263,28 @@ class SplitDataset:
         from tfrecorder._torch import TorchDataset
 
         return TorchDataset(self)
+
+    def in_order(self) -> Iterator[tuple[str, int, object]]:
+        """(shard file, index in the shard, record) of each record, as `ds[i]` gives it,
+        shard by shard, each shard streamed from its start (`shards.shard_records`, every
+        checksum checked) and opened only when the records before it were not enough. For
+        a reader that stops early (`show`): a shard's bytes in one stream, not a request
+        a record."""
+        files = [shard.file for shard in self.manifest.splits[self.split].shards]
+        index = 0  # of this dataset's records
+        for file, shard, end in zip(files, self._shards, self._ends):
+            start = end - shard.num_records  # the shard's first position in the split
+            if end <= self._start or start >= self._stop:
+                continue
+            records = shard_records(shard.uri, shard.compression)
+            with contextlib.closing(records):
+                for in_shard, serialized in enumerate(records):
+                    position = start + in_shard
+                    if position >= self._stop:
+                        break
+                    if position >= self._start:
+                        yield file, in_shard, self._values(serialized, index)
+                        index += 1
 
     def record(self, index: int) -> bytes:
         """The serialized `tf.train.Example` at `index`, its checksums checked."""

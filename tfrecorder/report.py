@@ -8,37 +8,37 @@ the thumbnails, as `show` draws them. The file stands alone (images are `data:` 
 inline SVG, no scripts, fonts or links to fetch), so it opens from a bucket, an e-mail or a
 machine without network. TensorFlow is never imported (that alone takes seconds).
 
-The charts are SVG written here, not drawn by a library: there are two simple kinds (bars
-with their numbers, box plots of the manifest's quartiles), and written by hand, the text
-in a chart stays text: the numbers can be found, copied, read by a screen reader and
-checked by the tests in the browser's DOM; nothing is installed for them, and the page
-stays small (docs/performance.md compares the libraries).
-
-Every value from the user's data (class and file names, URIs, reasons, options) reaches the
-page through `_text` (`html.escape`, quotes too): tables escape each cell themselves, so no
-value can open a tag or an attribute.
+The charts are SVG written by hand (`tfrecorder.charts`, which says why). Every value
+from the user's data (class and file names, URIs, reasons, options) reaches the page
+through `charts.escaped` (`html.escape`, quotes too): tables escape each cell themselves,
+so no value can open a tag or an attribute.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
-import math
+import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from tfrecorder import fs
+from tfrecorder.charts import (
+    QUANTITIES,
+    bar_chart,
+    box_plot,
+    escaped,
+    rounded,
+    shortened,
+)
 from tfrecorder.info import MIN_BOXES_PER_CLASS, DatasetInfo, box_areas, info
-from tfrecorder.manifest import TINY_BOX_FRACTION, TINY_BOX_PIXELS, Distribution, Duplicate
+from tfrecorder.manifest import TINY_BOX_FRACTION, TINY_BOX_PIXELS, Duplicate
 from tfrecorder.wording import byte_unit, count
 
 # A chart of more classes is too long to read; the table below it holds them all.
 CHART_CLASSES = 50
 REJECTED_ROWS = 100
 DUPLICATE_GROUPS = 50
-# One colour per split, from Tableau 10 (told apart by most colour-blind readers).
-SPLIT_COLOURS = {"train": "#4e79a7", "validation": "#f28e2b", "test": "#59a14f"}
 _JPEG_QUALITY = 85  # a 96-pixel thumbnail: 4 KB as JPEG, 17 KB as PNG
 
 
@@ -77,7 +77,7 @@ def render(dataset: DatasetInfo, per_class: int = 8, thumbnail_size: int = 96) -
                    for key, title, content in sections)
     name = fs.basename(dataset.path.rstrip("/")) or dataset.path
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>tfrecorder report: {_text(name)}</title><style>{_STYLE}</style></head>"
+            f"<title>tfrecorder report: {escaped(name)}</title><style>{_STYLE}</style></head>"
             f"<body>{_summary(dataset)}<nav>{nav}</nav>{body}</body></html>\n")
 
 
@@ -123,10 +123,10 @@ def _summary(dataset: DatasetInfo) -> str:
              ("splits", splits or "none"), ("classes", classes),
              ("features", ", ".join(dataset.features)), ("rejected rows", f"{rejected:,}"),
              ("written by", dataset.manifest.created_by or "unknown")]
-    described = "".join(f"<dt>{key}</dt><dd>{_text(value)}</dd>" for key, value in facts)
+    described = "".join(f"<dt>{key}</dt><dd>{escaped(value)}</dd>" for key, value in facts)
     warnings = dataset.warnings
     if warnings:
-        items = "".join(f"<li>{_text(warning)}</li>" for warning in warnings)
+        items = "".join(f"<li>{escaped(warning)}</li>" for warning in warnings)
         warned = (f'<div id="warnings"><h2>{count(len(warnings), "warning")}'
                   f"</h2><ul>{items}</ul></div>")
     else:
@@ -149,7 +149,7 @@ def _class_counts(dataset: DatasetInfo) -> str:
     if len(charted) < len(totals):
         note = (f'<p class="note">The chart shows the {len(charted)} largest of '
                 f"{len(totals):,} classes; the table holds them all.</p>")
-    chart = _bar_chart(charted, counts, splits, f"{dataset.counted.capitalize()} per "
+    chart = bar_chart(charted, counts, splits, f"{dataset.counted.capitalize()} per "
                        "class and split")
     rows = [[name, *(counts[split][name] for split in splits), totals[name]]
             for name in dataset.class_names]
@@ -195,10 +195,10 @@ def _image_statistics(dataset: DatasetInfo) -> str:
                               ("Width", "image_width", "pixels"),
                               ("Stored size", "image_bytes", "bytes")]:
         by_split = {split: getattr(s, name) for split, s in statistics.items()}
-        parts.append(f"<h3>{title} ({unit})</h3>" + _box_plot(by_split, unit == "bytes"))
-        rows = [[split, *(_round(getattr(d, q)) for q in _QUANTITIES)]
+        parts.append(f"<h3>{title} ({unit})</h3>" + box_plot(by_split, unit == "bytes"))
+        rows = [[split, *(rounded(getattr(d, q)) for q in QUANTITIES)]
                 for split, d in by_split.items()]
-        parts.append(_table(["split", *_QUANTITIES], rows, key=f"{name}-table"))
+        parts.append(_table(["split", *QUANTITIES], rows, key=f"{name}-table"))
     formats = sorted({f for s in statistics.values() for f in s.image_formats})
     channels = sorted({c for s in statistics.values() for c in s.image_channels})
     rows = [[split, *(s.image_formats.get(f, 0) for f in formats),
@@ -210,7 +210,6 @@ def _image_statistics(dataset: DatasetInfo) -> str:
     return "".join(parts)
 
 
-_QUANTITIES = ("min", "q1", "median", "q3", "max", "mean")
 
 
 def _objects(dataset: DatasetInfo) -> str:
@@ -220,9 +219,9 @@ def _objects(dataset: DatasetInfo) -> str:
     objects = dataset.objects
     parts = []
     per_image = {split: s.boxes_per_image for split, s in objects.items()}
-    parts.append("<h3>Boxes per image</h3>" + _box_plot(per_image, False))
-    parts.append(_table(["split", *_QUANTITIES],
-                        [[split, *(_round(getattr(d, q)) for q in _QUANTITIES)]
+    parts.append("<h3>Boxes per image</h3>" + box_plot(per_image, False))
+    parts.append(_table(["split", *QUANTITIES],
+                        [[split, *(rounded(getattr(d, q)) for q in QUANTITIES)]
                          for split, d in per_image.items()], key="boxes-per-image-table"))
     sizes = {split: s.box_size for split, s in objects.items() if s.box_size is not None}
     if sizes:
@@ -230,9 +229,9 @@ def _objects(dataset: DatasetInfo) -> str:
             "<h3>Box size (fraction of the image's side)</h3>"
             '<p class="note">A box\'s size is the square root of its area over the '
             "image's: the side of a square as large, as a fraction of the image's "
-            "side.</p>" + _box_plot(sizes, False))
-        parts.append(_table(["split", *_QUANTITIES],
-                            [[split, *(round(getattr(d, q), 4) for q in _QUANTITIES)]
+            "side.</p>" + box_plot(sizes, False))
+        parts.append(_table(["split", *QUANTITIES],
+                            [[split, *(round(getattr(d, q), 4) for q in QUANTITIES)]
                              for split, d in sizes.items()], key="box-size-table"))
     areas = {split: box_areas(s) for split, s in objects.items()}
     names = list(next(iter(areas.values())))
@@ -264,7 +263,7 @@ def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
         return "<p>The dataset stores no images.</p>"
     if not dataset.num_records:
         return "<p>The dataset holds no records.</p>"
-    from tfrecorder.show import thumbnails
+    from tfrecorder.thumbnails import thumbnails
 
     split = "train" if "train" in dataset.splits else next(iter(dataset.splits))
     # The chart's classes, so that a thousand classes are not all read (by default all).
@@ -274,13 +273,13 @@ def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
     found = thumbnails(dataset.path, split, per_class, size, classes=chosen)
     for thumbnail in found:
         by_class.setdefault(thumbnail.class_name, []).append(thumbnail)
-    note = f"Records of the {_text(split)} split, in the order the shards hold them"
+    note = f"Records of the {escaped(split)} split, in the order the shards hold them"
     if len(dataset.class_names) > CHART_CLASSES:
         note += f"; the {CHART_CLASSES} largest of {len(dataset.class_names):,} classes"
     parts = [f'<p class="note">{note}.</p>']
     for name, found in list(by_class.items())[:CHART_CLASSES]:
         figures = "".join(_figure(thumbnail, size) for thumbnail in found)
-        heading = "(no labels)" if name is None else _text(name)
+        heading = "(no labels)" if name is None else escaped(name)
         parts.append(f'<div class="class-thumbnails"><h3>{heading}</h3>'
                      f'<div class="grid">{figures}</div></div>')
     parts.append(_mask_legend(sorted({class_id for thumbnail in found
@@ -314,14 +313,14 @@ def _figure(thumbnail, size: int) -> str:
     return (f'<figure{boxed} style="width:{max(size, 96)}px;grid-template-rows:{size}px '
             f'auto"><img src="{_image_uri(image)}" '
             f'width="{image.width}" height="{image.height}" '
-            f'alt="{_text(thumbnail.image_name)}">'
+            f'alt="{escaped(thumbnail.image_name)}">'
             + _boxes_svg(thumbnail.objects, image.width, image.height)
-            + f"<figcaption>{_text(caption)}</figcaption></figure>")
+            + f"<figcaption>{escaped(caption)}</figcaption></figure>")
 
 
 def _boxes_svg(objects, width: int, height: int) -> str:
     """An SVG the size of a thumbnail, over it: each box a rectangle in its class's
-    colour (`show.class_colour`), at its relative corners times the thumbnail's size,
+    colour (`drawing.class_colour`), at its relative corners times the thumbnail's size,
     with the class's name on a tag of that colour at its top left corner."""
     if not objects:
         return ""
@@ -329,18 +328,18 @@ def _boxes_svg(objects, width: int, height: int) -> str:
     for box in objects:
         x, y = box.xmin * width, box.ymin * height
         w, h = (box.xmax - box.xmin) * width, (box.ymax - box.ymin) * height
-        name = "" if box.class_name is None else _text(box.class_name)
+        name = "" if box.class_name is None else escaped(box.class_name)
         boxes.append(f'<rect class="box" x="{x:.2f}" y="{y:.2f}" width="{w:.2f}" '
                      f'height="{h:.2f}" fill="none" stroke="{box.colour}" '
                      f'stroke-width="1.5" data-class="{name}"><title>{name or "no class"}'
                      "</title></rect>")
         if name:
             top = y - 11 if y >= 11 else y
-            shown = _shorten(box.class_name)
+            shown = shortened(box.class_name)
             tags.append(f'<g class="tag"><rect x="{x:.2f}" y="{top:.2f}" '
                         f'width="{5.5 * len(shown) + 4:.1f}" height="11" '
                         f'fill="{box.colour}"/><text x="{x + 2:.2f}" y="{top + 8.5:.2f}">'
-                        f"{_text(shown)}</text></g>")
+                        f"{escaped(shown)}</text></g>")
     return (f'<svg class="objects" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}">{"".join(boxes)}{"".join(tags)}</svg>')
 
@@ -354,9 +353,9 @@ def _rejected(dataset: DatasetInfo) -> str:
     listed = _table(head, rows, key="rejected-table")
     if rejected.num_rows > len(rows):
         listed += (f'<p class="note">and {count(rejected.num_rows - len(rows), "more row")}'
-                   f": see {_text(rejected.file)}</p>")
+                   f": see {escaped(rejected.file)}</p>")
     return (f"<p>{count(rejected.num_rows, 'row')} of the table were not written; "
-            f"{_text(rejected.file)} holds them as given, with the reason.</p>"
+            f"{escaped(rejected.file)} holds them as given, with the reason.</p>"
             + reasons + listed)
 
 
@@ -394,7 +393,7 @@ def _duplicates(dataset: DatasetInfo, size: int) -> str:
         rows = [[str(copy.row), copy.image_uri, str(copy.split), _label(copy.label),
                  "kept" if copy.kept else "dropped"] for copy in duplicate.copies]
         image = images.get(duplicate.digest)
-        digest = _text(duplicate.digest)
+        digest = escaped(duplicate.digest)
         picture = f'<img src="{image}" alt="image {digest}">' if image else ""
         parts.append(
             f'<div class="duplicate" data-digest="{digest}">{picture}<div>'
@@ -416,30 +415,32 @@ def _label(label) -> str:
 def _stored_images(dataset: DatasetInfo, duplicates: Sequence[Duplicate],
                    size: int) -> dict[str, str]:
     """Digest -> thumbnail (a data URI) of each duplicated image, from the record of its
-    first copy. Each shard is read once, up to the last record wanted."""
+    first copy, read at its position (`reader.SplitDataset`)."""
     if not dataset.manifest.has_images:
         return {}
-    # `show` decodes records' images (JPEG at a reduced scale, raw pixels, PNG on white,
-    # either layout): one function for both pages.
-    from tfrecorder.example import decode_example
-    from tfrecorder.show import RecordReader, record_thumbnail
-    from tfrecorder.tfrecord import open_read, read_records
+    # `show`'s thumbnails decode records' images (JPEG at a reduced scale, raw pixels, PNG
+    # on white, either layout): one function for both pages.
+    from tfrecorder.reader import split_dataset
+    from tfrecorder.thumbnails import record_thumbnail, record_values
 
-    reader = RecordReader(dataset.manifest)
-    wanted: dict[str, dict[int, str]] = {}
+    manifest = dataset.manifest
+    where = {}  # shard file -> its split, and the position of its first record there
+    for split, split_info in manifest.splits.items():
+        starts = itertools.accumulate((s.num_records for s in split_info.shards), initial=0)
+        where.update({shard.file: (split, start)
+                      for shard, start in zip(split_info.shards, starts)})
+    class_names = manifest.labels.class_names if manifest.labels is not None else ()
+    opened, found = {}, {}
     for duplicate in duplicates:
-        wanted.setdefault(duplicate.shard, {})[duplicate.record] = duplicate.digest
-    found = {}
-    for shard, records in wanted.items():
-        last = max(records)
-        with open_read(fs.join(dataset.path, shard), dataset.manifest.compression) as file:
-            for index, record in enumerate(read_records(file)):
-                if index in records:
-                    values = reader.read(decode_example(record))
-                    image, _ = record_thumbnail(values, size)  # or a placeholder
-                    found[records[index]] = _image_uri(image)
-                if index == last:
-                    break
+        split, start = where[duplicate.shard]
+        if split not in opened:
+            opened[split] = split_dataset(dataset.path, manifest, split, decode=False)
+        values = record_values(opened[split][start + duplicate.record], class_names,
+                               manifest.task == "detection")
+        image, _ = record_thumbnail(values, size)  # or a placeholder
+        found[duplicate.digest] = _image_uri(image)
+    for records in opened.values():
+        records.close()
     return found
 
 
@@ -451,136 +452,17 @@ def _options(dataset: DatasetInfo) -> str:
     return _table(["option", "value"], rows, key="options-table")
 
 
-# --- charts --------------------------------------------------------------------------------
-
-_BAR = 13  # pixels a bar takes, with its gap
-_LABEL_CHARS = 28  # longer class names are shortened in charts (the table has them whole)
-_PLOT_WIDTH = 560
-
-
-def _bar_chart(classes: Sequence[str], counts: Mapping[str, Mapping[str, int]],
-               splits: Sequence[str], title: str = "Records per class and split") -> str:
-    """Horizontal bars, a group per class and a bar per split, each with its number: the
-    class names, often long, read as rows."""
-    label_width = 7 * min(_LABEL_CHARS, max(map(len, classes), default=1)) + 12
-    most = max((counts[split][name] for split in splits for name in classes), default=0)
-    scale = _PLOT_WIDTH / (most or 1)
-    group = _BAR * len(splits) + 8
-    top = 28
-    parts = [_legend(splits, label_width)]
-    for row, name in enumerate(classes):
-        y = top + row * group
-        parts.append(f'<g class="bars"><title>{_text(name)}</title>'
-                     f'<text x="{label_width - 6}" y="{y + _BAR * len(splits) / 2:.1f}" '
-                     f'text-anchor="end" dominant-baseline="middle">'
-                     f"{_text(_shorten(name))}</text>")
-        for index, split in enumerate(splits):
-            count = counts[split][name]
-            bar_y, width = y + index * _BAR, count * scale
-            parts.append(
-                f'<rect x="{label_width}" y="{bar_y}" width="{width:.1f}" '
-                f'height="{_BAR - 2}" fill="{SPLIT_COLOURS.get(split, "#888")}">'
-                f"<title>{_text(split)}: {count:,}</title></rect>"
-                f'<text class="value" x="{label_width + width + 4:.1f}" '
-                f'y="{bar_y + (_BAR - 2) / 2:.1f}" dominant-baseline="middle">{count:,}</text>')
-        parts.append("</g>")
-    height = top + len(classes) * group
-    width = label_width + _PLOT_WIDTH + 60
-    return (f'<svg class="chart bar-chart" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}"><title>{_text(title)}</title>'
-            + "".join(parts) + "</svg>")
-
-
-def _legend(splits: Sequence[str], x: float) -> str:
-    parts = []
-    for split in splits:
-        parts.append(f'<rect x="{x}" y="4" width="12" height="12" '
-                     f'fill="{SPLIT_COLOURS.get(split, "#888")}"/>'
-                     f'<text x="{x + 16}" y="10" dominant-baseline="middle">'
-                     f"{_text(split)}</text>")
-        x += 30 + 7 * len(split)
-    return f'<g class="legend">{"".join(parts)}</g>'
-
-
-def _box_plot(by_split: Mapping[str, Distribution], in_bytes: bool) -> str:
-    """A box per split from the manifest's quartiles: whiskers at min and max, the box from
-    q1 to q3, a line at the median and a dot at the mean."""
-    label_width, row, top = 90, 26, 6
-    ticks = _axis(max(d.max for d in by_split.values()), in_bytes)
-    scale = _PLOT_WIDTH / ticks[-1][0]
-    axis_y = top + len(by_split) * row + 4
-    parts = []  # the grid first, under the boxes
-    for tick, label in ticks:
-        x = label_width + tick * scale
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{axis_y}" '
-                     f'stroke="#ddd"/><text x="{x:.1f}" y="{axis_y + 10}" '
-                     f'text-anchor="middle">{label}</text>')
-    for index, (split, d) in enumerate(by_split.items()):
-        y = top + index * row + row / 2
-        x = {q: label_width + getattr(d, q) * scale for q in _QUANTITIES}
-        numbers = ", ".join(f"{q} {_round(getattr(d, q))}" for q in _QUANTITIES)
-        parts.append(
-            f'<g class="box"><title>{_text(split)}: {numbers}</title>'
-            f'<text x="{label_width - 6}" y="{y}" text-anchor="end" '
-            f'dominant-baseline="middle">{_text(split)}</text>'
-            f'<line x1="{x["min"]:.1f}" x2="{x["max"]:.1f}" y1="{y}" y2="{y}" stroke="#555"/>'
-            + "".join(f'<line x1="{x[q]:.1f}" x2="{x[q]:.1f}" y1="{y - 6}" y2="{y + 6}" '
-                      f'stroke="#555"/>' for q in ("min", "max"))
-            + f'<rect x="{x["q1"]:.1f}" y="{y - 9}" width="{x["q3"] - x["q1"]:.1f}" '
-            f'height="18" fill="{SPLIT_COLOURS.get(split, "#888")}" stroke="#333"/>'
-            f'<line x1="{x["median"]:.1f}" x2="{x["median"]:.1f}" y1="{y - 9}" '
-            f'y2="{y + 9}" stroke="#000" stroke-width="2"/>'
-            f'<circle cx="{x["mean"]:.1f}" cy="{y}" r="3" fill="#fff" stroke="#000"/></g>')
-    height, width = axis_y + 20, label_width + _PLOT_WIDTH + 40
-    return (f'<svg class="chart box-plot" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}">{"".join(parts)}</svg>')
-
-
-def _axis(maximum: float, in_bytes: bool) -> list[tuple[float, str]]:
-    """Ticks (value, label) from 0 to at least `maximum` in round steps of one unit."""
-    unit, name = 1, ""
-    if in_bytes and maximum >= 1024:
-        power = min(3, int(math.log(maximum, 1024)))
-        unit, name = 1024 ** power, " " + "KMG"[power - 1] + "B"
-    elif in_bytes:
-        name = " bytes"
-    return [(tick * unit, f"{_round(tick) if tick >= 1 or not tick else tick:,}{name}")
-            for tick in _ticks(maximum / unit)]
-
-
-def _ticks(maximum: float, count: int = 5) -> list[float]:
-    """0 and round steps (1, 2 or 5 times a power of ten) up to at least `maximum`."""
-    maximum = maximum if maximum > 0 else 1
-    rough = maximum / count
-    power = 10 ** math.floor(math.log10(rough))
-    step = next(power * m for m in (1, 2, 5, 10) if power * m >= rough)
-    return [round(step * i, 12) for i in range(math.ceil(maximum / step - 1e-9) + 1)]
-
-
 # --- text and images -----------------------------------------------------------------------
-
-def _text(value) -> str:
-    """A value as HTML text: escaped, quotes too, so it is safe in attributes."""
-    return html.escape(str(value), quote=True)
-
 
 def _table(head: Iterable, rows: Iterable[Iterable], key: str = "") -> str:
     """A table of text and numbers, every cell escaped (numbers right-aligned)."""
-    names = "".join(f"<th>{_text(name)}</th>" for name in head)
+    names = "".join(f"<th>{escaped(name)}</th>" for name in head)
     body = "".join(
         "<tr>" + "".join(f'<td class="n">{value:,}</td>' if isinstance(value, int | float)
-                         else f"<td>{_text(value)}</td>" for value in row) + "</tr>"
+                         else f"<td>{escaped(value)}</td>" for value in row) + "</tr>"
         for row in rows)
     named = f' id="{key}"' if key else ""
     return f"<table{named}><thead><tr>{names}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _shorten(name: str) -> str:
-    return name if len(name) <= _LABEL_CHARS else name[:_LABEL_CHARS - 1] + "…"
-
-
-def _round(value: float) -> int | float:
-    return int(value) if float(value).is_integer() else round(value, 1)
 
 
 def _size(num_bytes: float) -> str:
@@ -592,7 +474,7 @@ def _image_uri(image) -> str:
     """A thumbnail as a data URI: JPEG (a quarter of PNG's size), or PNG for an image
     with transparency."""
     if image.mode not in ("RGB", "L"):
-        from tfrecorder.show import png_data_uri
+        from tfrecorder.drawing import png_data_uri
 
         return png_data_uri(image)
     buffer = io.BytesIO()
