@@ -323,6 +323,20 @@ def test_host_shards_cover_the_split_once_and_evenly(dataset, count):
         ds.shard(count, count)
 
 
+@pytest.mark.parametrize("count", [1, 3])
+def test_in_order_streams_what_positions_give(dataset, count):
+    """`in_order` (what `show` reads through): each record of the dataset (or of a host's
+    part) once, as `ds[i]` gives it, with its shard file and its index there."""
+    ds = tfrecorder.open_split(dataset, "train", decode=False)
+    shards = ds.manifest.splits["train"].shards
+    for part in (ds.shard(i, count) for i in range(count)):
+        streamed = list(part.in_order())
+        assert [r["image_uri"] for *_, r in streamed] == [r["image_uri"] for r in part]
+        for file, index, record in streamed:
+            before = sum(s.num_records for s in shards[:[s.file for s in shards].index(file)])
+            assert ds[before + index]["image_uri"] == record["image_uri"]
+
+
 def test_a_host_reads_the_records_load_gives_it(dataset):
     """Shards that split evenly across hosts: each host's block of them, as in load()."""
     ds = tfrecorder.open_split(dataset, "train", decode=False)

@@ -201,8 +201,6 @@ def draw_objects(image: Image.Image, objects: Sequence, font_size: int) -> None:
         draw.text((left + 1, tag_top), text, fill="white", font=box_font)
 
 
-
-
 def png_data_uri(image: Image.Image) -> str:
     """A Pillow image as a `data:` URI, for HTML that needs no other file (the contact
     sheet's, `info`'s thumbnail strip, the report)."""

@@ -506,7 +506,6 @@ def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
     return ds
 
 
-
 def _padded_objects(features: dict, max_boxes: int) -> dict:
     """A detection element's objects padded (or cut) to `max_boxes` (`OBJECT_PADDING`
     says with what), and `objects/num`, how many are real."""

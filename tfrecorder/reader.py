@@ -1,6 +1,9 @@
 """`open_split()`: one split of a dataset as a random-access sequence of records, read
 without TensorFlow, for PyTorch, Grain (JAX) and plain Python.
 
+It is tfrecorder's one record reader without TensorFlow: `show`'s thumbnails and the
+report read records through it too (`SplitDataset.in_order`, `split_dataset`).
+
 `ds[i]` is one positioned read of record i's frame (`os.pread` locally, one ranged
 request in a bucket), located by the shard's record index (`manifest.index_filename`),
 both checksums checked, parsed by `example.decode_example` and shaped by the manifest: the

@@ -210,8 +210,6 @@ def _image_statistics(dataset: DatasetInfo) -> str:
     return "".join(parts)
 
 
-
-
 def _objects(dataset: DatasetInfo) -> str:
     """A detection dataset's boxes: per image, their sizes (box plots and tables), by
     COCO's area classes, the images holding each class, and what a person should check

@@ -91,7 +91,6 @@ class SheetGeometry:
         return left, top, left + self.thumbnail_size, top + self.thumbnail_size
 
 
-
 class ContactSheet(Image.Image):
     """A Pillow image of a split's thumbnails (save, resize, or display it in a notebook),
     with what it shows.
@@ -225,7 +224,6 @@ def show(path: str | os.PathLike, split: str = "train", per_class: int = 8, *,
     return ContactSheet.of(image, items=items, classes=tuple(sampled.rows),
                            grid=(len(rows), columns), split_name=sampled.split,
                            layout=layout, no_boxes=sampled.no_boxes, legend=legend)
-
 
 
 # --- drawing -------------------------------------------------------------------------------

@@ -109,7 +109,6 @@ class Thumbnail(Item):
         return Item(**{f.name: getattr(self, f.name) for f in fields(Item)})
 
 
-
 def thumbnails(path: str | os.PathLike, split: str = "train", per_class: int = 8,
                size: int = 128, *,
                classes: Sequence[str | int] | None = None) -> list[Thumbnail]:
@@ -118,7 +117,6 @@ def thumbnails(path: str | os.PathLike, split: str = "train", per_class: int = 8
     sheet's images without boxes: they belong to no class.)"""
     rows = sample(os.fspath(path), split, per_class, size, classes).rows
     return [thumbnail for row_thumbnails in rows.values() for thumbnail in row_thumbnails]
-
 
 
 # --- sampling ------------------------------------------------------------------------------
@@ -165,7 +163,7 @@ class Sample:
 
 
 def sample(path: str, split: str, per_class: int, size: int,
-            classes: Sequence[str | int] | None, no_boxes: bool = False) -> Sample:
+           classes: Sequence[str | int] | None, no_boxes: bool = False) -> Sample:
     """Each row's name with up to `per_class` thumbnails: the first records of its class,
     read shard by shard until every row is full; with `no_boxes` (and every class's row),
     a detection split's first images without boxes too."""
@@ -271,7 +269,6 @@ def _without_boxes(manifest: Manifest, split: str) -> int | None:
     return statistics.objects.without_boxes if statistics and statistics.objects else None
 
 
-
 # --- reading a record, in either layout ---------------------------------------------------
 
 @dataclass(frozen=True)
@@ -288,7 +285,6 @@ class RecordValues:
     objects: tuple[Box, ...] = ()
     masks: tuple[bytes, ...] = ()
     segmentation: bytes | None = None
-
 
 
 def record_values(record: Mapping, class_names: Sequence[str],
@@ -401,7 +397,6 @@ def _mask_pixels(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray
     if size is not None and mask.size != size:
         mask = mask.resize(size, Image.Resampling.NEAREST)
     return np.asarray(mask)
-
 
 
 def _on_white(image: Image.Image) -> Image.Image:
