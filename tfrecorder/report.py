@@ -1,12 +1,13 @@
 """`report()`: one HTML file that shows a person what a dataset holds.
 
 The numbers come from the manifest (`info`); three things are read from the dataset
-itself: thumbnails per class (`show`), the image of each duplicated record, and the first
-rejected rows (`rejected.csv`). A detection dataset's boxes are SVG rectangles over its
-thumbnails, named with their classes; instance and segmentation masks are drawn into
-the thumbnails, as `show` draws them. The file stands alone (images are `data:` URIs, charts
-inline SVG, no scripts, fonts or links to fetch), so it opens from a bucket, an e-mail or a
-machine without network. TensorFlow is never imported (that alone takes seconds).
+itself: thumbnails per class (`thumbnails`, as `show` lays them out), the image of each
+duplicated record, and the first rejected rows (`rejected.csv`). A detection dataset's
+boxes are SVG rectangles over its thumbnails, named with their classes; instance and
+segmentation masks are drawn into the thumbnails, as `show` draws them. The file stands
+alone (images are `data:` URIs, charts inline SVG, no scripts, fonts or links to fetch),
+so it opens from a bucket, an e-mail or a machine without network. TensorFlow is never
+imported (that alone takes seconds).
 
 The charts are SVG written by hand (`tfrecorder.charts`, which says why). Every value
 from the user's data (class and file names, URIs, reasons, options) reaches the page
