@@ -34,7 +34,6 @@ from tfrecorder.manifest import (
     REJECTED,
     SKIPPED_ANNOTATIONS,
     SPLITS,
-    Duplicate,
     Labels,
     Manifest,
     Rejected,
@@ -44,6 +43,7 @@ from tfrecorder.manifest import (
     SplitInfo,
     index_filename,
 )
+from tfrecorder.manifest_statistics import Duplicate
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan, RowColumn
 from tfrecorder.rows import Rejection, reason_counts, rejection_reasons

@@ -7,6 +7,9 @@ Workers note each record they write (`ShardFacts.add`: the row's position and la
 boxes, and its `rows.StoredImage`); the last step (`finish.finish`) sums them up. Nothing reads an
 image twice: the content hash is taken of the bytes the worker has just encoded, and only
 the few records whose hashes match are read back, to confirm them byte by byte.
+
+This is the writer's side, which gathers the facts; the types they become, which readers
+share, are the manifest's sections in `manifest_statistics`.
 """
 
 from __future__ import annotations
@@ -21,18 +24,15 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.layouts import BBOX
-from tfrecorder.manifest import (
+from tfrecorder.manifest import SPLITS, STORED_FORMATS, Labels, Split
+from tfrecorder.manifest_statistics import (
     COCO_AREAS,
-    SPLITS,
-    STORED_FORMATS,
     TINY_BOX_FRACTION,
     TINY_BOX_PIXELS,
     Copy,
     Distribution,
     Duplicate,
-    Labels,
     ObjectStatistics,
-    Split,
     SplitStatistics,
 )
 from tfrecorder.rows import Record, Row
