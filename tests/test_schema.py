@@ -154,11 +154,11 @@ def test_csv_columns_under_a_header_are_typed_from_their_text(images, tmp_path):
 def test_numbers_written_as_text_are_read_as_each_value_alone_reads(kind, spellings):
     """A column of number text (a CSV file's) is read a column at a time; the values are
     exactly those of `_to_float` / `_to_int` one by one."""
-    from tfrecorder import schema
+    from tfrecorder import column_values
 
     column = pd.Series(spellings, name="n", dtype=object)
-    read = {"FloatInput": schema._to_float, "IntegerInput": schema._to_int}[kind]
-    found, values, _ = schema.input_column(column, kind, None)
+    read = {"FloatInput": column_values._to_float, "IntegerInput": column_values._to_int}[kind]
+    found, values, _ = column_values.input_column(column, kind, None)
     assert isinstance(values, np.ndarray)
     assert [repr(v) for v in values.tolist()] == [repr(read(v)) for v in spellings]
 
@@ -184,10 +184,10 @@ def test_list_columns_words_are_those_of_the_values_stored(kind, cells):
     """Validation hands the words of the list columns it checked as one array to
     hashing (which then skips them): they are what hashing the stored cells gives,
     whatever the cells were (a row's split depends on them)."""
-    from tfrecorder import schema
+    from tfrecorder import column_values
     from tfrecorder.hashing import cell_words
 
-    _, values, arrays = schema.input_column(_cells(cells), kind, None)
+    _, values, arrays = column_values.input_column(_cells(cells), kind, None)
     assert arrays is not None
     words = arrays.words
     assert words.tolist() == cell_words(pd.Series(values, dtype=object)).tolist()
@@ -233,10 +233,10 @@ _GRID = np.arange(24, dtype=np.float64).reshape(6, 4)
     [_GRID[0].astype(">f8"), _GRID[1].astype(">f8")],  # big-endian
 ])
 def test_arrays_are_joined_as_number_grid_joins_them(cells):
-    from tfrecorder import schema
+    from tfrecorder import column_values
     from tfrecorder.example import number_grid
 
-    found = schema._array_rows(_cells(cells).to_numpy(), cells[0].dtype)
+    found = column_values._array_rows(_cells(cells).to_numpy(), cells[0].dtype)
     expected = number_grid(cells)
     if found is None:
         assert expected is None or cells[0].dtype.byteorder == ">"
@@ -251,10 +251,10 @@ def test_arrays_are_joined_as_number_grid_joins_them(cells):
     ("IntegerInput", ["1", "2.0"]),
 ])
 def test_number_text_that_does_not_read_is_named_by_its_row(kind, bad):
-    from tfrecorder import schema
+    from tfrecorder import column_values
 
     with pytest.raises(SchemaError, match=r"at row 1\b") as caught:
-        schema.input_column(pd.Series(bad, name="n", dtype=object), kind, None)
+        column_values.input_column(pd.Series(bad, name="n", dtype=object), kind, None)
     assert caught.value.rows == [1]
 
 
