@@ -4,12 +4,8 @@ import pytest
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from tfrecorder.example import (
-    _plain_features,
-    decode_example,
-    encode_example,
-    encode_examples,
-)
+from tfrecorder.example import encode_example, encode_examples
+from tfrecorder.example_decoding import _plain_features, decode_example
 
 
 def test_tensorflow_parses_every_value_type():

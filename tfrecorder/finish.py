@@ -25,7 +25,7 @@ from tfrecorder.errors import (
     Option,
     TooManyRejectedError,
 )
-from tfrecorder.example import decode_example
+from tfrecorder.example_decoding import decode_example
 from tfrecorder.image_checks import rejection_advice
 from tfrecorder.layouts import label_map_of, layout_of
 from tfrecorder.manifest import (

@@ -434,7 +434,7 @@ def _stored_images(dataset: DatasetInfo, duplicates: Sequence[Duplicate],
         return {}
     # `show` decodes records' images (JPEG at a reduced scale, raw pixels, PNG on white,
     # either layout): one function for both pages.
-    from tfrecorder.example import decode_example
+    from tfrecorder.example_decoding import decode_example
     from tfrecorder.show import RecordReader, record_thumbnail
     from tfrecorder.tfrecord import open_read, read_records
 

@@ -45,7 +45,7 @@ from tfrecorder.drawing import (  # noqa: F401  (the colours, as tfrecorder.show
     place_legend,
 )
 from tfrecorder.errors import OptionError
-from tfrecorder.example import decode_example
+from tfrecorder.example_decoding import decode_example
 from tfrecorder.layouts import BBOX, MASK, OBJECT_LABEL, SEGMENTATION_MASK, layout_of
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
