@@ -147,9 +147,9 @@ def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]],
 
     Each column's map entries (key, lengths and value) are built by NumPy or Arrow
     compute for a whole column, and Arrow joins each row's entries in C
-    (`binary_join_element_wise`): 1.0 µs a record of bench_structured's table, where a
-    join of Python bytes a row took 4.0 µs. Columns of other kinds (lists of text, ids,
-    mixed values) are built once per distinct value, as before.
+    (`binary_join_element_wise`), a quarter of the time a join of Python bytes a row
+    takes (docs/performance.md). Columns of other kinds (lists of text, ids, mixed
+    values) are built once per distinct value.
     """
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -330,7 +330,7 @@ class Manifest:
     duplicates: tuple[manifest_statistics.Duplicate, ...] | None = None
     # What the labels describe ("classification", "detection", "segmentation") and the
     # records' feature names (`tfrecorder.layouts`); written only when not the default,
-    # so a classification dataset's manifest is as before.
+    # so that a classification dataset's manifest is the same whichever version wrote it.
     task: str = "classification"
     layout: str = "tfrecorder"
     # Annotations the source skipped (None: a source that skips none, or a manifest

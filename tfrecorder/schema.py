@@ -180,10 +180,11 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
             logger.info("Reading column %r as the %r column.", names[0], role)
     images = [name for name, kind in types.items() if kind in IMAGE_TYPES]
     if len(images) > len(detected):  # an image column by name or schema: the others
-        for name in detected:       # stay what they were before images in memory existed
+        for name in detected:       # are typed by their dtype, as any input column
             types[name] = _input_type(frame[name])
     elif detected:
-        # Before images in memory (issue 17), a column of image bytes was a bytes feature.
+        # Image bytes in a column the schema does not name become images: said at WARNING,
+        # because a column meant as a bytes feature must then be declared as one.
         log = logger.warning if image_cells.holds_bytes(frame[detected[0]]) else logger.info
         log("Reading column %r as images held in memory; to store it as bytes instead, "
             "declare schema={%r: 'StringInput'}.", detected[0], detected[0])
