@@ -508,7 +508,7 @@ def list_dir(uri: str, folders: bool = False) -> list[str]:
     return sorted(n for n in names if n)
 
 
-# --- errors ---------------------------------------------------------------------------
+# --- a store's errors, and access checked before a run (words: `store_errors`) ---------
 
 
 @contextlib.contextmanager
