@@ -32,17 +32,19 @@ import stores  # noqa: E402
 from tfrecorder import fs  # noqa: E402
 from tfrecorder.manifest import (  # noqa: E402
     IMAGE_FEATURES,
-    Copy,
-    Distribution,
-    Duplicate,
     Labels,
     Manifest,
     Rejected,
     ShardInfo,
     Split,
     SplitInfo,
-    SplitStatistics,
     record_feature_types,
+)
+from tfrecorder.manifest_statistics import (  # noqa: E402
+    Copy,
+    Distribution,
+    Duplicate,
+    SplitStatistics,
 )
 from tfrecorder.rows import Record, Row, StoredImage  # noqa: E402
 from tfrecorder.statistics import (  # noqa: E402

@@ -44,7 +44,8 @@ from test_show import assert_headers, ink_bands, saved, text_width
 import tfrecorder
 from tfrecorder.drawing import CLASS_COLOURS, MASK_OPACITY, edge_colour
 from tfrecorder.layouts import BBOX
-from tfrecorder.manifest import Split, SplitStatistics
+from tfrecorder.manifest import Split
+from tfrecorder.manifest_statistics import SplitStatistics
 from tfrecorder.report import render
 from tfrecorder.rows import Record, Row, StoredImage
 from tfrecorder.show import show

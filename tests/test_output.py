@@ -27,7 +27,7 @@ from helpers import (
 )
 
 import tfrecorder
-from tfrecorder import ImageError, OutputLockedError, TooManyRejectedError, output
+from tfrecorder import ImageError, OutputLockedError, TooManyRejectedError, local_files, output
 from tfrecorder.output import LOCK
 
 
@@ -241,7 +241,7 @@ def test_private_folders_are_0700_and_those_of_dead_processes_are_swept(tmp_path
     with output.private_temp_dir("test") as path:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
         assert not left.exists() and alike.exists()
-        with output.fs.create_private(os.path.join(path, "f")) as file:
+        with local_files.create_private(os.path.join(path, "f")) as file:
             file.write(b"x")
         assert stat.S_IMODE(os.stat(os.path.join(path, "f")).st_mode) == 0o600
     assert not os.path.exists(path)

@@ -25,7 +25,7 @@ from helpers import read_manifest, write_image
 from interop import interop_path
 
 import tfrecorder
-from tfrecorder.example import decode_example
+from tfrecorder.example_decoding import decode_example
 from tfrecorder.manifest import (
     MANIFEST,
     TFDS_FEATURES,

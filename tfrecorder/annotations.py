@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from PIL import Image
 
-from tfrecorder import fs
+from tfrecorder import fs, store_errors
 from tfrecorder.image_checks import ImageRejected
 from tfrecorder.layouts import AREA, MASK, SEGMENTATION_MASK
 from tfrecorder.rows import Row
@@ -185,7 +185,7 @@ def class_mask(uri: str, source: tuple[int, int], stored: tuple[int, int],
     try:
         data = read() if read is not None else fs.read_bytes(uri)
     except Exception as e:  # any I/O failure is this row's problem, not the run's
-        raise ImageRejected(f"cannot read mask {uri!r}: {fs.answer(e)}") from None
+        raise ImageRejected(f"cannot read mask {uri!r}: {store_errors.answer(e)}") from None
     try:
         image = Image.open(io.BytesIO(data))
         image.load()

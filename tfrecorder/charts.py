@@ -14,7 +14,7 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 
-from tfrecorder.manifest import Distribution
+from tfrecorder.manifest_statistics import Distribution
 
 # One colour per split, from Tableau 10 (told apart by most colour-blind readers).
 SPLIT_COLOURS = {"train": "#4e79a7", "validation": "#f28e2b", "test": "#59a14f"}

@@ -158,7 +158,7 @@ class TooManyRejectedError(ConversionAborted):
 
 class DuplicateImagesError(ConversionAborted):
     """`duplicates="error"` and some image is stored more than once. `.duplicates` holds
-    each (`manifest.Duplicate`, with every copy's row)."""
+    each (`manifest_statistics.Duplicate`, with every copy's row)."""
 
     def __init__(self, *parts: str | Option, duplicates=(), **data):
         super().__init__(*parts, option="duplicates", **data)

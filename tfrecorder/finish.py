@@ -25,7 +25,7 @@ from tfrecorder.errors import (
     Option,
     TooManyRejectedError,
 )
-from tfrecorder.example import decode_example
+from tfrecorder.example_decoding import decode_example
 from tfrecorder.image_checks import rejection_advice
 from tfrecorder.layouts import label_map_of, layout_of
 from tfrecorder.manifest import (
@@ -34,7 +34,6 @@ from tfrecorder.manifest import (
     REJECTED,
     SKIPPED_ANNOTATIONS,
     SPLITS,
-    Duplicate,
     Labels,
     Manifest,
     Rejected,
@@ -44,6 +43,7 @@ from tfrecorder.manifest import (
     SplitInfo,
     index_filename,
 )
+from tfrecorder.manifest_statistics import Duplicate
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.plan import Plan, RowColumn
 from tfrecorder.rows import Rejection, reason_counts, rejection_reasons

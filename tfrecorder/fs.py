@@ -4,29 +4,24 @@
 Local paths go straight to the operating system (the fast path, with no imports in worker
 processes). Everything else goes through fsspec: gcsfs for `gs://`, s3fs for `s3://`
 (the `gcs` and `s3` extras). fsspec is what pandas users already configure, and its
-clients retry throttling and server errors with back-off. Measured against Apache Beam's
-`GcsIO` (benchmarks/bench_remote.py --clients): 2.3x the objects/s from 64 threads at a
-third of the CPU, and no Beam (0.67 GB, 70 packages) for the local engine. Both engines,
-the table loader and the readers all go through these functions, so a URI that works in
-one place works everywhere.
+clients retry throttling and server errors with back-off, and it reads a bucket faster
+than Apache Beam's `GcsIO`, without Beam (docs/performance.md). Both engines, the table
+loader and the readers all go through these functions, so a URI that works in one place
+works everywhere.
 
 Errors from a store become `StorageError`, a one-line message naming the URI, what the
-store answered and, where it helps, the fix.
+store answered and, where it helps, the fix (`store_errors` words them). Local files are
+read and created by `local_files`; a remote file is written by a `BackgroundUpload`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import functools
 import io
 import logging
 import os
 import posixpath
-import queue
 import re
-import socket
-import stat
 import threading
 import urllib.parse
 import uuid
@@ -34,6 +29,8 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import BinaryIO
 
+from tfrecorder import local_files, store_errors
+from tfrecorder.background_upload import BackgroundUpload
 from tfrecorder.errors import StorageError
 
 # The packages that serve each protocol, for the error that says what to install.
@@ -99,7 +96,6 @@ def file_uri_path(uri: str) -> str:
         raise ValueError("percent-escapes that are not UTF-8") from None
 
 
-
 _filesystems: dict[tuple[int, str], object] = {}
 
 
@@ -115,22 +111,6 @@ def filesystem(uri: str):
     return _filesystems[key]
 
 
-class _NoTracebacks(logging.Filter):
-    """Drops a store client's records that carry a traceback: gcsfs logs one with every
-    error it then raises, and that error reaches the user anyway, as one line. They stay
-    for whoever asks for the client's debug logs."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.exc_info or logging.getLogger(record.name).isEnabledFor(
-            logging.DEBUG)
-
-
-def _quiet_tracebacks(logger: logging.Logger) -> None:
-    if not any(isinstance(f, _NoTracebacks) for f in logger.filters):
-        logger.addHandler(logging.NullHandler())  # nothing where logging is not set up
-        logger.addFilter(_NoTracebacks())
-
-
 def _new_filesystem(name: str):
     try:
         if name in ("gs", "gcs"):
@@ -142,7 +122,7 @@ def _new_filesystem(name: str):
             anonymous = os.environ.get("STORAGE_EMULATOR_HOST", "") not in ("", "default")
             # gcsfs logs a traceback with every error it then raises; the error reaches
             # the caller anyway, as one line.
-            _quiet_tracebacks(logging.getLogger("gcsfs"))
+            store_errors.quiet_tracebacks(logging.getLogger("gcsfs"))
             return GCSFileSystem(token="anon" if anonymous else None)
         if name in ("s3", "s3a"):
             from s3fs import S3FileSystem
@@ -201,26 +181,9 @@ def _with_protocol(uri: str, path: str) -> str:
 
 def read_bytes(uri: str) -> bytes:
     if not is_remote(uri):
-        return _read_regular(local_path(uri))
+        return local_files.read_regular(local_path(uri))
     with storage_errors(uri):
         return filesystem(uri).cat_file(uri)
-
-
-def _read_regular(path: str) -> bytes:
-    """A regular file's bytes, read with raw system calls into one buffer of its size:
-    13 us for a 55 KB JPEG, against 19-44 us through a buffered file object, which
-    matters when every image of a run is read here (docs/performance.md)."""
-    fd, size = _regular_fd(path)
-    try:
-        data = os.read(fd, size + 1)  # one byte more: a file that grew is read to its end
-        if len(data) == size:
-            return data
-        parts = [data]  # a file that changed size, or a read cut short (over 2 GB)
-        while chunk := os.read(fd, 1 << 20):
-            parts.append(chunk)
-        return b"".join(parts)
-    finally:
-        os.close(fd)
 
 
 def start_read(uri: str) -> Future:
@@ -255,45 +218,11 @@ def start_read(uri: str) -> Future:
     return future
 
 
-def _open_regular(path: str) -> BinaryIO:
-    """Opens a regular file to read. Anything else (a FIFO, a device, a folder) is an
-    OSError: opening a FIFO would wait for a writer forever, a device never ends."""
-    fd, _ = _regular_fd(path)
-    try:
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _regular_fd(path: str) -> tuple[int, int]:
-    """A blocking descriptor open on the regular file at `path`, and the file's size
-    (see `_open_regular`)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(errno.EINVAL, not_regular(status.st_mode), path)
-        os.set_blocking(fd, True)
-        return fd, status.st_size
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def not_regular(mode: int) -> str:
-    """What a file that is not a regular one is, from its `st_mode`."""
-    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else None)
-    return f"{kind}, not a regular file" if kind else "not a regular file"
-
-
 def open_read(uri: str) -> BinaryIO:
     """A file to read front to back in a stream (shards are read this way, not into
     memory)."""
     if not is_remote(uri):
-        return _open_regular(local_path(uri))
+        return local_files.open_regular(local_path(uri))
     with storage_errors(uri):
         # Buffered: a read(n) returns n bytes across ranges, as from a local file.
         return io.BufferedReader(_RangeReader(uri, filesystem(uri).size(uri)))
@@ -397,7 +326,7 @@ class _Descriptors:
                 for old in [f for f in self.open if not f._readers][
                         :max(0, len(self.open) + 1 - self.limit)]:
                     self._close(old)
-                file._fd, _ = _regular_fd(local_path(file.uri))
+                file._fd, _ = local_files.regular_fd(local_path(file.uri))
             else:
                 del self.open[file]
             self.open[file] = None
@@ -444,11 +373,12 @@ def atomic_write(uri: str, temp_suffix: str) -> Iterator[BinaryIO]:
         path = local_path(uri)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         temp = path + temp_suffix
-        file = create_private(temp)
+        file = local_files.create_private(temp)
         try:
             with file:
                 yield file
-                os.fchmod(file.fileno(), 0o666 & ~_umask())  # as open() would have made it
+                # the mode open() would have given it
+                os.fchmod(file.fileno(), 0o666 & ~local_files.umask())
             os.replace(temp, path)  # replaces a link at `path`, never writes through it
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -456,7 +386,7 @@ def atomic_write(uri: str, temp_suffix: str) -> Iterator[BinaryIO]:
             raise
         return
     with storage_errors(uri):
-        upload = _BackgroundUpload(filesystem(uri).open(uri, "wb"))
+        upload = BackgroundUpload(filesystem(uri).open(uri, "wb"))
     try:
         yield upload
     except BaseException:
@@ -466,32 +396,13 @@ def atomic_write(uri: str, temp_suffix: str) -> Iterator[BinaryIO]:
         upload.close()
 
 
-def create_private(path: str) -> BinaryIO:
-    """Creates a new file only this user can read (0600), failing if anything, a
-    planted link included, is already there: temporary names are predictable."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600)
-    return os.fdopen(fd, "wb")
-
-
-@functools.cache
-def _umask() -> int:
-    """The process's umask, read without changing it where Linux tells it."""
-    with contextlib.suppress(OSError, StopIteration, ValueError), \
-            open("/proc/self/status") as status:
-        return int(next(line for line in status if line.startswith("Umask:")).split()[1], 8)
-    mask = os.umask(0o022)  # elsewhere: set and restore (a moment in which files get 022)
-    os.umask(mask)
-    return mask
-
-
 def create_exclusive(uri: str, data: bytes) -> bool:
     """Writes a small file only if nothing is at `uri`; False if something is. In a
     bucket the store decides (GCS `ifGenerationMatch=0`, S3 `If-None-Match: *`), so two
     machines never both succeed."""
     if not is_remote(uri):
         try:
-            with create_private(local_path(uri)) as file:
+            with local_files.create_private(local_path(uri)) as file:
                 file.write(data)
         except FileExistsError:
             return False
@@ -502,70 +413,6 @@ def create_exclusive(uri: str, data: bytes) -> bool:
         except FileExistsError:
             return False
     return True
-
-
-class _BackgroundUpload:
-    """A write-only file whose writes reach the remote file on another thread."""
-
-    _STOP = object()
-
-    def __init__(self, file):
-        self._file = file
-        self._chunks: queue.Queue = queue.Queue(maxsize=16)  # bounds memory in transit
-        self._error: BaseException | None = None
-        self._written, self._closed = 0, False
-        self._thread = threading.Thread(target=self._upload, daemon=True)
-        self._thread.start()
-
-    def _upload(self) -> None:
-        while (chunk := self._chunks.get()) is not self._STOP:
-            if self._error is None:
-                try:
-                    self._file.write(chunk)
-                except BaseException as error:  # reported by the next write or close
-                    self._error = error
-
-    def write(self, data: bytes) -> int:
-        if self._error is not None:
-            raise self._error
-        self._chunks.put(bytes(data))
-        self._written += len(data)
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    # What writers that take file objects (pyarrow's Parquet writer) ask of one.
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def writable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._written
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._chunks.put(self._STOP)
-        self._thread.join()
-        if self._error is not None:
-            self.discard()
-            raise self._error
-        self._file.close()
-
-    def discard(self) -> None:
-        if self._thread.is_alive():
-            self._error = self._error or RuntimeError("upload abandoned")
-            self._chunks.put(self._STOP)
-            self._thread.join()
-        # Nothing to clean when the store has no way to abandon an upload: the object
-        # never appears, and the store expires the unfinished upload.
-        with contextlib.suppress(Exception):
-            self._file.discard()
 
 
 def write_bytes(uri: str, data: bytes, temp_suffix: str | None = None) -> None:
@@ -661,103 +508,7 @@ def list_dir(uri: str, folders: bool = False) -> list[str]:
     return sorted(n for n in names if n)
 
 
-# --- errors ---------------------------------------------------------------------------
-
-_FIXES = {
-    "gs": "Check the bucket's name and the credentials: `gcloud auth application-default "
-          "login` or GOOGLE_APPLICATION_CREDENTIALS must give an account that may use it.",
-    "s3": "Check the bucket's name and the credentials: AWS_PROFILE, AWS_ACCESS_KEY_ID or "
-          "~/.aws/credentials must give an account that may use it.",
-}
-
-
-_UNREACHABLE_FIX = "Check the network connection (a proxy, a firewall) and the address."
-
-
-def answer(error: BaseException) -> str:
-    """What the store answered, in a few words: 'not found (404)', 'HTTP 503: ...', or
-    why it could not answer: 'cannot reach 127.0.0.1:9: connection refused'; for a local
-    file, the system's words ('no such file or directory'), without the errno and the
-    path, which a rejected row gives beside its reason."""
-    if isinstance(error, StorageError):
-        return str(error)
-    cause = _network_cause(error)
-    if cause is not None:
-        address = _address(error)
-        return f"cannot reach {address}: {cause}" if address else cause
-    if isinstance(error, OSError) and error.filename is not None and error.strerror:
-        return error.strerror[:1].lower() + error.strerror[1:]
-    if isinstance(error, FileNotFoundError) and error.filename is None:  # not the OS's
-        return "not found (404)"
-    code = getattr(error, "code", None)
-    if code is None:
-        response = getattr(error, "response", None)
-        if isinstance(response, dict):  # botocore's ClientError
-            details = response.get("Error", {})
-            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            return f"{details.get('Code', 'error')} ({status}): {details.get('Message', '')}"\
-                .rstrip(": ")
-    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    if message.startswith("Forbidden: "):  # gcsfs's 403
-        return "access denied (403)"
-    if isinstance(code, int):
-        return f"HTTP {code}: {message}".rstrip(": ")
-    if isinstance(error, PermissionError):
-        return f"access denied (403): {message}".rstrip(": ")
-    name = type(error).__name__
-    return f"{name}: {message}" if message and name not in message else message or name
-
-
-def _network_cause(error: BaseException) -> str | None:
-    """Why no answer came, in the words a person checks first ('DNS lookup failed',
-    'connection refused', 'no route to host', 'timed out', 'TLS failed: ...'), from the
-    error or the errors it wraps; None when the store did answer."""
-    import ssl  # here: importing tfrecorder stays fast
-
-    for link in _chain(error):
-        if isinstance(link, socket.gaierror):
-            return "DNS lookup failed"
-        if isinstance(link, ssl.SSLCertVerificationError):
-            return f"TLS failed: the certificate was refused ({link.verify_message})"
-        if isinstance(link, ssl.SSLError):
-            return f"TLS failed: {link.reason or link}"
-        if isinstance(link, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(link, OSError) and link.errno in (errno.ENETUNREACH,
-                                                        errno.EHOSTUNREACH):
-            return "no route to host"
-        if isinstance(link, TimeoutError):  # asyncio's and aiohttp's timeouts too
-            return "timed out"
-    return None
-
-
-def _address(error: BaseException) -> str | None:
-    """The host:port a connection was tried to, where an error in the chain says
-    (aiohttp's connection errors; botocore's name the endpoint's URL)."""
-    for link in _chain(error):
-        host, port = getattr(link, "host", None), getattr(link, "port", None)
-        if isinstance(host, str) and isinstance(port, int):
-            return f"{host}:{port}"
-        details = getattr(link, "kwargs", None)
-        url = details.get("endpoint_url") if isinstance(details, dict) else None
-        if isinstance(url, str):
-            return urllib.parse.urlsplit(url).netloc or None
-    return None
-
-
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    """`error` and the errors it wraps, as causes, contexts or (aiohttp, botocore)
-    attributes."""
-    seen: set[int] = set()
-    link: BaseException | None = error
-    while link is not None and id(link) not in seen:
-        seen.add(id(link))
-        yield link
-        details = getattr(link, "kwargs", None)
-        wrapped = details.get("error") if isinstance(details, dict) else None
-        link = (getattr(link, "os_error", None) or getattr(link, "certificate_error", None)
-                or (wrapped if isinstance(wrapped, BaseException) else None)
-                or link.__cause__ or link.__context__)
+# --- a store's errors, and access checked before a run (words: `store_errors`) ---------
 
 
 @contextlib.contextmanager
@@ -771,9 +522,10 @@ def storage_errors(uri: str) -> Iterator[None]:
     except Exception as error:
         if not is_remote(uri) or isinstance(error, (KeyError, TypeError, AttributeError)):
             raise
-        fix = ("" if is_web(uri) else _UNREACHABLE_FIX if _network_cause(error)
-               else _FIXES.get(protocol(uri), ""))
-        raise StorageError(f"{uri}: {answer(error)}. {fix}".strip(), uri=uri) from None
+        fix = ("" if is_web(uri) else store_errors.UNREACHABLE_FIX
+               if store_errors.network_cause(error)
+               else store_errors.FIXES.get(protocol(uri), ""))
+        raise StorageError(f"{uri}: {store_errors.answer(error)}. {fix}".strip(), uri=uri) from None
 
 
 def check_access(read: list[str], write: str | None = None, probe_name: str = "") -> None:
@@ -794,39 +546,19 @@ def check_access(read: list[str], write: str | None = None, probe_name: str = ""
         if is_web(uri):
             filesystem(uri)  # only that its client is installed
             continue
-        _check_reachable(uri)
+        store_errors.check_reachable(uri, _endpoint(uri))
         with storage_errors(uri):
             try:
                 filesystem(uri).info(uri)
             except FileNotFoundError:
                 _check_bucket(uri)
     if write is not None and is_remote(write):
-        _check_reachable(write)
+        store_errors.check_reachable(write, _endpoint(write))
         probe = join(write, probe_name)
         _check_bucket(probe)
         with storage_errors(write):
             filesystem(probe).pipe_file(probe, b"")
             filesystem(probe).rm_file(probe)
-
-
-# How long the probe of a store's endpoint waits, DNS lookup, connection and TLS together.
-_PROBE_SECONDS = 5.0
-
-
-def _check_reachable(uri: str) -> None:
-    """Fails within seconds, naming the cause, when the endpoint of `uri`'s store cannot
-    be reached: its client would retry for a minute or more, then blame the bucket or
-    the credentials. (Known for gs://, the emulator included; others are not probed.)"""
-    endpoint = _endpoint(uri)
-    if endpoint is None:
-        return
-    cause = _connect(endpoint)
-    if cause is not None:
-        emulator = " (STORAGE_EMULATOR_HOST)" if os.environ.get(
-            "STORAGE_EMULATOR_HOST", "") not in ("", "default") else ""
-        address = urllib.parse.urlsplit(endpoint).netloc
-        raise StorageError(f"{uri}: cannot reach the store at {address}{emulator}: "
-                           f"{cause}. {_UNREACHABLE_FIX}", uri=uri)
 
 
 def _endpoint(uri: str) -> str | None:
@@ -835,36 +567,6 @@ def _endpoint(uri: str) -> str | None:
         return None
     location = getattr(filesystem(uri), "_location", None)  # gcsfs's, emulator included
     return location if isinstance(location, str) else None
-
-
-def _connect(url: str) -> str | None:
-    """Why `url`'s server cannot be connected to (TLS handshake included), or None.
-    Runs on a daemon thread, so a DNS lookup that hangs is given up on too."""
-    import ssl
-
-    parts = urllib.parse.urlsplit(url)
-    tls = parts.scheme == "https"
-    outcome: list[BaseException | None] = []
-
-    def attempt() -> None:
-        try:
-            address = (parts.hostname, parts.port or (443 if tls else 80))
-            with socket.create_connection(address, timeout=_PROBE_SECONDS) as connection:
-                if tls:
-                    ssl.create_default_context().wrap_socket(
-                        connection, server_hostname=parts.hostname).close()
-        except Exception as error:
-            outcome.append(error)
-        else:
-            outcome.append(None)
-
-    thread = threading.Thread(target=attempt, daemon=True, name="tfrecorder-probe")
-    thread.start()
-    thread.join(_PROBE_SECONDS)
-    if not outcome:
-        return "timed out"
-    error = outcome[0]
-    return None if error is None else _network_cause(error) or answer(error)
 
 
 def bucket_root(uri: str) -> str:
@@ -879,4 +581,4 @@ def _check_bucket(uri: str) -> None:
         found = filesystem(uri).exists(root)
     if not found:
         raise StorageError(f"{uri}: the bucket {bucket!r} does not exist (404). "
-                           f"{_FIXES.get(protocol(uri), '')}".strip(), uri=uri)
+                           f"{store_errors.FIXES.get(protocol(uri), '')}".strip(), uri=uri)

@@ -12,9 +12,9 @@ the other rows) but computed with NumPy wherever a column allows:
 - a list: its length and then each item's word, folded by splitmix64's mixer (`_mix`);
 - anything else: the word of its text (`str`).
 
-A row's word folds its cells' words with each column name's. 10M rows of five columns
-(a text key, two numbers, a label, four floats) take a few seconds; hashing each row's
-JSON, as before, took 40.
+A row's word folds its cells' words with each column name's. Words, not a hash of each
+row's serialized form, so that a whole column is hashed by NumPy at once: a table of
+millions of rows takes seconds (docs/performance.md, "Hashes of cells and rows").
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def holds_images(column: pd.Series) -> bool:
     """Whether `column` holds images in memory, judged by its first values: arrays of 3
     dimensions (or 2, of uint8 or uint16), PIL images, Hugging Face image dicts, or bytes
     that Pillow recognises as an image. Bytes that are not images stay text (`bytes`
-    features), as before this type existed."""
+    features): a column of other binary data is not to be taken for images."""
     if _arrow_images(column) is not None:
         return True
     if column.dtype != object:

@@ -16,20 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tfrecorder import fs
-from tfrecorder.manifest import (
+from tfrecorder.manifest import Feature, Labels, Manifest, Rejected, Split, SplitInfo, read_manifest
+from tfrecorder.manifest_statistics import (
     COCO_AREAS,
     TINY_BOX_FRACTION,
     TINY_BOX_PIXELS,
     Duplicate,
-    Feature,
-    Labels,
-    Manifest,
     ObjectStatistics,
-    Rejected,
-    Split,
-    SplitInfo,
     SplitStatistics,
-    read_manifest,
 )
 from tfrecorder.wording import count
 

@@ -142,7 +142,7 @@ class Layout:
 
     def values(self, features: Mapping[str, list]) -> dict[str, list]:
         """The read form without TensorFlow: a record's features as stored (lists, as
-        `example.decode_example` gives them) by canonical name, boxes flat as (ymin,
+        `example_decoding.decode_example` gives them) by canonical name, boxes flat as (ymin,
         xmin, ymax, xmax, ...), object classes 0-based."""
         return dict(features)
 

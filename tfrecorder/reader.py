@@ -41,7 +41,7 @@ import numpy as np
 
 from tfrecorder import fs
 from tfrecorder.errors import Option, VerificationError
-from tfrecorder.example import decode_example
+from tfrecorder.example_decoding import decode_example
 from tfrecorder.layouts import MASK, SEGMENTATION_MASK, layout_of
 from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (

@@ -39,7 +39,7 @@ import numpy as np
 import xxhash
 from PIL import Image
 
-from tfrecorder import annotations, fs
+from tfrecorder import annotations, fs, store_errors
 from tfrecorder.example import encode_example, encode_examples
 from tfrecorder.image_cells import image_data
 from tfrecorder.image_checks import (
@@ -90,7 +90,7 @@ def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | Non
         try:
             data = read() if read is not None else fs.read_bytes(row.uri)
         except Exception as e:  # any I/O failure is this row's problem, not the run's
-            return Rejection(row.position, f"cannot read file: {fs.answer(e)}")
+            return Rejection(row.position, f"cannot read file: {store_errors.answer(e)}")
         if not data:
             return Rejection(row.position, "empty file (0 bytes)")
     try:

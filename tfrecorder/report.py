@@ -33,7 +33,7 @@ from tfrecorder.charts import (
     shortened,
 )
 from tfrecorder.info import MIN_BOXES_PER_CLASS, DatasetInfo, box_areas, info
-from tfrecorder.manifest import TINY_BOX_FRACTION, TINY_BOX_PIXELS, Duplicate
+from tfrecorder.manifest_statistics import TINY_BOX_FRACTION, TINY_BOX_PIXELS, Duplicate
 from tfrecorder.wording import byte_unit, count
 
 # A chart of more classes is too long to read; the table below it holds them all.

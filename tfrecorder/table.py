@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import hashing, image_cells
-from tfrecorder.schema import Column
+from tfrecorder.column_values import Column
 from tfrecorder.vocabulary import LabelMap
 
 
@@ -90,7 +90,7 @@ class Table:
     cell_words: dict[str, np.ndarray] = field(default_factory=dict, repr=False,
                                                compare=False)
     # Lists of k floats as the rows x k float32 grid the records store, made by validation
-    # (`schema.ColumnArrays`): what workers encode, in place of the cells.
+    # (`column_values.ColumnArrays`): what workers encode, in place of the cells.
     number_grids: dict[str, np.ndarray] = field(default_factory=dict, repr=False,
                                                 compare=False)
 

@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tfrecorder import fs, image_cells
+from tfrecorder import fs, image_cells, local_files
 from tfrecorder.engines import EngineRun
 from tfrecorder.errors import ConversionAborted
 from tfrecorder.finish import RejectionLimit, Written, WrittenShard, image_error
@@ -258,14 +258,14 @@ def _encode_segment(segment: Segment, rows: list[Row], options: RecordOptions,
 
 
 class _SegmentFile:
-    """A new segment file (`fs.create_private`) whose framed records are gathered and
+    """A new segment file (`local_files.create_private`) whose framed records are gathered and
     written by one system call (`os.writev`) a MiB, without being joined: a buffered file
     makes two a record larger than its buffer: 16-record segments of 55 KB JPEGs took
     about 10 µs of CPU more an image so (issue 31, docs/performance.md), and the driver's
     reading and deleting them 5-8 more. At most a MiB and a record are held."""
 
     def __init__(self, path: str):
-        self._file = fs.create_private(path)
+        self._file = local_files.create_private(path)
         self._parts: list[bytes] = []
         self._size = 0
         self.frame_sizes: list[int] = []  # for the shard's index
@@ -317,7 +317,7 @@ def _encode_without_images(segment: Segment, planned: PlannedTable,
     facts = ShardFacts()
     facts.add_without_images(segment.positions.tolist(), labels)
     block = framed(records)
-    with fs.create_private(segment.path) as file:
+    with local_files.create_private(segment.path) as file:
         file.write(block.data)
     return Encoded(segment.number, segment.path, len(records), [], facts, block.sizes)
 

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import fs
+from tfrecorder.column_values import Column
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.heap import release_freed_memory
 from tfrecorder.options import TableOptions
@@ -42,7 +43,6 @@ from tfrecorder.schema import (
     INTEGER_LABEL,
     SPLIT_KEY,
     STRING_LABEL,
-    Column,
     column_types,
     is_missing,
 )

@@ -218,7 +218,7 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
     # Boxes (and any extra of k values an object: keypoints) go to validate as each
     # image's (n, k) array (views of one array), and numbers one an object (areas, crowd
     # flags) as each image's array too: typed a column at a time
-    # (`schema.input_column`), with no list an object.
+    # (`column_values.input_column`), with no list an object.
     arrays = {BBOX: objects.boxes, **{
         name: values for name, values in objects.extras.items()
         if isinstance(values, np.ndarray) and (values.ndim == 2 or (

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pandas as pd
 
-from tfrecorder import fs
+from tfrecorder import fs, local_files
 from tfrecorder.errors import SchemaError
 from tfrecorder.schema import is_missing
 from tfrecorder.table import Table
@@ -246,4 +246,4 @@ def _why_missing(path: str) -> str:
         return "permission denied"
     except (OSError, ValueError) as error:
         return getattr(error, "strerror", None) or str(error)
-    return "a folder, not a file" if stat.S_ISDIR(mode) else fs.not_regular(mode)
+    return "a folder, not a file" if stat.S_ISDIR(mode) else local_files.not_regular(mode)

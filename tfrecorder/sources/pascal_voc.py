@@ -56,7 +56,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from tfrecorder import fs
+from tfrecorder import fs, store_errors
 from tfrecorder.errors import SchemaError
 from tfrecorder.layouts import IMAGE_ID
 from tfrecorder.options import TableOptions
@@ -159,7 +159,7 @@ def _annotation(data: bytes | BaseException, difficult: str) -> _Annotation:
         _Rejected: with the reason the file gives no row.
     """
     if isinstance(data, BaseException):
-        raise _Rejected(f"cannot read file: {fs.answer(data)}")
+        raise _Rejected(f"cannot read file: {store_errors.answer(data)}")
     if not data.strip():
         raise _Rejected("empty XML file" if not data else "XML file of blanks only")
     try:

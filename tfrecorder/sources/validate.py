@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import image_cells
+from tfrecorder.column_values import input_column
 from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.manifest import RESERVED
 from tfrecorder.schema import (
@@ -25,7 +26,6 @@ from tfrecorder.schema import (
     INPUT_KINDS,
     SPLIT_KEY,
     column_types,
-    input_column,
     is_missing,
     label_columns,
     misspelled_role,
