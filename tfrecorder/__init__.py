@@ -18,7 +18,7 @@ from tfrecorder._interrupt import quiet_interrupt as _quiet_interrupt
 with _quiet_interrupt():
     from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
     from tfrecorder._version import __version__
-    from tfrecorder.convert import ConversionResult, convert
+    from tfrecorder.convert import ConversionResult
     from tfrecorder.errors import (
         ConversionAborted,
         DatasetExistsError,
@@ -34,13 +34,13 @@ with _quiet_interrupt():
         VerificationError,
     )
     from tfrecorder.info import DatasetInfo, info
-    from tfrecorder.inspection import inspect
+    # The functions that take TFRecorder 2.0's spellings too: translated there, once.
+    from tfrecorder.legacy.edge import convert, inspect, load, open_split, show
     from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
     from tfrecorder.legacy.migration import migrate
-    from tfrecorder.load import load
-    from tfrecorder.reader import SplitDataset, open_split
+    from tfrecorder.reader import SplitDataset
     from tfrecorder.report import report
-    from tfrecorder.show import ContactSheet, show
+    from tfrecorder.show import ContactSheet
     from tfrecorder.verify import VerifyReport, verify
 
 __all__ = [

@@ -47,7 +47,6 @@ from tfrecorder.drawing import (  # noqa: F401  (the colours, as tfrecorder.show
 from tfrecorder.errors import OptionError
 from tfrecorder.example import decode_example
 from tfrecorder.layouts import BBOX, MASK, OBJECT_LABEL, SEGMENTATION_MASK, layout_of
-from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
     IMAGE_FEATURES,
@@ -363,7 +362,6 @@ def _sample(path: str, split: str, per_class: int, size: int,
         raise OptionError(f"the dataset in {path!r} has no images to show: it was written "
                           "from a table without an image column. Read its records with "
                           "tfrecorder.load or tfrecorder.inspect.", option="path")
-    split = spellings.split_name(split)
     shards = manifest.split(split, path).shards
     reader = RecordReader(manifest)
     class_names = reader.class_names

@@ -13,7 +13,8 @@
   `input_schema.Schema`). 2.0's code imports them as `tfrecorder.types` and
   `tfrecorder.input_schema`, tiny modules that re-export them and warn once.
 - `detect`: whether a folder is a 2.0 dataset, and the hint readers add to "no
-  dataset.json" (imports only `fs`).
+  dataset.json" (imports only `fs`), which importing this package registers with
+  `manifest`: the contract imports nothing of 2.0's.
 - `migration`: reading a 2.0 dataset and `migrate`, which writes a tfrecorder dataset of
   it (a writer).
 
@@ -24,6 +25,9 @@ Named `legacy` (not `v2`) because `tfrecorder.legacy` is where `migrate` and
 """
 
 from tfrecorder.legacy.detect import is_legacy_dataset, legacy_hint
+from tfrecorder.manifest import add_no_manifest_hint
+
+add_no_manifest_hint(legacy_hint)
 
 __all__ = ["is_legacy_dataset", "legacy_hint", "migrate"]
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import warnings
 
-from tfrecorder.convert import convert
-from tfrecorder.inspection import inspect
+from tfrecorder.legacy.edge import convert, inspect, load
 from tfrecorder.legacy.spellings import deprecated
-from tfrecorder.load import load
 
 
 def create_tfrecords(source, output_dir=None, **options):
