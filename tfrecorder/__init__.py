@@ -14,7 +14,8 @@ imported by the functions that read datasets back (load, inspect, verify);
 from tfrecorder._interrupt import quiet_interrupt as _quiet_interrupt
 
 # These imports take seconds (pandas); in the `tfrecorder` command, a Ctrl-C during
-# them is its one `interrupted` line, not a traceback of the imports.
+# them is its one `interrupted` line, not a traceback of the imports. The functions come
+# from `legacy.edge`, which translates TFRecorder 2.0's spellings once, for every caller.
 with _quiet_interrupt():
     from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
     from tfrecorder._version import __version__
@@ -34,7 +35,6 @@ with _quiet_interrupt():
         VerificationError,
     )
     from tfrecorder.info import DatasetInfo, info
-    # The functions that take TFRecorder 2.0's spellings too: translated there, once.
     from tfrecorder.legacy.edge import convert, inspect, load, open_split, show
     from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
     from tfrecorder.legacy.migration import migrate
