@@ -25,6 +25,11 @@ The rules, and why:
   reading a dataset needs the manifest, not the Pillow, pandas and planning the writer
   brings, and the two sides must change independently.
 - Planning never loads Pillow: `plan` neither reaches `records` nor imports PIL.
+- TFRecorder 2.0 is behind one door: its spellings are translated at the public edge
+  (`EDGE`: the package's functions, the accessor, the command line, and 2.0's own module
+  names), and no other module imports `legacy/`. `manifest`, the contract every reader
+  and writer stands on, reaches none of it at any level: 2.0's hint on a folder without
+  a manifest comes in through a hook `legacy/` registers.
 - Worker code (imported by every worker process) loads neither TensorFlow nor Beam when
   it is imported, so workers start fast: what counts is what runs at import, through
   every module of ours imported at module level. Functions may import them lazily, as
@@ -61,6 +66,9 @@ WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "
           "table", "schema", "finish", "output", "resume", "convert", "manifest", "options",
           "rows", "statistics"}
 HEAVY = {"tensorflow", "apache_beam"}
+# Where 2.0's spellings are translated: the root (`tfrecorder.load`, ...), the accessor,
+# the command line, and `types` and `input_schema`, 2.0's module names.
+EDGE = {"tfrecorder", "accessor", "cli", "types", "input_schema"}
 # verify decodes records with TensorFlow only when asked (a lazy import of
 # verify_records), and verify_records reports through verify's types.
 ALLOWED_CIRCLES = {frozenset({"verify", "verify_records"})}
@@ -279,6 +287,25 @@ def test_tensorflow_is_imported_in_one_place():
                    if edge.name == "tensorflow" and module not in ("_tensorflow",
                                                                    "legacy.migration"))
     assert not found, "import TensorFlow through tfrecorder._tensorflow:\n" + "\n".join(found)
+
+
+def _is_legacy(module: str) -> bool:
+    return module == "legacy" or module.startswith("legacy.")
+
+
+def test_tfrecorder_2_is_behind_one_door():
+    found = sorted(str(edge) for module, edges in imports().items() for edge in edges
+                   if edge.ours and _is_legacy(edge.name)
+                   and not _is_legacy(module) and module not in EDGE)
+    assert not found, ("only the public edge imports legacy/; translate 2.0's spellings "
+                       "there:\n" + "\n".join(found))
+
+
+def test_the_manifest_reaches_nothing_of_tfrecorder_2():
+    every = RUNS | {TYPE_ONLY}
+    found = [chain for name, chain in _routes("manifest", every, PACKAGE).items()
+             if _is_legacy(name)]
+    assert not found, "manifest reaches legacy/:\n" + _lines(found)
 
 
 @pytest.mark.parametrize("module", sorted(WORKER))

@@ -14,11 +14,12 @@ imported by the functions that read datasets back (load, inspect, verify);
 from tfrecorder._interrupt import quiet_interrupt as _quiet_interrupt
 
 # These imports take seconds (pandas); in the `tfrecorder` command, a Ctrl-C during
-# them is its one `interrupted` line, not a traceback of the imports.
+# them is its one `interrupted` line, not a traceback of the imports. The functions come
+# from `legacy.edge`, which translates TFRecorder 2.0's spellings once, for every caller.
 with _quiet_interrupt():
     from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
     from tfrecorder._version import __version__
-    from tfrecorder.convert import ConversionResult, convert
+    from tfrecorder.convert import ConversionResult
     from tfrecorder.errors import (
         ConversionAborted,
         DatasetExistsError,
@@ -34,13 +35,12 @@ with _quiet_interrupt():
         VerificationError,
     )
     from tfrecorder.info import DatasetInfo, info
-    from tfrecorder.inspection import inspect
+    from tfrecorder.legacy.edge import convert, inspect, load, open_split, show
     from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
     from tfrecorder.legacy.migration import migrate
-    from tfrecorder.load import load
-    from tfrecorder.reader import SplitDataset, open_split
+    from tfrecorder.reader import SplitDataset
     from tfrecorder.report import report
-    from tfrecorder.show import ContactSheet, show
+    from tfrecorder.show import ContactSheet
     from tfrecorder.verify import VerifyReport, verify
 
 __all__ = [

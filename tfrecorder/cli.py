@@ -3,8 +3,10 @@
 A thin layer: it parses arguments, calls the public functions of `tfrecorder`, and prints
 what they return. `convert`'s flags are generated from `tfrecorder.options`, so the command
 cannot drift from `tfrecorder.convert`; and the advice in an error names options as
-`errors.Option` parts, which this module renders as the same flags (`--schema notes=drop`
-where Python reads `schema={'notes': None}`), never by rewording the message.
+`errors.Option` parts, which are printed as the same flags (`--schema notes=drop` where
+Python reads `schema={'notes': None}`), never by rewording the message. The flags, both
+ways, are built in `cli_arguments`; TFRecorder 2.0's commands and flags are added by
+`legacy.cli`'s two hooks.
 
 Exit codes: 0 success; 1 a user error (bad table, existing dataset, failed verification,
 a store that cannot be reached), printed as one `tfrecorder: error: ...` line without a
@@ -15,33 +17,31 @@ traceback.
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
-import dataclasses
 import io
-import itertools
 import json
 import logging
-import re
-import shlex
 import sys
 import textwrap
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from inspect import Parameter, signature
 
 import tfrecorder
-from tfrecorder import fs, options
+from tfrecorder import fs
 from tfrecorder._interrupt import PROG, interrupted
-from tfrecorder.errors import VALUE, Option, Terminated, TFRecorderError, VerificationError
-from tfrecorder.legacy.functions import check_tfrecords, create_tfrecords
+from tfrecorder.cli_arguments import SOURCE_HELP, Sources, add_option_flags
+from tfrecorder.cli_arguments import as_flag as _as_flag
+from tfrecorder.cli_arguments import command as _command
+from tfrecorder.errors import Option, Terminated, TFRecorderError, VerificationError
+from tfrecorder.legacy.cli import add_commands as add_tfrecorder_2_commands
+from tfrecorder.legacy.cli import from_fire_flags
 from tfrecorder.manifest import (
     LABEL,
     SPLITS,
     Feature,
     Labels,
 )
-from tfrecorder.splits import split_named
 from tfrecorder.wording import byte_unit, count, in_unit
 
 # Errors whose message alone tells the user what to fix: printed on one line, exit 1.
@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(parser: argparse.ArgumentParser, argv: list[str],
-         spelled_as_2_0: tuple[str, str] | None) -> int:
+         spelled_as_2_0: contextlib.AbstractContextManager) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help and --version (0), usage errors (2)
@@ -86,9 +86,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str],
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     with warnings.catch_warnings():  # restores the caller's display (tests call main)
         warnings.showwarning = _show_warning
-        if spelled_as_2_0 is None:
-            return args.run(args)
-        with _tfrecorder_2(*spelled_as_2_0):
+        with spelled_as_2_0:  # TFRecorder 2.0's flags: one warning naming ours
             return args.run(args)
 
 
@@ -140,24 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(commands)
     _add_verify(commands)
     _add_inspect(commands)
-    _add_migrate(commands)
-    _add_tfrecorder_2(commands)
+    add_tfrecorder_2_commands(commands, _print_result)
     return parser
-
-
-def _command(commands, name: str, summary: str, description: str, example: str, run,
-             *, reads_dataset: bool = True):
-    """A subcommand that runs `run(args)`; one that reads a dataset takes its PATH."""
-    command = commands.add_parser(
-        name, help=summary, description=textwrap.fill(description, 80),
-        epilog=f"example:\n  {example}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    command.set_defaults(run=run)
-    if reads_dataset:
-        command.add_argument("path", metavar="PATH",
-                             help="a dataset folder (local, gs:// or s3://)")
-    return command
 
 
 # --- convert -------------------------------------------------------------------------------
@@ -176,169 +158,11 @@ def _add_convert(commands) -> None:
         "  tfrecorder convert table.csv out/ --schema color=CategoricalInput "
         "--schema notes=drop --fill-missing age=0", _convert, reads_dataset=False,
     )
-    command.add_argument("source", metavar="SOURCE", nargs="+", action=_Sources,
-                         help=_SOURCE_HELP)
+    command.add_argument("source", metavar="SOURCE", nargs="+", action=Sources,
+                         help=SOURCE_HELP)
     command.add_argument("output_dir", metavar="OUTPUT_DIR",
                          help="the dataset folder to write (local, gs:// or s3://)")
-    for group in options.GROUPS:
-        summary = group.__doc__.split("\n\n")[0]  # the docstring's first paragraph
-        arguments = command.add_argument_group(_GROUP_TITLES[group],
-                                               textwrap.fill(" ".join(summary.split()), 78))
-        exclusive = getattr(group, "exclusive", ())
-        if exclusive:
-            together = arguments.add_mutually_exclusive_group()
-        for field in dataclasses.fields(group):
-            adder = together if field.name in exclusive else arguments
-            adder.add_argument(*_flag_names(field), dest=field.name, default=field.default,
-                               help=_flag_help(field), **_flag_kind(field))
-
-
-# What `convert` reads (one reader each in `tfrecorder.sources`), for SOURCE's help.
-_SOURCE_HELP = (
-    "what to convert (local, gs:// or s3://): a CSV file; a Parquet file or folder; a CSV "
-    "or Parquet table with a boxes or mask_uri column (detection, segmentation); an image "
-    "folder (label/file or split/label/file); an AutoML Vision or Vertex AI detection CSV; "
-    "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints); a Pascal "
-    "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder; "
-    "or several files as the splits of one dataset, each as SPLIT=PATH "
-    "(train=instances_train.json validation=instances_val.json)")
-
-
-class _Sources(argparse.Action):
-    """SOURCE: one path, or SPLIT=PATH for each file of a dataset whose splits are files of
-    their own, read as `convert`'s dict of files by split ({"train": PATH, ...})."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        pairs = [value.partition("=") for value in values]
-        named = [bool(sep and path) and split_named(split) is not None
-                 for split, sep, path in pairs]
-        if len(values) == 1 and not named[0]:
-            source = values[0]
-        elif all(named) and len({split for split, _, _ in pairs}) == len(pairs):
-            source = {split: path for split, _, path in pairs}
-        else:
-            parser.error("give one SOURCE, or SPLIT=PATH for each of several files, each "
-                         "split once (train=a.json validation=b.json); not "
-                         + " ".join(map(shlex.quote, values)))
-        setattr(namespace, self.dest, source)
-
-# Each group of `tfrecorder.options`, as the command's help shows it.
-_GROUP_TITLES = {
-    options.TableOptions: "table", options.SplitOptions: "splits",
-    options.ImageOptions: "images", options.RejectOptions: "rejected rows",
-    options.ShardOptions: "shards", options.OutputOptions: "output folder",
-    options.RunOptions: "local run", options.BeamOptions: "Apache Beam",
-}
-
-
-def _flag_names(field: dataclasses.Field) -> list[str]:
-    """--name-with-dashes (--no-name for a switch that is on by default)."""
-    if field.metadata["flag"]:
-        return [field.metadata["flag"]]
-    name = field.name.replace("_", "-")
-    return [f"--no-{name}" if field.metadata["kind"] == "switch" and field.default
-            else f"--{name}"]
-
-
-def _flag_help(field: dataclasses.Field) -> str:
-    text = (field.metadata["help"] or field.metadata["doc"]).rstrip(".")
-    if field.default is None or field.metadata["kind"] in ("switch", "tristate") \
-            or "default" in text:
-        return text
-    default = (",".join(map(str, field.default)) if isinstance(field.default, tuple)
-               else field.default)
-    return f"{text} (default: {default})"
-
-
-def _flag_kind(field: dataclasses.Field) -> dict:
-    """How an option of its kind (`options.option`) is read: argparse's keywords."""
-    kind, metavar = field.metadata["kind"], field.metadata["metavar"]
-    if kind == "switch":
-        return {"action": "store_false" if field.default else "store_true"}
-    if kind == "tristate":
-        return {"action": argparse.BooleanOptionalAction}
-    if kind == "choice":
-        return {"choices": field.metadata["choices"]}
-    reads = {"int": {"type": int}, "float": {"type": float}, "text": {},
-             "size": {"type": _image_size}, "fractions": {"type": _fractions},
-             "shards": {"type": _num_shards}, "pixels": {"type": _pixels},
-             "schema": {"type": _schema_entry, "action": _MergeDict},
-             "fill": {"type": _fill_entry, "action": _FillMissing},
-             "pairs": {"type": _key_value, "action": _MergeDict},
-             "names": {"type": _names}}
-    return {"metavar": metavar, **reads[kind]}
-
-
-def _names(value: str) -> list[str]:
-    """NAME,NAME,...: the names (checked, and stripped, as the option is)."""
-    return value.split(",")
-
-
-def _key_value(value: str) -> dict:
-    """KEY=VALUE, the value read as a Python literal where it is one (2, True, 0.5)."""
-    key, sep, text = value.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {value!r}")
-    return {key.strip().replace("-", "_"): _literal(text)}
-
-
-def _literal(text: str):
-    """`text` as a Python literal where it is one (2, True, 0.5, [1, 2]), else as text."""
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-
-
-def _schema_entry(value: str) -> dict:
-    """COLUMN=TYPE; the column name is kept as it is, the type checked by `convert`."""
-    column, sep, kind = value.partition("=")
-    if not sep or not column.strip() or not kind.strip():
-        raise argparse.ArgumentTypeError(
-            f"expected COLUMN=TYPE like color=CategoricalInput or notes=drop, not {value!r}")
-    kind = kind.strip()
-    return {column.strip(): None if kind.lower() == "drop" else kind}
-
-
-def _fill_entry(value: str) -> tuple[str | None, object]:
-    """(column, value) for COLUMN=VALUE, (None, value) for a VALUE for every column."""
-    column, sep, text = value.partition("=")
-    if sep and column.strip():
-        return column.strip(), _literal(text)
-    return None, _literal(value)
-
-
-class _MergeDict(argparse.Action):
-    """Collects repeated KEY=VALUE flags into one dict."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), **values})
-
-
-class _FillMissing(argparse.Action):
-    """One value for every column, or COLUMN=VALUE pairs collected into a dict."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        column, value = values
-        current = getattr(namespace, self.dest)
-        pairs = isinstance(current, dict)
-        if (pairs and column is None) or (not pairs and current is not None and column):
-            parser.error(f"{option_string}: give one VALUE for every column, or COLUMN=VALUE "
-                         "for each, not both")
-        setattr(namespace, self.dest,
-                value if column is None else {**(current or {}), column: value})
-
-
-def _pixels(text: str) -> int | None:
-    if text.lower() == "none":
-        return None
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of pixels: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be positive, not {value}")
-    return value
+    add_option_flags(command)
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -362,36 +186,6 @@ def _print_result(source: str, result) -> None:
               f"{count(sum(result.skipped_annotations.values()), 'annotation')} ("
               + ", ".join(f"{n:,} {reason}" for reason, n in result.skipped_annotations.items())
               + ")")
-
-
-def _image_size(value: str) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", value)
-    if not match:
-        raise argparse.ArgumentTypeError(f"expected HEIGHTxWIDTH like 224x224, not {value!r}")
-    return int(match[1]), int(match[2])
-
-
-def _num_shards(value: str) -> int | dict[str, int]:
-    try:
-        if "=" not in value:
-            return int(value)
-        counts = {}
-        for part in value.split(","):
-            split, _, count = part.partition("=")
-            counts[split.strip()] = int(count)
-        return counts
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number or SPLIT=N pairs like train=8,validation=1, not {value!r}"
-        ) from None
-
-
-def _fractions(value: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(part) for part in value.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected fractions like 0.8,0.1,0.1, not {value!r}") from None
 
 
 # --- info ----------------------------------------------------------------------------------
@@ -704,141 +498,6 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- migrate -------------------------------------------------------------------------------
-
-def _add_migrate(commands) -> None:
-    command = _command(
-        commands, "migrate", "write a tfrecorder dataset from a TFRecorder 2.0 one",
-        "Read every record of the TFRecorder 2.0 dataset in OLD (the folder holding "
-        "transform_fn/) and write it into NEW as a tfrecorder dataset: the same pixels, "
-        "label ids, vocabulary order, splits and shards; records 2.0 could not read back "
-        "go to rejected.csv.",
-        "tfrecorder migrate tfrecords/tfrecorder-20201005-161123-convert out/",
-        _migrate, reads_dataset=False)
-    command.add_argument("old_dir", metavar="OLD",
-                         help="the TFRecorder 2.0 folder (local, gs:// or s3://)")
-    command.add_argument("new_dir", metavar="NEW", help="the folder to write")
-    command.add_argument("--overwrite", action="store_true",
-                         help="replace a dataset already in NEW")
-
-
-def _migrate(args: argparse.Namespace) -> int:
-    from tfrecorder.legacy.migration import migrate
-
-    manifest = migrate(args.old_dir, args.new_dir, overwrite=args.overwrite)
-    print(f"Wrote {args.new_dir}: {count(manifest.num_records, 'record')}, "
-          f"{count(manifest.rejected.num_rows, 'row')} rejected (see "
-          f"{fs.join(args.new_dir, manifest.rejected.file)})")
-    return 0
-
-
-# --- TFRecorder 2.0's commands ------------------------------------------------------------
-
-# 2.0's `create-tfrecords` flags (python-fire: `--name=value`, values read as literals).
-_CREATE_FLAGS = ("header", "names", "runner", "project", "region", "tfrecorder_wheel",
-                 "dataflow_options", "job_label", "compression", "num_shards")
-
-
-def _add_tfrecorder_2(commands) -> None:
-    """`create-tfrecords` and `check-tfrecords`, as TFRecorder 2.0's scripts call them."""
-    create = _command(
-        commands, "create-tfrecords", "TFRecorder 2.0's name for convert",
-        "TFRecorder 2.0's command, kept for its scripts: converts --source into "
-        "--output_dir (default ./tfrecords). Use 'tfrecorder convert SOURCE OUTPUT_DIR'.",
-        "tfrecorder create-tfrecords --source=images.csv --output_dir=out/",
-        _create_tfrecords, reads_dataset=False)
-    create.add_argument("--source", required=True)
-    create.add_argument("--output_dir", default=None)
-    for name in _CREATE_FLAGS:
-        create.add_argument(f"--{name}", type=_literal, default=argparse.SUPPRESS)
-    check = _command(
-        commands, "check-tfrecords", "TFRecorder 2.0's name for inspect",
-        "TFRecorder 2.0's command, kept for its scripts: writes the first records of "
-        "--split into --output_dir/check-tfrecords-<timestamp>/ as data.csv and image "
-        "files. Use 'tfrecorder inspect PATH'.",
-        "tfrecorder check-tfrecords --tfrecord_dir=out/ --split=TRAIN --num_records=3",
-        _check_tfrecords, reads_dataset=False)
-    check.add_argument("--tfrecord_dir", required=True)
-    check.add_argument("--split", default="TRAIN")
-    check.add_argument("--num_records", type=int, default=1)
-    check.add_argument("--output_dir", default="output")
-
-
-def _create_tfrecords(args: argparse.Namespace) -> int:
-    options = {name: getattr(args, name) for name in _CREATE_FLAGS if hasattr(args, name)}
-    with _tfrecorder_2("create-tfrecords", "convert SOURCE OUTPUT_DIR"):
-        result = create_tfrecords(args.source, args.output_dir, **options)
-    _print_result(args.source, result)
-    return 0
-
-
-def _check_tfrecords(args: argparse.Namespace) -> int:
-    with _tfrecorder_2("check-tfrecords",
-                       "inspect PATH --split train --num-records N --output-dir DIR"):
-        print(check_tfrecords(args.tfrecord_dir, args.split, args.num_records,
-                              args.output_dir))
-    return 0
-
-
-# 2.0's python-fire flags (`--name=value`) for what is an argument of the new commands.
-_FIRE_ARGUMENTS = {"convert": ("--source", "--output_dir"), "inspect": ("--tfrecord_dir",)}
-_ARGUMENT_NAMES = {"convert": "SOURCE OUTPUT_DIR", "inspect": "PATH"}
-
-
-def from_fire_flags(argv: list[str]) -> tuple[list[str], tuple[str, str] | None]:
-    """`convert --source=S --output_dir=O` as `convert S O`, `inspect --tfrecord_dir=P` as
-    `inspect P`, and python-fire's `--num_shards` as `--num-shards`: TFRecorder 2.0's
-    scripts spelled every argument as a flag. Returns the arguments argparse reads, and
-    the 2.0 spelling with ours for the warning (None when nothing was 2.0's)."""
-    command = argv[0] if argv else None
-    if command not in _FIRE_ARGUMENTS:
-        return argv, None
-    flags = _dashed_flags(command)
-    values, rest, found, instead = {}, [], [], []
-    arguments = iter(argv[1:])
-    for argument in arguments:
-        name, equals, value = argument.partition("=")
-        if name in _FIRE_ARGUMENTS[command]:
-            values[name] = value if equals else next(arguments, "")
-        elif name in flags:
-            rest.append(flags[name] + equals + value)
-            instead.append(flags[name])
-        else:
-            rest.append(argument)
-            continue
-        found.append(f"{name}=")
-    if not found:
-        return argv, None
-    given = [values.get(name) for name in _FIRE_ARGUMENTS[command]]
-    # An argument given as a flag goes where argparse reads it: leading ones first, a
-    # trailing one (OUTPUT_DIR after a positional SOURCE) last.
-    leading = list(itertools.takewhile(lambda value: value is not None, given))
-    trailing = [value for value in given[len(leading):] if value is not None]
-    spelled = " ".join([command, *found])
-    return ([command, *leading, *rest, *trailing],
-            (spelled, " ".join([command, _ARGUMENT_NAMES[command], *instead])))
-
-
-def _dashed_flags(command: str) -> dict[str, str]:
-    """The command's flags in python-fire's spelling (`--num_shards`), with ours."""
-    if command == "inspect":
-        names = ["--num-records", "--output-dir"]
-    else:
-        names = [name for field in options.fields() for name in _flag_names(field)]
-    return {name.replace("-", "_").replace("__", "--", 1): name
-            for name in names if "-" in name[2:]}
-
-
-@contextlib.contextmanager
-def _tfrecorder_2(command: str, instead: str) -> Iterator[None]:
-    """Runs a 2.0 command: one warning line naming ours, instead of the library's
-    DeprecationWarnings, which speak of Python."""
-    logging.warning("%s is TFRecorder 2.0's command; use: tfrecorder %s", command, instead)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        yield
-
-
 # --- formatting ----------------------------------------------------------------------------
 
 def _counted(number: int, width: int, singular: str, plural: str | None = None) -> str:
@@ -858,46 +517,3 @@ def _one_line(error: BaseException) -> str:
     text = error.render(_as_flag) if isinstance(error, TFRecorderError) else str(error)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " ".join(lines) or type(error).__name__
-
-
-# --- errors' advice as flags ---------------------------------------------------------------
-
-_OPTION_FIELDS = {field.name: field for field in options.fields()}
-# The positional arguments of convert() and migrate().
-_ARGUMENTS = {"source": "SOURCE", "output_dir": "OUTPUT_DIR", "new_dir": "NEW"}
-
-
-def _as_flag(option: Option) -> str:
-    """An option that an error's advice names (`errors.Option`), as the flags that set it:
-    `schema={'notes': None}` is `--schema notes=drop`, `overwrite=True` is `--overwrite`."""
-    if option.name in _ARGUMENTS:
-        return _ARGUMENTS[option.name]
-    field = _OPTION_FIELDS.get(option.name)
-    if field is None:  # not an option of convert (a Python-only one): as Python
-        return str(option)
-    flag = _flag_names(field)[0]
-    if option.named_only:
-        return flag
-    kind, value = field.metadata["kind"], option.value
-    if kind in ("switch", "tristate"):
-        name = field.name.replace("_", "-")
-        return f"--{name}" if value else f"--no-{name}"
-    if kind in ("schema", "fill", "pairs") and isinstance(value, Mapping):
-        return " ".join(f"{flag} {shlex.quote(f'{key}={_flag_value(kind, item)}')}"
-                        for key, item in value.items())
-    return f"{flag} {shlex.quote(_flag_value(kind, value))}"
-
-
-def _flag_value(kind: str, value) -> str:
-    """A value as a flag reads it back (see `_flag_kind`)."""
-    if value is VALUE:
-        return "VALUE"
-    if value is None:
-        return "drop" if kind == "schema" else "none"
-    if kind == "size":
-        return "x".join(map(str, value))
-    if kind in ("fractions", "names"):
-        return ",".join(map(str, value))
-    if kind == "shards" and isinstance(value, Mapping):
-        return ",".join(f"{split}={count}" for split, count in value.items())
-    return value if isinstance(value, str) else repr(value)

@@ -41,7 +41,6 @@ from tfrecorder.finish import (
 )
 from tfrecorder.heap import release_freed_memory
 from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
-from tfrecorder.legacy import convert_spellings
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
 from tfrecorder.options import BeamOptions, ConvertOptions
 from tfrecorder.options import fields as option_fields
@@ -135,8 +134,7 @@ _TFRECORDER_2_NAMES = {"tfrecord_dir": "output_dir", "dataflow_url": "job_url"}
 def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             output_dir: str | os.PathLike | None = None, **options) -> ConversionResult:
     started = time.perf_counter()
-    output_dir = convert_spellings.output_dir(output_dir)
-    source, options = convert_spellings.convert_keywords(source, options)
+    output_dir = os.fspath(output_dir)
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
     table = load_table(source, **vars(options.table))
@@ -211,8 +209,7 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
         manifest_path=fs.join(output_dir, MANIFEST),
         rejected_path=rejected_path,
         elapsed_seconds=elapsed,
-        metrics=convert_spellings.with_2_0_metrics(
-            _metrics(run, manifest), manifest is not None and manifest.has_images),
+        metrics=_metrics(run, manifest),
         job_id=run.job_id,
         job_url=_job_url(options.beam, run.job_id),
         pipeline=run.pipeline,

@@ -20,29 +20,25 @@ import json
 import os
 import re
 import tempfile
-import time
 
 from tfrecorder import fs
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.decoding import decode_image
 from tfrecorder.layouts import OBJECT_LABEL, layout_of
-from tfrecorder.legacy import spellings
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
 from tfrecorder.options import checked_int
 from tfrecorder.shards import shard_files, shard_records
 
 CSV_FILE = "records.csv"
-LEGACY_CSV_FILE = "data.csv"  # TFRecorder 2.0's check_tfrecords
 _EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "raw": ".png"}  # raw pixels are saved as PNG
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 100  # characters of the image name kept in a file name
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what spreadsheets may run as a formula
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # ...but read as a number
 
 
-def inspect(path: str | os.PathLike | None = None, split: str = "train",
-            num_records: int = 5, output_dir: str | os.PathLike | None = None, *,
-            tfrecord_dir: str | os.PathLike | None = None) -> str:
+def inspect(path: str | os.PathLike, split: str = "train", num_records: int = 5,
+            output_dir: str | os.PathLike | None = None) -> str:
     """Writes the first records of a split as files: their images, and their other
     features in `records.csv`, one row per record, under their stored keys: lists as
     JSON, label (or object class) and categorical ids followed by their names (columns
@@ -55,30 +51,45 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
         num_records: how many records: the first of the split, in shard order.
         output_dir: a local folder to write into (created if needed); by default a new
             temporary folder.
-        tfrecord_dir: TFRecorder 2.0's name for `path`. Called so, `inspect` writes what
-            2.0's `check_tfrecords` wrote, for the scripts that read it: a new folder
-            `check-tfrecords-<timestamp>` in `output_dir` (default "output"), holding
-            `data.csv` and each image under its own `image_name`.
 
     Returns:
         The folder written to. JPEG and PNG images are written as they are stored; raw
         pixels are written as PNG. Each file is named `{index:05d}-{image name}.{ext}`.
         Text cells that a spreadsheet would read as a formula start with a single quote.
     """
+    return write_first_records(path, split, num_records, output_dir, Naming())
+
+
+class Naming:
+    """How `inspect` names what it writes: a folder, a CSV file with an `image_file`
+    column, and each image by its index. Another program's names (TFRecorder 2.0's
+    `check_tfrecords`, in `legacy/`) are a subclass, so that `inspect` has one way of
+    reading and writing records."""
+
+    csv_file = CSV_FILE
+    image_file_column = True  # records.csv names each record's image file
+
+    def folder(self, output_dir: str | os.PathLike | None) -> str:
+        """The folder to write into, created."""
+        folder = (tempfile.mkdtemp(prefix="tfrecorder-inspect-") if output_dir is None
+                  else os.fspath(output_dir))
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
+    def image_file(self, image_name: bytes, safe_name: str, image: bytes,
+                   folder: str) -> tuple[str, bytes]:
+        """The image's file name in `folder` (`safe_name`: `{index:05d}-{stem}{ext}`),
+        and its bytes."""
+        return safe_name, image
+
+
+def write_first_records(path: str, split: str, num_records: int,
+                        output_dir: str | os.PathLike | None, naming: Naming) -> str:
+    """`inspect`, naming what it writes by `naming`."""
     checked_int("num_records", num_records, "an int of 0 or more", minimum=0, optional=False)
-    legacy = tfrecord_dir is not None
-    path = spellings.dataset_dir(path, tfrecord_dir, "inspect")
-    split = spellings.split_name(split)
     manifest = read_manifest(path)
     files = shard_files(path, manifest, split)
-    if legacy:  # 2.0's check_tfrecords layout
-        output_dir = os.path.join(os.fspath(output_dir or "output"), "check-tfrecords-"
-                                  + time.strftime("%Y%m%d-%H%M%S"))
-        os.makedirs(output_dir)
-    else:
-        output_dir = (tempfile.mkdtemp(prefix="tfrecorder-inspect-") if output_dir is None
-                      else os.fspath(output_dir))
-        os.makedirs(output_dir, exist_ok=True)
+    output_dir = naming.folder(output_dir)
 
     has_images = manifest.has_images
     layout = layout_of(manifest)
@@ -109,43 +120,20 @@ def inspect(path: str | os.PathLike | None = None, split: str = "train",
             image_name = features.get("image_name", b"")
             file_name = _safe_file_name(index, image_name, features.get("image_format", b""))
             image = _image_file_bytes(features)
-            if legacy:  # by its own name, as 2.0 wrote it (the first of a name wins)
-                file_name = _legacy_file_name(image_name, file_name, output_dir)
-                image = _as_named(image, file_name)
-            else:
+            file_name, image = naming.image_file(image_name, file_name, image, output_dir)
+            if naming.image_file_column:
                 row.append(file_name)
             fs.write_bytes(_inside(output_dir, file_name), image)
         rows.append(row)
 
     text = io.StringIO(newline="")
     writer = csv.writer(text)
-    writer.writerow(header + (["image_file"] if has_images and not legacy else []))
+    writer.writerow(header + (["image_file"] if has_images and naming.image_file_column
+                              else []))
     writer.writerows(rows)
-    fs.write_bytes(_inside(output_dir, LEGACY_CSV_FILE if legacy else CSV_FILE),
+    fs.write_bytes(_inside(output_dir, naming.csv_file),
                    text.getvalue().encode("utf-8"))
     return output_dir
-
-
-def _as_named(image: bytes, file_name: str) -> bytes:
-    """The image in the format its name's extension says (2.0 saved every image so)."""
-    from PIL import Image
-
-    wanted = Image.registered_extensions().get(os.path.splitext(file_name)[1].lower())
-    with Image.open(io.BytesIO(image)) as opened:
-        if wanted is None or wanted == opened.format:
-            return image
-        buffer = io.BytesIO()
-        (opened.convert("RGB") if wanted == "JPEG" else opened).save(buffer, wanted)
-    return buffer.getvalue()
-
-
-def _legacy_file_name(image_name: bytes, safe_name: str, folder: str) -> str:
-    """The image's own base name where it is safe and free, else `safe_name`."""
-    name = _base_name(image_name)
-    if _UNSAFE.sub("_", name) != name or name.startswith(".") or \
-            os.path.lexists(os.path.join(folder, name)):
-        return safe_name
-    return name
 
 
 def _vocabularies(manifest: Manifest) -> dict[str, tuple[str | None, tuple[str, ...]]]:
@@ -205,13 +193,13 @@ def _image_file_bytes(features: dict) -> bytes:
 def _safe_file_name(index: int, image_name: bytes, image_format: bytes) -> str:
     """`{index:05d}-{stem}{ext}`: only [A-Za-z0-9._-], no folders, no leading dot, never
     empty, and unique by its index; the extension comes from the format, not the name."""
-    stem = os.path.splitext(_base_name(image_name))[0]
-    stem = _UNSAFE.sub("_", stem).lstrip(".")[:_MAX_STEM] or "image"
+    stem = os.path.splitext(base_name(image_name))[0]
+    stem = UNSAFE.sub("_", stem).lstrip(".")[:_MAX_STEM] or "image"
     extension = _EXTENSIONS.get(image_format.decode("ascii", errors="replace"), ".bin")
     return f"{index:05d}-{stem}{extension}"
 
 
-def _base_name(image_name: bytes) -> str:
+def base_name(image_name: bytes) -> str:
     """The last part of an image's name, split at both separators, whatever the platform."""
     return re.split(r"[/\\]", image_name.decode("utf-8", errors="replace"))[-1]
 

@@ -47,7 +47,6 @@ from tfrecorder.layouts import (
     Layout,
     layout_of,
 )
-from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
     LABEL,
     NO_LABEL,
@@ -76,10 +75,9 @@ DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write t
 
 
 def load(
-    path: str | os.PathLike | None = None,
+    path: str | os.PathLike,
     split: str | None = None,
     *,
-    tfrecord_dir: str | os.PathLike | None = None,
     batch_size: int | None = None,
     image_size: tuple[int, int] | None = None,
     channels: int | None = None,
@@ -114,7 +112,6 @@ def load(
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         split: "train", "validation" or "test" for one dataset; None for a dict of all.
-        tfrecord_dir: TFRecorder 2.0's name for `path`.
         batch_size: batch the elements; with mixed image sizes, give `image_size` too.
         image_size: (height, width) to resize images to, so that batches stack;
             `image_height`, `image_width`, masks and objects' areas follow.
@@ -164,8 +161,6 @@ def load(
         "TRAIN" finds it too). Each knows its length (`len(ds)`), so Keras shows steps
         per epoch. With `with_info`, a pair (that, the `DatasetInfo`).
     """
-    path = spellings.dataset_dir(path, tfrecord_dir, "load")
-    split = spellings.split_name(split)
     image_size = _check_values(
         batch_size=batch_size, image_size=image_size, channels=channels, shuffle=shuffle,
         shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat, augment=augment,
@@ -190,22 +185,10 @@ def load(
         )
         for name in splits
     }
-    loaded = datasets[split] if split is not None else _Splits(datasets)
+    loaded = datasets[split] if split is not None else datasets
     return (loaded, DatasetInfo(path, manifest)) if with_info else loaded
 
 
-class _Splits(dict):
-    """`load()`'s datasets by split: "train", and TFRecorder 2.0's "TRAIN"."""
-
-    def __missing__(self, key):
-        name = spellings.split_name(key) if isinstance(key, str) else None
-        if name is None or name == key or not super().__contains__(name):
-            raise KeyError(key)
-        return self[name]
-
-    def __contains__(self, key) -> bool:
-        return super().__contains__(key) or (
-            isinstance(key, str) and super().__contains__(key.lower()))
 
 
 def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfrecorder import fs, manifest_statistics
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import OptionError
-from tfrecorder.legacy.detect import legacy_hint
 from tfrecorder.splits import SPLITS, Split  # noqa: F401  (the manifest names its splits so)
 
 MANIFEST = "dataset.json"
@@ -459,6 +458,19 @@ def read_manifest_bytes(dataset_dir: str) -> bytes:
     raise FileNotFoundError(_no_dataset(dataset_dir))
 
 
+# What else a folder without a manifest may be, each a function of the folder that returns
+# a sentence to add to "no dataset.json" (with a leading space), or "". Registered by
+# what knows another kind of dataset (`tfrecorder.legacy` knows TFRecorder 2.0's), so
+# the contract imports none of them.
+_NO_MANIFEST_HINTS: list[Callable[[str], str]] = []
+
+
+def add_no_manifest_hint(hint: Callable[[str], str]) -> None:
+    """Adds `hint(folder)`'s sentence to the error for a folder without a manifest."""
+    if hint not in _NO_MANIFEST_HINTS:
+        _NO_MANIFEST_HINTS.append(hint)
+
+
 def _no_dataset(dataset_dir: str) -> str:
     """Why there is no manifest to read: nothing at the path (a typo, the wrong folder) is
     said as such, not as a folder that lacks a manifest."""
@@ -469,7 +481,7 @@ def _no_dataset(dataset_dir: str) -> str:
                    else f"{dataset_dir!r} does not exist")
         return f"{missing}: no dataset is there. Check the path."
     return (f"{dataset_dir!r} holds no {MANIFEST}: it is not a finished tfrecorder dataset."
-            + legacy_hint(dataset_dir))
+            + "".join(hint(dataset_dir) for hint in _NO_MANIFEST_HINTS))
 
 
 # --- file names ----------------------------------------------------------------------------

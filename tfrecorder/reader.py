@@ -43,7 +43,6 @@ from tfrecorder import fs
 from tfrecorder.errors import Option, VerificationError
 from tfrecorder.example_decoding import decode_example
 from tfrecorder.layouts import MASK, SEGMENTATION_MASK, layout_of
-from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
     LABEL,
@@ -92,10 +91,9 @@ def open_split(path: str | os.PathLike, split: str = "train", *, decode: bool = 
         `.decode()` it; `image` as a uint8 (height, width, channels) array. A record
         stored without a label has label -1, as in `load()`.
     """
-    path = spellings.dataset_dir(path, None, "open_split")
+    path = os.fspath(path)
     require("split", split, isinstance(split, str),
             f"the name of one split ({', '.join(map(repr, SPLITS))})")
-    split = spellings.split_name(split)
     checked_bool("decode", decode)
     require("channels", channels, is_int(channels) and channels in CHANNELS,
             "3 (RGB) or 0 (each image's own channels)")

@@ -39,7 +39,6 @@ from tfrecorder.drawing import (
 )
 from tfrecorder.errors import OptionError
 from tfrecorder.layouts import BBOX, MASK, OBJECT_LABEL, SEGMENTATION_MASK
-from tfrecorder.legacy import spellings
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
     IMAGE_FEATURES,
@@ -173,7 +172,6 @@ def sample(path: str, split: str, per_class: int, size: int,
         raise OptionError(f"the dataset in {path!r} has no images to show: it was written "
                           "from a table without an image column. Read its records with "
                           "tfrecorder.load or tfrecorder.inspect.", option="path")
-    split = spellings.split_name(split)
     records = split_dataset(path, manifest, split, decode=False)
     class_names = manifest.labels.class_names if manifest.labels is not None else ()
     detection = manifest.task == "detection"

@@ -4,11 +4,10 @@ Google's TFRecorder 2.0 (2020) no longer installs; code written for it passes
 `dataflow_options=`, `num_shards=0`, `names=` or no output folder. Each such spelling is
 translated here to ours, with a `DeprecationWarning` that names the new one. Where 2.0
 gave another *result* (label ids in frequency order, CSV paths relative to the working
-folder, gzip by default) nothing is translated silently: see docs/migrating.md. Only
-`convert` calls it; the readers' spellings (splits named "TRAIN", `tfrecord_dir=`) are in
-`spellings`, which readers import without this module's reach into the writer
-(`table`, to tell a Parquet file from a CSV). `with_2_0_metrics` adds 2.0's names of the
-result's counters.
+folder, gzip by default) nothing is translated silently: see docs/migrating.md. The public
+`convert` (`edge`) calls it before ours; the readers' spellings (splits named "TRAIN",
+`tfrecord_dir=`) are in `spellings`. `with_2_0_metrics` adds 2.0's names of the result's
+counters.
 """
 
 from __future__ import annotations

@@ -2,19 +2,17 @@
 `convert`, deprecated), `check_tfrecords` (our `inspect`, deprecated) and
 `convert_and_load` (`convert`, then `load`: kept as it is, without a warning).
 
-They call both the writer and the readers, so they sit at the top of the package: only
-`tfrecorder/__init__.py` and the command line import this module, and nothing it imports
-imports it back.
+They call the public functions (`edge`), which take 2.0's spellings, so they sit at the
+top of the package: only `tfrecorder/__init__.py` and the command line (`legacy.cli`)
+import this module, and nothing it imports imports it back.
 """
 
 from __future__ import annotations
 
 import warnings
 
-from tfrecorder.convert import convert
-from tfrecorder.inspection import inspect
+from tfrecorder.legacy.edge import convert, inspect, load
 from tfrecorder.legacy.spellings import deprecated
-from tfrecorder.load import load
 
 
 def create_tfrecords(source, output_dir=None, **options):

@@ -1,10 +1,10 @@
 """TFRecorder 2.0's spellings that the readers accept, and `deprecated`, the warning every
 2.0 spelling gives.
 
-Code written for 2.0 names splits "TRAIN" and passes `tfrecord_dir=`; `load`, `inspect`
-and `show` translate both here, with a `DeprecationWarning` that names ours. A leaf
-(errors, splits and wording only): readers import it and nothing else of 2.0's, so reading a
-dataset never reaches the writer. What `convert` translates is in `convert_spellings`.
+Code written for 2.0 names splits "TRAIN" and passes `tfrecord_dir=`; the public `load`,
+`inspect`, `show` and `open_split` (`edge`) translate both here, with a
+`DeprecationWarning` that names ours, before calling the readers. A leaf (errors, splits
+and wording only). What `convert` translates is in `convert_spellings`.
 """
 
 from __future__ import annotations
