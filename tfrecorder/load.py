@@ -189,8 +189,6 @@ def load(
     return (loaded, DatasetInfo(path, manifest)) if with_info else loaded
 
 
-
-
 def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,
                   augment, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
                   with_info, host) -> tuple[int, int] | None:
