@@ -36,6 +36,7 @@ from tfrecorder._interrupt import PROG, interrupted
 from tfrecorder.errors import VALUE, Option, Terminated, TFRecorderError, VerificationError
 from tfrecorder.legacy.functions import check_tfrecords, create_tfrecords
 from tfrecorder.manifest import (
+    DEFAULT_LAYOUT,
     LABEL,
     SPLITS,
     Feature,
@@ -450,7 +451,7 @@ def _info(args: argparse.Namespace) -> int:
             print(textwrap.fill(warning, 88, initial_indent="  - ", subsequent_indent="    "))
     labels = manifest.labels
     print(f"Labels:       {_labels(labels, manifest.task)}")
-    if manifest.task != "classification" or manifest.layout != "tfrecorder":
+    if manifest.task != "classification" or manifest.layout != DEFAULT_LAYOUT:
         print(f"Task:         {manifest.task}, in the {manifest.layout} layout")
     print(f"Compression:  {manifest.compression or 'none'}")
     images = (_image_options(manifest.options) if manifest.has_images

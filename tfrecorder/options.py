@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from tfrecorder.errors import Option, OptionError
+from tfrecorder.layouts import LAYOUTS, Layout, keypoint_names_of
 from tfrecorder.splits import SPLITS, Split, spellings_text, split_named
 from tfrecorder.tfrecord import COMPRESSIONS
 from tfrecorder.vocabulary import class_names
@@ -43,9 +44,6 @@ UNLABELED = ("keep", "error")
 DIFFICULT = ("keep", "drop")
 # What a table's labels describe ("auto": told from the source's columns and content).
 TASKS = ("auto", "classification", "detection", "segmentation")
-# Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
-# models read (`tfrecorder.layouts`).
-LAYOUTS = ("tfrecorder", "tf_models")
 # What a source does with annotations TensorFlow's reference converters skip (a COCO box
 # of zero width, or beyond its image): skip and list them, or refuse the source.
 INVALID_ANNOTATIONS = ("skip", "error")
@@ -383,7 +381,7 @@ class ImageOptions(_Checked):
         "`objects/bbox`, ...; `load()` reads them) or \"tf_models\" (`image/encoded`, "
         "`image/object/bbox/xmin`, ...: the keys TensorFlow's Model Garden and Object "
         "Detection API decoders read, with a `label_map.pbtxt`). `load`, `verify`, `info` "
-        "and `show` read both.", "choice", choices=LAYOUTS,
+        "and `show` read both.", "choice", choices=LAYOUTS.keys(),
         help="feature names: tfrecorder's, or tf_models (image/encoded, image/object/...)")
 
     @property
@@ -392,19 +390,8 @@ class ImageOptions(_Checked):
         `RecordOptions` knows them), so an empty list is an error."""
         return {}
 
-    @functools.cached_property
-    def record_layout(self):
-        """The `layouts.Layout` that names the records' features, built once per options
-        object (a worker encodes every row with it): with the classes' names, where the
-        plan gave them (`RecordOptions`)."""
-        from tfrecorder.layouts import layout_named
-
-        return layout_named(self.layout, getattr(self, "class_names", None),
-                            getattr(self, "model_ids", None),
-                            getattr(self, "keypoint_names", None))
-
     def __post_init__(self):
-        self._require("layout", self.layout in LAYOUTS,
+        self._require("layout", self.layout in LAYOUTS,  # the registry, as it is now
                       f"one of {', '.join(map(repr, LAYOUTS))}")
         self._require("image_format", isinstance(self.image_format, str)
                       and self.image_format in IMAGE_FORMATS,
@@ -662,6 +649,9 @@ class RecordOptions(ImageOptions):
     model_ids: tuple[int, ...] | None = None  # the classes' label-map ids (`Plan.model_ids`)
     # The objects' keypoints' names, which the `tf_models` layout stores as text.
     keypoint_names: tuple[str, ...] | None = None
+    # The layout the plan built for these classes and keypoints, once (a worker encodes
+    # every row with it); None: `layouts.record_layout` asks the registry.
+    record_layout: Layout | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,
@@ -669,8 +659,6 @@ class RecordOptions(ImageOptions):
            model_ids: tuple[int, ...] | None = None) -> RecordOptions:
         """`image` with the classes' names and label-map ids, and the list dtypes and
         keypoint names of `features` (the manifest's, by stored key)."""
-        from tfrecorder.layouts import keypoint_names_of
-
         lists = tuple((key, f.dtype) for key, f in sorted((features or {}).items())
                       if f.shape and f.shape[0] is None)
         return cls(**{f.name: getattr(image, f.name) for f in dataclasses.fields(image)},

@@ -18,13 +18,19 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, OptionError, SchemaError
-from tfrecorder.layouts import MASK, OBJECT_FEATURES, layout_named, object_feature
+from tfrecorder.layouts import (
+    MASK,
+    OBJECT_FEATURES,
+    layout_named,
+    object_feature,
+    record_layout,
+)
 from tfrecorder.manifest import (
     IMAGE_FEATURES,
     LABEL,
@@ -373,7 +379,7 @@ def shard_boundaries(num_rows: int, num_shards: int) -> list[int]:
     return [round(num_rows * (i + 1) / num_shards) for i in range(num_shards)]
 
 
-def record_features(table: Table, image: ImageOptions,
+def stored_features(table: Table, image: ImageOptions,
                     label_vocabulary: tuple[str, ...] | None,
                     vocabularies: Mapping[str, tuple[str, ...]] | None = None
                     ) -> dict[str, Feature]:
@@ -381,15 +387,7 @@ def record_features(table: Table, image: ImageOptions,
     spec from these alone; the encoder types empty lists by them). Without the
     categorical inputs' `vocabularies` (not planned yet), their features have none."""
     layout = layout_named(image.layout, label_vocabulary)
-    if not table.has_images and layout.name != "tfrecorder":
-        raise OptionError(Option("layout", layout.name), " writes the keys TensorFlow's image "
-                          "models read, but the table has no images. Leave it out.",
-                          option="layout")
-    if layout.name != "tfrecorder" and image.image_format == "raw":
-        raise OptionError(Option("layout", layout.name), " stores images that TensorFlow's "
-                          "models decode, and base64 pixels (", Option("image_format", "raw"),
-                          ") are not such images. Pass ", Option("image_format", "auto"),
-                          " (or jpeg, png).", option="image_format")
+    layout.check(table.has_images, image.image_format)
     labels = record_feature_types(table.has_labels, table.multi_label)
     inputs, objects = {}, {}
     for column in table.inputs:
@@ -438,9 +436,11 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
                                 options.shards.compression))
             start = end
     splits = RowColumn(codes.astype(np.int8), SPLITS)
-    features = record_features(table, options.image, vocabulary, vocabularies)
+    features = stored_features(table, options.image, vocabulary, vocabularies)
     model_ids = plan_model_ids(table, options.split, vocabulary)
-    return Plan(seed, RecordOptions.of(options.image, vocabulary, features, model_ids),
+    encoder = RecordOptions.of(options.image, vocabulary, features, model_ids)
+    encoder = replace(encoder, record_layout=record_layout(encoder))  # built once, here
+    return Plan(seed, encoder,
                 options.shards.compression, vocabulary, label_ids,
                 splits, tuple(shards), vocabularies, features, model_ids)
 
