@@ -43,7 +43,7 @@ from tfrecorder.heap import release_freed_memory
 from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
 from tfrecorder.legacy import convert_spellings
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
-from tfrecorder.options import BeamOptions, ConvertOptions
+from tfrecorder.options import ConvertOptions
 from tfrecorder.options import fields as option_fields
 from tfrecorder.plan import (
     make_plan,
@@ -53,6 +53,7 @@ from tfrecorder.plan import (
     stored_features,
 )
 from tfrecorder.rows import Rejection
+from tfrecorder.run_options import BeamOptions
 from tfrecorder.sources import load_table
 from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
 from tfrecorder.table import Table

@@ -28,7 +28,7 @@ from tfrecorder.layouts import OBJECT_LABEL, layout_of
 from tfrecorder.legacy import spellings
 from tfrecorder.load import decode_image, shard_files, shard_records
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
-from tfrecorder.options import checked_int
+from tfrecorder.option_checks import checked_int
 
 CSV_FILE = "records.csv"
 LEGACY_CSV_FILE = "data.csv"  # TFRecorder 2.0's check_tfrecords

@@ -93,9 +93,8 @@ class Layout:
     answers below, and takes one entry in `LAYOUTS`: nothing else names it."""
 
     name = DEFAULT_LAYOUT  # the option's value and the manifest's `layout`
-    # Whether TFDS reads the dataset through `tfds_metadata.tfds_files`: its features are
-    # the stored keys, nested at their slashes, so keys TFDS's own images name otherwise
-    # (`image/encoded`) would not read as an image.
+    # Whether TFDS reads the dataset through the files `tfds_metadata.tfds_files` writes,
+    # which describe the stored keys as TFDS features, nested at their slashes.
     tfds_readable = True
 
     def __init__(self, vocabulary: tuple[str, ...] | None = None,
@@ -210,6 +209,8 @@ class TFModelsLayout(Layout):
     it."""
 
     name = "tf_models"
+    # `image/encoded` would nest as a group, boxes are four lists and object classes
+    # count from 1: no TFDS feature reads them, and TensorFlow's models read the dataset.
     tfds_readable = False
 
     def check(self, has_images: bool, image_format: str) -> None:

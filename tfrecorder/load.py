@@ -63,7 +63,13 @@ from tfrecorder.manifest import (
     Split,
     read_manifest,
 )
-from tfrecorder.options import checked_bool, checked_image_size, checked_int, is_int, require
+from tfrecorder.option_checks import (
+    checked_bool,
+    checked_image_size,
+    checked_int,
+    is_int,
+    require,
+)
 from tfrecorder.tfrecord import open_read, read_records
 from tfrecorder.wording import count
 
