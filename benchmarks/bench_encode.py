@@ -40,7 +40,8 @@ def main() -> None:
 
     from tfrecorder.engines import local
     from tfrecorder.options import ConvertOptions
-    from tfrecorder.plan import PlannedTable, make_plan
+    from tfrecorder.plan import make_plan
+    from tfrecorder.planned_table import PlannedTable
     from tfrecorder.sources import load_table
 
     table = load_table(build_table(args.rows))

@@ -92,7 +92,7 @@ def measure(images: int, folder: str) -> dict[str, float]:
     import tfrecorder
     from tfrecorder import fs, records, tfrecord
     from tfrecorder.engines import local
-    from tfrecorder.plan import PlannedTable
+    from tfrecorder.planned_table import PlannedTable
     from tfrecorder.prefetch import Prefetcher, RowReads
     from tfrecorder.statistics import ShardFacts
     from tfrecorder.tfrecord import ShardWriter

@@ -55,7 +55,8 @@ PACKAGE = Path(__file__).parent.parent / "tfrecorder"
 # The writer's modules, as patterns: the package is being reorganised, so a pattern that
 # names no module (yet, or any more) is skipped. `fs`, `tfrecord` (framing), `manifest`
 # and `errors` are shared.
-WRITER = ("sources", "sources.*", "table", "schema", "plan", "records", "prefetch", "output",
+WRITER = ("sources", "sources.*", "table", "schema", "plan", "planned_table", "records",
+          "prefetch", "output",
           "resume", "convert", "engines.*", "statistics", "chunked", "image_cells", "finish",
           "dataset")
 READERS = {"load", "verify", "verify_records", "inspection", "info", "show", "report",
@@ -64,7 +65,7 @@ READERS = {"load", "verify", "verify_records", "inspection", "info", "show", "re
 # name must exist: a rename must update this list, not silently drop a module from it.
 WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "plan",
           "table", "schema", "finish", "output", "resume", "convert", "manifest", "options",
-          "rows", "statistics"}
+          "rows", "statistics", "planned_table", "option_checks", "run_options"}
 HEAVY = {"tensorflow", "apache_beam"}
 # Where 2.0's spellings are translated: the root (`tfrecorder.load`, ...), the accessor,
 # the command line, and `types` and `input_schema`, 2.0's module names.

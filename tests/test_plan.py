@@ -8,11 +8,11 @@ from tfrecorder.options import ConvertOptions, shards_for_size
 from tfrecorder.plan import (
     make_plan,
     plan_labels,
-    planned_rows,
     shard_boundaries,
     shuffled_order,
     split_by_hash,
 )
+from tfrecorder.planned_table import planned_rows
 from tfrecorder.sources import load_table
 from tfrecorder.splits import Split
 

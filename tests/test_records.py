@@ -204,7 +204,8 @@ def test_rows_without_images_encode_a_column_at_a_time_to_the_row_encoders_bytes
     import pandas as pd
 
     from tfrecorder.options import ConvertOptions
-    from tfrecorder.plan import PlannedTable, make_plan
+    from tfrecorder.plan import make_plan
+    from tfrecorder.planned_table import PlannedTable
     from tfrecorder.records import encode_rows_without_images
     from tfrecorder.sources import load_table
 

@@ -37,6 +37,7 @@ from tfrecorder.errors import Option, Terminated, TFRecorderError, VerificationE
 from tfrecorder.legacy.cli import add_commands as add_tfrecorder_2_commands
 from tfrecorder.legacy.cli import from_fire_flags
 from tfrecorder.manifest import (
+    DEFAULT_LAYOUT,
     LABEL,
     SPLITS,
     Feature,
@@ -244,7 +245,7 @@ def _info(args: argparse.Namespace) -> int:
             print(textwrap.fill(warning, 88, initial_indent="  - ", subsequent_indent="    "))
     labels = manifest.labels
     print(f"Labels:       {_labels(labels, manifest.task)}")
-    if manifest.task != "classification" or manifest.layout != "tfrecorder":
+    if manifest.task != "classification" or manifest.layout != DEFAULT_LAYOUT:
         print(f"Task:         {manifest.task}, in the {manifest.layout} layout")
     print(f"Compression:  {manifest.compression or 'none'}")
     images = (_image_options(manifest.options) if manifest.has_images

@@ -42,16 +42,17 @@ from tfrecorder.finish import (
 from tfrecorder.heap import release_freed_memory
 from tfrecorder.info import DatasetInfo, html_summary, thumbnail_strip
 from tfrecorder.manifest import MANIFEST, REJECTED, Manifest
-from tfrecorder.options import BeamOptions, ConvertOptions
+from tfrecorder.options import ConvertOptions
 from tfrecorder.options import fields as option_fields
 from tfrecorder.plan import (
     make_plan,
     plan_labels,
-    record_features,
     sample_rows,
     shuffled_order,
+    stored_features,
 )
 from tfrecorder.rows import Rejection
+from tfrecorder.run_options import BeamOptions
 from tfrecorder.sources import load_table
 from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
 from tfrecorder.table import Table
@@ -152,7 +153,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
                                                overwrite=options.output.overwrite) as folder:
         order = shuffled_order(len(table.rows), options.split.seed)  # drawn once
         record_bytes = prefetch.mean_record_bytes(
-            sample_rows(table, order), options, record_features(table, options.image,
+            sample_rows(table, order), options, stored_features(table, options.image,
                                                                 labels[0]))
         plan = make_plan(table, options, record_bytes, labels=labels, order=order)
         del order  # (the shards hold their own positions: not 8 bytes a row more in a run)

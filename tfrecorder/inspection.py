@@ -26,7 +26,7 @@ from tfrecorder._tensorflow import tensorflow
 from tfrecorder.decoding import decode_image
 from tfrecorder.layouts import OBJECT_LABEL, layout_of
 from tfrecorder.manifest import LABEL, Manifest, read_manifest
-from tfrecorder.options import checked_int
+from tfrecorder.option_checks import checked_int
 from tfrecorder.shards import shard_files, shard_records
 
 CSV_FILE = "records.csv"

@@ -26,7 +26,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 from tfrecorder._tensorflow import tensorflow
-from tfrecorder.manifest import LABEL, SPLIT, Feature
+from tfrecorder.errors import Option, OptionError
+from tfrecorder.manifest import DEFAULT_LAYOUT, LABEL, SPLIT, Feature
 
 OBJECTS = "objects/"  # the prefix of a detection record's per-object features
 BBOX, OBJECT_LABEL = "objects/bbox", "objects/label"
@@ -86,9 +87,15 @@ def is_detection(values: Mapping) -> bool:
 
 class Layout:
     """tfrecorder's own layout: canonical names are the stored keys; a detection
-    record's classes are `objects/label`, following TFDS's detection datasets."""
+    record's classes are `objects/label`, following TFDS's detection datasets.
 
-    name = "tfrecorder"
+    A new layout subclasses this, overrides the forms it stores otherwise and the
+    answers below, and takes one entry in `LAYOUTS`: nothing else names it."""
+
+    name = DEFAULT_LAYOUT  # the option's value and the manifest's `layout`
+    # Whether TFDS reads the dataset through the files `tfds_metadata.tfds_files` writes,
+    # which describe the stored keys as TFDS features, nested at their slashes.
+    tfds_readable = True
 
     def __init__(self, vocabulary: tuple[str, ...] | None = None,
                  model_ids: tuple[int, ...] | None = None,
@@ -131,6 +138,10 @@ class Layout:
     def key(self, name: str) -> str | None:
         """The stored key of a canonical feature (None: this layout does not store it)."""
         return name
+
+    def check(self, has_images: bool, image_format: str) -> None:
+        """Raises `OptionError` where this layout cannot store the records of a table
+        with (or without) images, stored as `image_format`; checked before planning."""
 
     def canonical(self, parsed: dict) -> dict:
         """Parsed features (tensors) by canonical name: as they are, here."""
@@ -198,6 +209,21 @@ class TFModelsLayout(Layout):
     it."""
 
     name = "tf_models"
+    # `image/encoded` would nest as a group, boxes are four lists and object classes
+    # count from 1: no TFDS feature reads them, and TensorFlow's models read the dataset.
+    tfds_readable = False
+
+    def check(self, has_images: bool, image_format: str) -> None:
+        if not has_images:
+            raise OptionError(Option("layout", self.name), " writes the keys TensorFlow's "
+                              "image models read, but the table has no images. Leave it "
+                              "out.", option="layout")
+        if image_format == "raw":
+            raise OptionError(Option("layout", self.name), " stores images that "
+                              "TensorFlow's models decode, and base64 pixels (",
+                              Option("image_format", "raw"), ") are not such images. "
+                              "Pass ", Option("image_format", "auto"), " (or jpeg, png).",
+                              option="image_format")
 
     def record(self, values: dict, position: int) -> dict:
         found = {_TF_IMAGE[name]: values.pop(name) for name in list(values)
@@ -372,7 +398,9 @@ def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-LAYOUTS = {"tfrecorder": Layout, "tf_models": TFModelsLayout}
+# The one registry of layouts, by name: the `layout` option's choices and check read it,
+# and so do the readers of a manifest's `layout`. A new layout is a class and an entry.
+LAYOUTS: dict[str, type[Layout]] = {layout.name: layout for layout in (Layout, TFModelsLayout)}
 
 
 def label_map_of(manifest) -> str | None:
@@ -395,4 +423,17 @@ def layout_named(name: str | None, vocabulary: tuple[str, ...] | None = None,
     """The layout a manifest or an option names (None: a manifest from before layouts,
     which is tfrecorder's), for classes of these names and label-map ids, and keypoints
     of these names."""
-    return LAYOUTS[name or "tfrecorder"](vocabulary, model_ids, keypoint_names)
+    return LAYOUTS[name or DEFAULT_LAYOUT](vocabulary, model_ids, keypoint_names)
+
+
+def record_layout(options) -> Layout:
+    """The layout the encoder writes records of `options` in: the one the plan built for
+    its classes (`RecordOptions.record_layout`), else (options without a plan: a sample,
+    a test) the one they name, for such classes' names, label-map ids and keypoint names
+    as they hold."""
+    built = getattr(options, "record_layout", None)
+    if built is not None:
+        return built
+    return layout_named(options.layout, getattr(options, "class_names", None),
+                        getattr(options, "model_ids", None),
+                        getattr(options, "keypoint_names", None))

@@ -55,7 +55,7 @@ from tfrecorder.manifest import (
     Split,
     read_manifest,
 )
-from tfrecorder.options import checked_bool, checked_image_size, checked_int, is_int, require
+from tfrecorder.option_checks import checked_bool, checked_image_size, checked_int, is_int, require
 from tfrecorder.shards import shard_reader
 from tfrecorder.wording import count
 

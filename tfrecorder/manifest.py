@@ -40,6 +40,9 @@ TFDS_FEATURES = "features.json"
 TFDS_LABEL_NAMES = {"label": "label.labels.txt", "objects/label": "objects-label.labels.txt"}
 TFDS_FILES = (TFDS_INFO, TFDS_FEATURES, *TFDS_LABEL_NAMES.values())
 FORMAT_VERSION = 1
+# The layout (`tfrecorder.layouts`) of a manifest that names none: `layout` is written
+# only when it is another.
+DEFAULT_LAYOUT = "tfrecorder"
 # The run journal (see `resume`): the run's fingerprint, and a receipt per committed shard.
 RUN_STATE = "resume.json"
 RECEIPT_SUFFIX = ".receipt.json"
@@ -151,7 +154,7 @@ def image_features(image: bytes | str, image_format: str, height: int, width: in
 
 
 def record_feature_types(labels: bool, multi_label: bool) -> dict[str, Feature]:
-    """The features every record has besides its image and inputs (`record_features`
+    """The features every record has besides its image and inputs (`record_values`
     gives their values)."""
     found = {}
     if labels:
@@ -160,7 +163,7 @@ def record_feature_types(labels: bool, multi_label: bool) -> dict[str, Feature]:
     return found
 
 
-def record_features(split: str, label, inputs: Mapping[str, Any]) -> dict:
+def record_values(split: str, label, inputs: Mapping[str, Any]) -> dict:
     """The values of the features every record has besides its image (their types:
     `record_feature_types`), with the input columns' values."""
     features = {**inputs, SPLIT: _STORED_SPLIT[split]}
@@ -170,7 +173,7 @@ def record_features(split: str, label, inputs: Mapping[str, Any]) -> dict:
 
 
 def record_columns(split: str, labels: Sequence, inputs: Mapping[str, Sequence]) -> dict:
-    """`record_features` for many rows of one split, a column at a time (a None label
+    """`record_values` for many rows of one split, a column at a time (a None label
     leaves the feature out of that row's record, as there)."""
     features = {**inputs, SPLIT: [_STORED_SPLIT[split]] * len(labels)}
     if any(label is not None for label in labels):
@@ -331,7 +334,7 @@ class Manifest:
     # records' feature names (`tfrecorder.layouts`); written only when not the default,
     # so that a classification dataset's manifest is the same whichever version wrote it.
     task: str = "classification"
-    layout: str = "tfrecorder"
+    layout: str = DEFAULT_LAYOUT
     # Annotations the source skipped (None: a source that skips none, or a manifest
     # written before sources skipped any).
     skipped_annotations: SkippedAnnotations | None = None
@@ -395,7 +398,7 @@ class Manifest:
         }
         if self.task != "classification":
             found["task"] = self.task
-        if self.layout != "tfrecorder":
+        if self.layout != DEFAULT_LAYOUT:
             found["layout"] = self.layout
         if self.labels is not None:
             found["labels"] = self.labels.to_json()
@@ -432,7 +435,7 @@ class Manifest:
                             tuple(manifest_statistics.Duplicate.from_json(d)
                                   for d in data["duplicates"])),
                 task=data.get("task", "classification"),
-                layout=data.get("layout", "tfrecorder"),
+                layout=data.get("layout", DEFAULT_LAYOUT),
                 skipped_annotations=(SkippedAnnotations.from_json(data["skipped_annotations"])
                                      if data.get("skipped_annotations") else None),
             )

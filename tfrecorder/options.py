@@ -1,17 +1,18 @@
 """Every option of a conversion, as frozen data: the one place an option is declared,
 documented and checked.
 
-Options come in groups (the table, splits, images, rejected rows, shards, the output
-folder, the local run, Beam), each a frozen dataclass checked once, in `__post_init__`,
-with an `OptionError` that names the option. `convert()`'s signature and docstring and
-the `tfrecorder convert` flags are all generated from these fields (see `option`), so an
-option added here is accepted, documented and given a flag everywhere at once, as
-TensorFlow Datasets' `ShardConfig` holds its sharding settings in one place. A group's
+Options come in groups (the table, splits, images, rejected rows, shards, and in
+`run_options` the output folder, the local run and Beam), each a frozen dataclass
+checked once, in `__post_init__`, with an `OptionError` that names the option (the
+checks, and `option`, which declares one, are `option_checks`'). `convert()`'s
+signature and docstring and the `tfrecorder convert` flags are all generated from
+these fields (see `option`), so an option added here is accepted, documented and given
+a flag everywhere at once, as TensorFlow Datasets' `ShardConfig` holds its sharding
+settings in one place. A group's
 first docstring paragraph is its heading in `tfrecorder convert --help`: it speaks to
 users, and notes on the code go in the paragraphs after it.
 
-Light on purpose (no Pillow, no pandas): the plan, the workers and the readers of a
-manifest all hold these.
+Light on purpose (no Pillow, no pandas): the plan and the workers hold these.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import dataclasses
 import difflib
 import functools
 import math
-import numbers
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +29,16 @@ from typing import Any
 import numpy as np
 
 from tfrecorder.errors import Option, OptionError
+from tfrecorder.layouts import LAYOUTS, Layout, keypoint_names_of
+from tfrecorder.option_checks import (
+    Checked,
+    checked_image_size,
+    is_int,
+    is_number,
+    option,
+    refusal,
+)
+from tfrecorder.run_options import BeamOptions, OutputOptions, RunOptions
 from tfrecorder.splits import SPLITS, Split, spellings_text, split_named
 from tfrecorder.tfrecord import COMPRESSIONS
 from tfrecorder.vocabulary import class_names
@@ -43,9 +53,6 @@ UNLABELED = ("keep", "error")
 DIFFICULT = ("keep", "drop")
 # What a table's labels describe ("auto": told from the source's columns and content).
 TASKS = ("auto", "classification", "detection", "segmentation")
-# Which feature names records use: tfrecorder's own, or the `image/...` keys TensorFlow's
-# models read (`tfrecorder.layouts`).
-LAYOUTS = ("tfrecorder", "tf_models")
 # What a source does with annotations TensorFlow's reference converters skip (a COCO box
 # of zero width, or beyond its image): skip and list them, or refuse the source.
 INVALID_ANNOTATIONS = ("skip", "error")
@@ -60,89 +67,8 @@ DEFAULT_SHARD_SIZE_MB = 128  # TensorFlow's guidance: shards of 100-200 MB
 SIZE_SAMPLE = 32  # rows encoded up front to estimate the size of a record
 
 
-def option(default: Any, doc: str, kind: str, *, help: str | None = None,
-           metavar: str | None = None, choices: tuple | None = None,
-           flag: str | None = None) -> Any:
-    """A field that is an option of `convert`.
-
-    Args:
-        doc: what it does, for `convert`'s docstring (Python values).
-        kind: how the command line reads it: "switch" (a bool), "tristate" (True, False
-            or None), "int", "float", "text", "choice" (one of `choices`), or one of the
-            command line's own parsers ("size", "fractions", "shards", "pixels",
-            "schema", "fill", "pairs").
-        help: the flag's help, where it must say something else than `doc`.
-        flag: the flag's name, where it is not `--` + the name with dashes.
-    """
-    return field(default=default, metadata={
-        "doc": doc, "kind": kind, "help": help, "metavar": metavar, "choices": choices,
-        "flag": flag})
-
-
-def is_int(value) -> bool:
-    """An int (NumPy ints too), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def refusal(name: str, expected: str, value) -> OptionError:
-    """The error of an option that cannot take `value`: "image_size must be (height,
-    width) with positive ints, not 224" (`--image-size` on the command line)."""
-    return OptionError(Option(name), f" must be {expected}, not {shown(value)}", option=name)
-
-
-def require(name: str, value, ok: bool, expected: str) -> None:
-    if not ok:
-        raise refusal(name, expected, value)
-
-
-def checked_int(name: str, value, expected: str, minimum: int, maximum: int | None = None,
-                optional: bool = True) -> int | None:
-    """`value` as an int (a NumPy int would not go into JSON), or None where allowed."""
-    if value is None and optional:
-        return None
-    require(name, value, is_int(value) and minimum <= value
-            and (maximum is None or value <= maximum), expected)
-    return int(value)
-
-
-def checked_bool(name: str, value, optional: bool = False) -> bool | None:
-    if value is None and optional:
-        return None
-    require(name, value, isinstance(value, (bool, np.bool_)),
-            "True, False or None" if optional else "True or False")
-    return bool(value)
-
-
-def checked_image_size(value, name: str = "image_size") -> tuple[int, int] | None:
-    """(height, width) as ints, or None: the same check for `convert` and `load`."""
-    if value is None:
-        return None
-    require(name, value, isinstance(value, (tuple, list)) and len(value) == 2
-            and all(is_int(v) and v > 0 for v in value), "(height, width) with positive ints")
-    return int(value[0]), int(value[1])
-
-
-class _Checked:
-    """Checks of one option, used by the groups' `__post_init__`."""
-
-    def _require(self, name: str, ok: bool, expected: str) -> None:
-        require(name, getattr(self, name), ok, expected)
-
-    def _int(self, name: str, expected: str, minimum: int, maximum: int | None = None,
-             optional: bool = True) -> None:
-        object.__setattr__(self, name, checked_int(name, getattr(self, name), expected,
-                                                   minimum, maximum, optional))
-
-    def _bool(self, name: str, optional: bool = False) -> None:
-        object.__setattr__(self, name, checked_bool(name, getattr(self, name), optional))
-
-
 @dataclass(frozen=True)
-class TableOptions(_Checked):
+class TableOptions(Checked):
     """How the source is read into a table."""
 
     header: bool | None = option(
@@ -228,7 +154,7 @@ class TableOptions(_Checked):
 
 
 @dataclass(frozen=True)
-class SplitOptions(_Checked):
+class SplitOptions(Checked):
     """How rows without a split get one, how rows are mixed, and the ids of text labels.
     """
 
@@ -334,7 +260,7 @@ class SplitOptions(_Checked):
 
 
 @dataclass(frozen=True)
-class ImageOptions(_Checked):
+class ImageOptions(Checked):
     """How images are stored, the same way for every row.
 
     Bit depths are never clipped. 16-bit greyscale images (16-bit PNG, TIFF, PGM, and
@@ -383,7 +309,7 @@ class ImageOptions(_Checked):
         "`objects/bbox`, ...; `load()` reads them) or \"tf_models\" (`image/encoded`, "
         "`image/object/bbox/xmin`, ...: the keys TensorFlow's Model Garden and Object "
         "Detection API decoders read, with a `label_map.pbtxt`). `load`, `verify`, `info` "
-        "and `show` read both.", "choice", choices=LAYOUTS,
+        "and `show` read both.", "choice", choices=LAYOUTS.keys(),
         help="feature names: tfrecorder's, or tf_models (image/encoded, image/object/...)")
 
     @property
@@ -392,19 +318,8 @@ class ImageOptions(_Checked):
         `RecordOptions` knows them), so an empty list is an error."""
         return {}
 
-    @functools.cached_property
-    def record_layout(self):
-        """The `layouts.Layout` that names the records' features, built once per options
-        object (a worker encodes every row with it): with the classes' names, where the
-        plan gave them (`RecordOptions`)."""
-        from tfrecorder.layouts import layout_named
-
-        return layout_named(self.layout, getattr(self, "class_names", None),
-                            getattr(self, "model_ids", None),
-                            getattr(self, "keypoint_names", None))
-
     def __post_init__(self):
-        self._require("layout", self.layout in LAYOUTS,
+        self._require("layout", self.layout in LAYOUTS,  # the registry, as it is now
                       f"one of {', '.join(map(repr, LAYOUTS))}")
         self._require("image_format", isinstance(self.image_format, str)
                       and self.image_format in IMAGE_FORMATS,
@@ -424,7 +339,7 @@ class ImageOptions(_Checked):
 
 
 @dataclass(frozen=True)
-class RejectOptions(_Checked):
+class RejectOptions(Checked):
     """What happens to rows whose image cannot be written."""
 
     on_error: str = option(
@@ -454,12 +369,12 @@ class RejectOptions(_Checked):
     def __post_init__(self):
         self._require("on_error", self.on_error in ON_ERROR, f"one of {ON_ERROR}")
         self._require("duplicates", self.duplicates in DUPLICATES, f"one of {DUPLICATES}")
-        self._require("max_rejected", _is_number(self.max_rejected)
+        self._require("max_rejected", is_number(self.max_rejected)
                       and 0 <= self.max_rejected <= 1, "a fraction of the rows, from 0 to 1")
 
 
 @dataclass(frozen=True)
-class ShardOptions(_Checked):
+class ShardOptions(Checked):
     """How many shards each split gets: a given number, or as many as keep shards near
     the target size, from the mean size of a sample of records.
 
@@ -500,7 +415,7 @@ class ShardOptions(_Checked):
         for _, count in counts:
             if count is not None and not (is_int(count) and count >= 1):
                 raise refusal("num_shards", "a positive int", count)
-        self._require("shard_size_mb", _is_number(self.shard_size_mb)
+        self._require("shard_size_mb", is_number(self.shard_size_mb)
                       and self.shard_size_mb > 0, "a positive number")
         self._int("hosts", "a positive int or None", minimum=1)
         uneven = [(split, count) for split, count in counts
@@ -545,113 +460,6 @@ def shards_for_size(num_rows: int, record_bytes: float, shard_bytes: int) -> int
 
 
 @dataclass(frozen=True)
-class OutputOptions(_Checked):
-    """What to do with what is already in the output folder."""
-
-    overwrite: bool = option(
-        False, "replace a dataset already in output_dir. A run holds a lock on output_dir "
-        "throughout: a second run into it fails at once, naming the first.", "switch",
-        help="replace a dataset already in OUTPUT_DIR")
-    resume: bool = option(
-        False, "continue a run that was interrupted (Ctrl-C, killed, a lost machine): keep "
-        "the shards it committed, after checking every record, and write the rest; the "
-        "dataset is the same, byte for byte, as an uninterrupted run's. A run with another "
-        "table or other options is refused. A resumable run that is interrupted keeps its "
-        "committed shards (without resume, it deletes them).", "switch",
-        help="continue an interrupted run into OUTPUT_DIR: keep the shards it finished "
-             "(after checking them) and write the rest")
-
-    exclusive = ("overwrite", "resume")  # the command line offers one or the other
-
-    def __post_init__(self):
-        self._bool("overwrite")
-        self._bool("resume")
-        if self.resume and self.overwrite:
-            raise OptionError(
-                Option("resume", True), " continues an interrupted run and ",
-                Option("overwrite", True), " replaces it: pass one of them.",
-                option="resume")
-
-
-@dataclass(frozen=True)
-class RunOptions(_Checked):
-    """How the local engine runs."""
-
-    num_workers: int | None = option(
-        None, "worker processes (default: all cores; 1 runs in this process).", "int",
-        metavar="N", help="worker processes (default: all cores)")
-    progress: bool = option(True, "show a progress bar.", "switch",
-                            help="hide the progress bar")
-
-    def __post_init__(self):
-        self._int("num_workers", "a positive int or None", minimum=1)
-        self._bool("progress")
-
-
-@dataclass(frozen=True)
-class BeamOptions(_Checked):
-    """Running the plan as an Apache Beam pipeline instead of the local engine."""
-
-    runner: str | None = option(
-        None, "None writes with the local process pool; an Apache Beam runner name "
-        "(\"DirectRunner\", \"DataflowRunner\", ...) runs the same plan as a Beam pipeline "
-        "and gives the same shards.", "text", metavar="NAME",
-        help="run as an Apache Beam pipeline on this runner (DirectRunner, DataflowRunner, "
-             "...) instead of the local process pool")
-    beam_options: Mapping | None = option(
-        None, "Beam pipeline options for runner, e.g. {\"machine_type\": \"n2-standard-4\", "
-        "\"max_num_workers\": 20, \"direct_running_mode\": \"multi_processing\"}; Dataflow "
-        "options pass through.", "pairs", metavar="KEY=VALUE", flag="--beam-option",
-        help="a Beam pipeline option for --runner, e.g. temp_location=gs://bucket/tmp "
-             "(repeatable)")
-    project: str | None = option(None, "Google Cloud project, for DataflowRunner.", "text")
-    region: str | None = option(None, "Google Cloud region, for DataflowRunner.", "text")
-    temp_location: str | None = option(
-        None, "for DataflowRunner: gs://, where the job stages its input and temporary "
-        "files.", "text", metavar="GS_URI",
-        help="gs:// folder for the job's staged input and temporary files")
-    tfrecorder_wheel: str | os.PathLike | None = option(
-        None, "a tfrecorder wheel (or sdist) for a Beam runner's workers to install. By "
-        "default tfrecorder builds one from the package this process runs (declaring only "
-        "what workers need: no TensorFlow) and stages it, unless beam_options ship the "
-        "code already (extra_packages with a tfrecorder package, setup_file or "
-        "sdk_container_image).", "text", metavar="PATH",
-        help="a tfrecorder wheel for remote Beam workers to install (default: one is built "
-             "from this installation and staged)")
-    wait: bool | None = option(
-        None, "wait for a Beam job to finish; default True, but False for DataflowRunner, "
-        "which then returns the job id and console URL at once (the job writes the "
-        "manifest itself when it is done).", "tristate",
-        help="wait for a Beam job to finish (default: yes, but not for DataflowRunner, "
-             "which prints the job's id and console URL)")
-
-    def __post_init__(self):
-        self._require("runner", self.runner is None or isinstance(self.runner, str),
-                      "a Beam runner's name")
-        self._require("beam_options", self.beam_options is None
-                      or isinstance(self.beam_options, Mapping), "a dict of Beam options")
-        self._require("tfrecorder_wheel", self.tfrecorder_wheel is None
-                      or isinstance(self.tfrecorder_wheel, (str, os.PathLike)),
-                      "a path to a wheel")
-        self._bool("wait", optional=True)
-
-    @property
-    def waits(self) -> bool:
-        return self.wait if self.wait is not None else self.runner != "DataflowRunner"
-
-    def pipeline_options(self) -> dict:
-        """`beam_options` with the Dataflow options and the wheel given on their own."""
-        found = {**(self.beam_options or {}), **{
-            name: value for name, value in (("project", self.project), ("region", self.region),
-                                            ("temp_location", self.temp_location))
-            if value is not None}}
-        if self.tfrecorder_wheel is not None:
-            found["extra_packages"] = [*(found.get("extra_packages") or []),
-                                       os.fspath(self.tfrecorder_wheel)]
-        return found
-
-
-@dataclass(frozen=True)
 class RecordOptions(ImageOptions):
     """`ImageOptions` with what the plan adds for the record encoder: the classes' names,
     which the `tf_models` layout stores as text beside their ids, and the dtype of each
@@ -662,6 +470,9 @@ class RecordOptions(ImageOptions):
     model_ids: tuple[int, ...] | None = None  # the classes' label-map ids (`Plan.model_ids`)
     # The objects' keypoints' names, which the `tf_models` layout stores as text.
     keypoint_names: tuple[str, ...] | None = None
+    # The layout the plan built for these classes and keypoints, once (a worker encodes
+    # every row with it); None: `layouts.record_layout` asks the registry.
+    record_layout: Layout | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,
@@ -669,8 +480,6 @@ class RecordOptions(ImageOptions):
            model_ids: tuple[int, ...] | None = None) -> RecordOptions:
         """`image` with the classes' names and label-map ids, and the list dtypes and
         keypoint names of `features` (the manifest's, by stored key)."""
-        from tfrecorder.layouts import keypoint_names_of
-
         lists = tuple((key, f.dtype) for key, f in sorted((features or {}).items())
                       if f.shape and f.shape[0] is None)
         return cls(**{f.name: getattr(image, f.name) for f in dataclasses.fields(image)},
@@ -724,10 +533,10 @@ class ConvertOptions:
         return {"seed": self.split.seed, **image,
                 "compression": self.shards.compression,
                 "unassigned_split": list(self.split.unassigned_split),
-                **({"stratify": True} if self.split.stratify else {}),  # as before, else
+                **({"stratify": True} if self.split.stratify else {}),
                 "num_shards": self.shards.num_shards,
                 "shard_size_mb": self.shards.shard_size_mb,
-                **({"hosts": self.shards.hosts} if self.shards.hosts else {}),  # as before
+                **({"hosts": self.shards.hosts} if self.shards.hosts else {}),
                 "duplicates": self.reject.duplicates}
 
 

@@ -171,7 +171,7 @@ def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions,
     reads from buckets), which the plan must not load and frozen options must not do: so
     it lives here, beside the encoder it runs, with the sample's reads started at once.
     Image headers only: the sample is not validated. `features` are the records' (the
-    plan's, by `plan.record_features`).
+    plan's, by `plan.stored_features`).
     """
     if not options.shards.sized_by_bytes:
         return 0.0

@@ -52,7 +52,7 @@ from tfrecorder.manifest import (
     Manifest,
     read_manifest,
 )
-from tfrecorder.options import checked_bool, is_int, require
+from tfrecorder.option_checks import checked_bool, is_int, require
 from tfrecorder.shards import shard_records
 from tfrecorder.tfrecord import CorruptRecordError, frame_offsets, unframed
 

@@ -54,12 +54,13 @@ from tfrecorder.image_checks import (
     png_header,
     with_pillow,
 )
+from tfrecorder.layouts import record_layout
 from tfrecorder.manifest import (
     BASE64_ALTCHARS,
     SIGNATURES,
     image_features,
     record_columns,
-    record_features,
+    record_values,
 )
 from tfrecorder.options import ImageOptions, RecordOptions
 from tfrecorder.rows import Record, Rejection, Row, StoredImage
@@ -77,8 +78,8 @@ def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | Non
     a segmentation row's mask's; by default the files are read now. The engines pass
     readers that fetched ahead (`prefetch`).
     """
-    features = record_features(row.split, row.label, row.inputs)
-    layout = options.record_layout
+    features = record_values(row.split, row.label, row.inputs)
+    layout = record_layout(options)
     if row.image is not None:  # held in memory: bytes as a file's, or pixels
         data = image_data(row.image)
         if isinstance(data, bytes) and not data:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from tfrecorder.layouts import BBOX, MASK, OBJECTS
+from tfrecorder.layouts import BBOX, MASK, OBJECTS, layout_of
 from tfrecorder.manifest import (
     DECODE_FEATURES,
     LABEL,
@@ -88,12 +88,14 @@ def tfds_files(manifest: Manifest) -> dict[str, bytes]:
 
 
 def tfds_readable(manifest: Manifest) -> bool:
-    """Whether TFDS reads the dataset through `tfds_files`: not gzip shards, nor the
-    tf_models layout, nor features TFDS cannot nest ("a" beside "a/b", an empty group)."""
+    """Whether TFDS reads the dataset through `tfds_files`: not gzip shards, nor a layout
+    TFDS cannot read (`Layout.tfds_readable`: the tf_models one), nor features TFDS cannot
+    nest ("a" beside "a/b", an empty group)."""
     keys = list(manifest.features)
     nestable = all(all(key.split("/")) for key in keys) and not any(
         other.startswith(key + "/") for key in keys for other in keys)
-    return manifest.compression is None and manifest.layout == "tfrecorder" and nestable
+    return (manifest.compression is None and layout_of(manifest).tfds_readable
+            and nestable)
 
 
 def _dataset_info(manifest: Manifest) -> dict:

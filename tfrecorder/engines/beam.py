@@ -53,7 +53,8 @@ from tfrecorder.finish import (
 from tfrecorder.manifest import Manifest
 from tfrecorder.options import ConvertOptions, RecordOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
-from tfrecorder.plan import Plan, planned_rows
+from tfrecorder.plan import Plan
+from tfrecorder.planned_table import planned_rows
 from tfrecorder.prefetch import Prefetcher, encode_in_order
 from tfrecorder.records import encode_rows_without_images
 from tfrecorder.resume import Journal

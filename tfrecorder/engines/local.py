@@ -2,7 +2,7 @@
 
 Every shard is cut into segments of consecutive planned rows. Workers take segments (a
 split and the rows' positions) from one shared queue, read the rows' values from the
-`plan.PlannedTable` they share with the driver by fork, encode them (`records.encode_row`
+`planned_table.PlannedTable` they share with the driver by fork, encode them (`records.encode_row`
 a row at a time with images; `records.encode_rows_without_images` a column at a time
 without) and write their framed records to a temporary segment file. The driver appends
 finished segments to their shard in plan order (in the kernel, without copying bytes
@@ -51,7 +51,8 @@ from tfrecorder.errors import ConversionAborted
 from tfrecorder.finish import RejectionLimit, Written, WrittenShard, image_error
 from tfrecorder.options import ConvertOptions, RecordOptions
 from tfrecorder.output import OutputFolder, private_temp_dir
-from tfrecorder.plan import Plan, PlannedTable, Shard
+from tfrecorder.plan import Plan, Shard
+from tfrecorder.planned_table import PlannedTable
 from tfrecorder.prefetch import MAX_IN_FLIGHT, Prefetcher, RowReads, encode_read
 from tfrecorder.records import encode_rows_without_images
 from tfrecorder.resume import Journal

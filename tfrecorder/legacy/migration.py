@@ -71,7 +71,7 @@ _REJECTED_COLUMNS = ("shard", "record", "split", "image_name", "label", "reason"
 # --- reading what 2.0 wrote ----------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Layout:
+class _OldFolder:
     """What a 2.0 folder holds, read from its schema, vocabulary and file names."""
 
     features: dict[str, str]  # 2.0's feature -> our dtype, as its schema lists them
@@ -90,7 +90,7 @@ class _Layout:
                 if name not in (*_IMAGE, manifest.SPLIT) and name != self.label]
 
 
-def _read_layout(old_dir: str) -> _Layout:
+def _read_old_folder(old_dir: str) -> _OldFolder:
     schema = _parse_text_proto(_read_text(old_dir, *SCHEMA))
     features, categorical = {}, []
     for feature in schema.get("feature", []):
@@ -122,7 +122,7 @@ def _read_layout(old_dir: str) -> _Layout:
     label = categorical[0] if categorical else manifest.LABEL if integer_label else None
     vocabulary = _read_vocabulary(old_dir) if categorical else None
     shards, compression = _find_shards(old_dir)
-    return _Layout(features, label, vocabulary, shards, compression)
+    return _OldFolder(features, label, vocabulary, shards, compression)
 
 
 def _read_text(old_dir: str, *parts: str) -> str:
@@ -285,14 +285,14 @@ def migrate(old_dir: str | os.PathLike, new_dir: str | os.PathLike, *,
         raise OptionError(f"new_dir {new_dir!r} is old_dir: migrate writes a new dataset "
                           "beside the old one. Choose another ", Option("new_dir"),
                           ".", option="new_dir")
-    layout = _read_layout(old_dir)
+    old = _read_old_folder(old_dir)
     run_id = output.new_run_id()
     # One request per bucket, before any shard is read: credentials, buckets, permissions.
     fs.check_access([old_dir], new_dir, f".tfrecorder-probe-{run_id}")
     with output.claim(new_dir, run_id, overwrite=overwrite, resume=False) as folder:
         folder.clear(folder.existing)
         try:
-            written = _write(old_dir, layout, folder)
+            written = _write(old_dir, old, folder)
         except BaseException:
             folder.clean_up(keep_committed=False)
             logger.warning("Migration stopped; removed the files it wrote. No dataset was "
@@ -309,16 +309,16 @@ def _same_folder(a: str, b: str) -> bool:
     return os.path.realpath(fs.local_path(a)) == os.path.realpath(fs.local_path(b))
 
 
-def _write(old_dir: str, layout: _Layout, folder) -> manifest.Manifest:
+def _write(old_dir: str, old: _OldFolder, folder) -> manifest.Manifest:
     """Writes every shard, then rejected.csv, then the manifest, into the claimed folder."""
     splits, rejections, largest_label = {}, [], -1
-    for split, names in layout.shards.items():
+    for split, names in old.shards.items():
         shards = []
         for index, name in enumerate(names):
-            new_name = manifest.shard_filename(split, index, len(names), layout.compression)
+            new_name = manifest.shard_filename(split, index, len(names), old.compression)
             with ShardWriter(folder.uri(new_name), folder.temp_suffix,
-                             layout.compression) as writer:
-                for record, label in _records(old_dir, name, split, layout, rejections):
+                             old.compression) as writer:
+                for record, label in _records(old_dir, name, split, old, rejections):
                     writer.write(record)
                     largest_label = max(largest_label, -1 if label is None else label)
             shards.append(manifest.ShardInfo(new_name, writer.num_records,
@@ -339,11 +339,11 @@ def _write(old_dir: str, layout: _Layout, folder) -> manifest.Manifest:
             "nothing to migrate. Convert the source images again with tfrecorder.convert.")
     folder.write_bytes(manifest.REJECTED, _rejected_csv(rejections))
     finished = manifest.Manifest(
-        compression=layout.compression, features=_features(layout),
+        compression=old.compression, features=_features(old),
         num_source_rows=num_records + len(rejections),
-        options={"image_format": "raw", "compression": layout.compression,
+        options={"image_format": "raw", "compression": old.compression,
                  "migrated_from": "TFRecorder 2.0", "source": old_dir},
-        labels=_labels(layout, largest_label), splits=splits,
+        labels=_labels(old, largest_label), splits=splits,
         rejected=manifest.Rejected(manifest.REJECTED, len(rejections),
                                    rejection_reasons(rejections)),
         created_by=f"tfrecorder {__version__} (migrate from TFRecorder 2.0)")
@@ -351,25 +351,25 @@ def _write(old_dir: str, layout: _Layout, folder) -> manifest.Manifest:
     return finished
 
 
-def _features(layout: _Layout) -> dict[str, manifest.Feature]:
+def _features(old: _OldFolder) -> dict[str, manifest.Feature]:
     """Ours, in the order `convert` lists them: image, label and split, then inputs."""
-    found = dict(manifest.IMAGE_FEATURES) if layout.has_images else {}
-    found.update(manifest.record_feature_types(layout.label is not None, multi_label=False))
-    found.update({name: manifest.Feature(layout.features[name]) for name in layout.inputs})
+    found = dict(manifest.IMAGE_FEATURES) if old.has_images else {}
+    found.update(manifest.record_feature_types(old.label is not None, multi_label=False))
+    found.update({name: manifest.Feature(old.features[name]) for name in old.inputs})
     return found
 
 
-def _labels(layout: _Layout, largest_label: int) -> manifest.Labels | None:
+def _labels(old: _OldFolder, largest_label: int) -> manifest.Labels | None:
     """2.0's vocabulary as it is; for integer labels, as `convert` has them, the
     largest id + 1 classes."""
-    if layout.label is None:
+    if old.label is None:
         return None
-    if layout.vocabulary is not None:
-        return manifest.Labels("text", layout.vocabulary, num_classes=len(layout.vocabulary))
+    if old.vocabulary is not None:
+        return manifest.Labels("text", old.vocabulary, num_classes=len(old.vocabulary))
     return manifest.Labels("integer", None, num_classes=largest_label + 1)
 
 
-def _records(old_dir: str, name: str, split: manifest.Split, layout: _Layout,
+def _records(old_dir: str, name: str, split: manifest.Split, old: _OldFolder,
              rejections: list):
     """Our records (with their label id) for the records of one 2.0 shard; those 2.0
     could not have read back go to `rejections`. A damaged shard is a VerificationError
@@ -382,17 +382,17 @@ def _records(old_dir: str, name: str, split: manifest.Split, layout: _Layout,
     path = fs.join(old_dir, name)
     number = 0
     try:
-        with open_read(path, layout.compression) as stream:
+        with open_read(path, old.compression) as stream:
             for number, serialized in enumerate(read_records(stream)):
                 values = _values(Example.FromString(serialized))
-                reason = _problem(values, split, layout)
+                reason = _problem(values, split, old)
                 if reason is None:
-                    label = values[layout.label][0] if layout.label is not None else None
-                    yield _our_record(values, split, layout, label), label
+                    label = values[old.label][0] if old.label is not None else None
+                    yield _our_record(values, split, old, label), label
                 else:
                     rejections.append(_Rejection(
                         name, number, split.stored, _text(values.get("image_name")),
-                        str(_first(values.get(layout.label or ""), "")), reason))
+                        str(_first(values.get(old.label or ""), "")), reason))
     except StorageError:  # the store failed, not the shard
         raise
     except (CorruptRecordError, DecodeError, OSError, EOFError, zlib.error) as error:
@@ -420,24 +420,24 @@ def _text(values) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _problem(values: dict[str, list], split: manifest.Split, layout: _Layout) -> str | None:
+def _problem(values: dict[str, list], split: manifest.Split, old: _OldFolder) -> str | None:
     """Why 2.0 could not have read this record back, or None."""
-    for name in layout.features:
+    for name in old.features:
         if len(values.get(name, ())) != 1:
             return (f"{len(values.get(name, ()))} values of {name!r}, where TFRecorder 2.0's "
                     "schema has one")
     stored = values.get(manifest.SPLIT, [split.stored.encode()])[0]
     if stored != split.stored.encode():
         return f"split {stored!r} in a {split} shard"
-    if layout.label is not None:
-        label = values[layout.label][0]
-        size = len(layout.vocabulary) if layout.vocabulary is not None else None
+    if old.label is not None:
+        label = values[old.label][0]
+        size = len(old.vocabulary) if old.vocabulary is not None else None
         if label < 0 or (size is not None and label >= size):
             return (f"label id {label}, outside TFRecorder 2.0's vocabulary of {size}: it "
                     "held only the labels of TRAIN, so a label seen only in another split "
                     "lost its name" if size is not None else
                     f"label id {label}: ids are 0 or more")
-    if layout.has_images:
+    if old.has_images:
         height, width, channels = (values[k][0] for k in _IMAGE[1:4])
         try:
             size = len(base64.b64decode(values["image"][0], altchars=manifest.BASE64_ALTCHARS,
@@ -451,13 +451,13 @@ def _problem(values: dict[str, list], split: manifest.Split, layout: _Layout) ->
     return None
 
 
-def _our_record(values: dict[str, list], split: manifest.Split, layout: _Layout,
+def _our_record(values: dict[str, list], split: manifest.Split, old: _OldFolder,
                 label) -> bytes:
     """The record as `convert` writes it: 2.0's values, untouched, under our names, with
     `image_format` and `image_uri` added."""
-    inputs = {name: values[name][0] for name in layout.inputs}
-    features = manifest.record_features(split, label, inputs)
-    if layout.has_images:
+    inputs = {name: values[name][0] for name in old.inputs}
+    features = manifest.record_values(split, label, inputs)
+    if old.has_images:
         name = _text(values["image_name"])
         height, width, channels = (values[k][0] for k in _IMAGE[1:4])
         features.update(manifest.image_features(values["image"][0], "raw", height, width,

@@ -5,7 +5,7 @@ other.
 Images are never copied here: an array of N images becomes a column of N views of it,
 and a Hugging Face image column stays Arrow-backed (its memory-mapped cache file), so
 the table costs a few dozen bytes a row beyond the pixels the caller already holds, and
-workers read the images from it by fork (`plan.PlannedTable`).
+workers read the images from it by fork (`planned_table.PlannedTable`).
 """
 
 from __future__ import annotations
