@@ -253,9 +253,9 @@ def coco_memory(path: str) -> str:
     what `convert` does next before it reads an image: the labels' ids (`plan_labels`)
     and a `stat` of every image (`missing_local_images`; none exists here)."""
     from tfrecorder.options import SplitOptions
-    from tfrecorder.plan import plan_labels
     from tfrecorder.sources import load_table
     from tfrecorder.sources.image_paths import missing_local_images
+    from tfrecorder.write.plan import plan_labels
 
     start = time.perf_counter()
     table = load_table(path, task="detection")

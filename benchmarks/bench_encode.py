@@ -38,11 +38,11 @@ def main() -> None:
     if args.whole:
         return whole(args.rows)
 
-    from tfrecorder.engines import local
     from tfrecorder.options import ConvertOptions
-    from tfrecorder.plan import make_plan
-    from tfrecorder.planned_table import PlannedTable
     from tfrecorder.sources import load_table
+    from tfrecorder.write.engines import local
+    from tfrecorder.write.plan import make_plan
+    from tfrecorder.write.planned_table import PlannedTable
 
     table = load_table(build_table(args.rows))
     plan = make_plan(table, ConvertOptions.from_keywords())

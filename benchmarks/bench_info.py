@@ -29,8 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import harness  # noqa: E402
 import stores  # noqa: E402
 
-from tfrecorder import fs  # noqa: E402
-from tfrecorder.manifest import (  # noqa: E402
+from tfrecorder.format.manifest import (  # noqa: E402
     IMAGE_FEATURES,
     Labels,
     Manifest,
@@ -40,14 +39,15 @@ from tfrecorder.manifest import (  # noqa: E402
     SplitInfo,
     record_feature_types,
 )
-from tfrecorder.manifest_statistics import (  # noqa: E402
+from tfrecorder.format.manifest_statistics import (  # noqa: E402
     Copy,
     Distribution,
     Duplicate,
     SplitStatistics,
 )
-from tfrecorder.rows import Record, Row, StoredImage  # noqa: E402
-from tfrecorder.statistics import (  # noqa: E402
+from tfrecorder.storage import fs  # noqa: E402
+from tfrecorder.write.rows import Record, Row, StoredImage  # noqa: E402
+from tfrecorder.write.statistics import (  # noqa: E402
     ShardFacts,
     candidate_duplicates,
     describe_duplicates,

@@ -36,7 +36,7 @@ def main() -> None:
                         help="also time the hand-written tf.train.Example loop")
     args = parser.parse_args()
     import tfrecorder
-    from tfrecorder.engines import local
+    from tfrecorder.write.engines import local
 
     os.makedirs(args.out, exist_ok=True)
     with np.load(arrays_input(args.images, args.out)) as data:

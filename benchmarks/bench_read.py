@@ -85,7 +85,7 @@ def on_path(*names: str) -> None:
 
 def shards(path: str) -> list[tuple[str, str]]:
     """(shard, index) paths of the train split."""
-    from tfrecorder.manifest import read_manifest
+    from tfrecorder.format.manifest import read_manifest
 
     return [(os.path.join(path, s.file), os.path.join(path, s.index))
             for s in read_manifest(path).splits["train"].shards]
@@ -233,7 +233,7 @@ def main():
     cpu_ms = {name: statistics.median(1000 * r[name]["cpu"] / args.images for r in measured)
               for name in names}
 
-    from tfrecorder.manifest import read_manifest
+    from tfrecorder.format.manifest import read_manifest
 
     stats = read_manifest(path).statistics["train"]
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout

@@ -125,12 +125,12 @@ def contender(name: str, table_pickle: str, out: str) -> dict:
     if name.startswith("beam-"):
         read = beam_reader(shared=name == "beam-shared")
     elif name.endswith("-floor"):
-        from tfrecorder import fs
+        from tfrecorder.storage import fs
 
         read = fs.read_bytes
     else:
-        from tfrecorder import prefetch
-        from tfrecorder.engines import local
+        from tfrecorder.write import prefetch
+        from tfrecorder.write.engines import local
 
         phases = Phases({"_estimate_record_bytes": (prefetch, "mean_record_bytes"),
                          "write_local": (local, "write_local")})

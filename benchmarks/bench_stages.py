@@ -90,12 +90,14 @@ def measure(images: int, folder: str) -> dict[str, float]:
     import xxhash
 
     import tfrecorder
-    from tfrecorder import fs, records, tfrecord
-    from tfrecorder.engines import local
-    from tfrecorder.planned_table import PlannedTable
-    from tfrecorder.prefetch import Prefetcher, RowReads
-    from tfrecorder.statistics import ShardFacts
-    from tfrecorder.tfrecord import ShardWriter
+    from tfrecorder.format import tfrecord
+    from tfrecorder.format.tfrecord import ShardWriter
+    from tfrecorder.storage import fs
+    from tfrecorder.write import records
+    from tfrecorder.write.engines import local
+    from tfrecorder.write.planned_table import PlannedTable
+    from tfrecorder.write.prefetch import Prefetcher, RowReads
+    from tfrecorder.write.statistics import ShardFacts
 
     # Before the workers sent their frame sizes (c2c3415), the driver walked each
     # segment for the index; a --base tree from then still does.

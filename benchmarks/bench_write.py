@@ -112,7 +112,8 @@ def check_by_full_decode():
     issue 12: patched in this process, which the local engine's workers fork from."""
     import simplejpeg
 
-    from tfrecorder import image_checks, records
+    from tfrecorder.format import image_checks
+    from tfrecorder.write import records
 
     def check(data, header):
         colorspace = {1: "GRAY", 4: "CMYK"}.get(header.components, "RGB")

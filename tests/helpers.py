@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from tfrecorder.example import encode_example
-from tfrecorder.manifest import index_filename
-from tfrecorder.tfrecord import ShardWriter
+from tfrecorder.format.example import encode_example
+from tfrecorder.format.manifest import index_filename
+from tfrecorder.format.tfrecord import ShardWriter
 
 _SHAPES = {"L": (), "LA": (2,), "RGB": (3,), "RGBA": (4,)}
 # What TensorFlow Datasets reads a dataset with a text label by (`tfds_metadata`), in a
@@ -128,8 +128,8 @@ def download(prefix: str, local_dir) -> str:
     folder, into `local_dir`."""
     from apache_beam.io.filesystems import FileSystems
 
-    from tfrecorder import fs
-    from tfrecorder.manifest import folder_files
+    from tfrecorder.format.manifest import folder_files
+    from tfrecorder.storage import fs
 
     os.makedirs(local_dir, exist_ok=True)
     for name in folder_files(prefix):

@@ -138,7 +138,7 @@ def test_gs_images_to_a_gs_dataset_on_beam(image_table, tmp_path, gcs_bucket):
     assert dataset_files(beam_copy) == dataset_files(download(local_out, tmp_path / "local"))
     assert sorted(os.listdir(beam_copy)) == sorted(
         ["dataset.json", "rejected.csv", *TFDS_FILES] + shard_and_index_names(result.shards))
-    from tfrecorder import fs
+    from tfrecorder.storage import fs
 
     assert list(fs.list_files(f"gs://{gcs_bucket}/beam/tmp")) == []  # staging cleaned up
 
@@ -166,7 +166,7 @@ def test_a_dataflow_job_for_a_million_rows_stays_small(gcs_bucket):
         assert any(wheel in payload for payload in staged), staged
     assert sizes[1_000_000] < 200_000
     assert abs(sizes[1_000_000] - sizes[1_000]) < 1_000  # independent of the table
-    from tfrecorder import fs
+    from tfrecorder.storage import fs
 
     assert list(fs.list_files(f"gs://{gcs_bucket}/dry")) == []  # nothing staged is left
 

@@ -270,7 +270,7 @@ def test_rows_are_read_from_arrow_chunks_in_the_order_asked():
     read) take rows chunk by chunk and give them back in the order asked, as iloc does."""
     import pyarrow as pa
 
-    from tfrecorder.table import ArrowColumn, rows_at
+    from tfrecorder.sources.table import ArrowColumn, rows_at
 
     text = pa.chunked_array([pa.array(["a", "b", "c"], pa.large_string()), pa.array(
         [], pa.large_string()), pa.array(["d", "e"], pa.large_string())])

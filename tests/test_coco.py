@@ -21,7 +21,7 @@ from PIL import Image
 import tfrecorder
 from tfrecorder import TooManyRejectedError, cli
 from tfrecorder.errors import ImageError, SchemaError
-from tfrecorder.manifest import REJECTED, SKIPPED_ANNOTATIONS
+from tfrecorder.format.manifest import REJECTED, SKIPPED_ANNOTATIONS
 from tfrecorder.sources import load_table
 
 # Ids with gaps, in no order, one category used by no annotation (18, "dog").

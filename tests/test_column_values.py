@@ -5,9 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tfrecorder import SchemaError, column_values
-from tfrecorder.example import number_grid
-from tfrecorder.hashing import cell_words
+from tfrecorder import SchemaError
+from tfrecorder.format.example import number_grid
+from tfrecorder.sources import column_values
+from tfrecorder.sources.hashing import cell_words
 
 
 def cells_of(values: list) -> pd.Series:

@@ -273,8 +273,8 @@ def test_segment_files_hold_every_record_framed_however_they_are_written(tmp_pat
     """A worker gathers a segment's frames and writes them a MiB (or 250 records) at a
     time; the file is the frames as `framed` joins them, even when the system writes
     less than it was asked to."""
-    from tfrecorder.engines import local
-    from tfrecorder.tfrecord import framed
+    from tfrecorder.format.tfrecord import framed
+    from tfrecorder.write.engines import local
 
     if short_writes:  # at most 1,000 bytes a call
         monkeypatch.setattr(local, "_writev",

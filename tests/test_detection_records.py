@@ -16,8 +16,8 @@ from helpers import read_manifest
 from PIL import Image
 
 import tfrecorder
-from tfrecorder.annotations import instance_masks, rle_decode
 from tfrecorder.errors import OptionError
+from tfrecorder.write.annotations import instance_masks, rle_decode
 
 
 @pytest.fixture(scope="module")

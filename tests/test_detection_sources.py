@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from tfrecorder import SchemaError
-from tfrecorder.annotations import segmentation
 from tfrecorder.errors import Option
 from tfrecorder.sources import (
     FILE_FORMATS,
@@ -24,6 +23,7 @@ from tfrecorder.sources import (
     vertex_jsonl,
 )
 from tfrecorder.sources.detection import AREA, BBOX, IS_CROWD, MASK
+from tfrecorder.write.annotations import segmentation
 
 DATA = Path(__file__).parent / "data" / "detection"
 # The objects of tests/data/detection's three files, image by image, in the order of

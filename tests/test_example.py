@@ -1,7 +1,7 @@
 import pytest
 import tensorflow as tf
 
-from tfrecorder.example import encode_example, encode_examples
+from tfrecorder.format.example import encode_example, encode_examples
 
 
 def test_tensorflow_parses_every_value_type():

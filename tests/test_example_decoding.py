@@ -8,8 +8,8 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 from test_example import tf_example
 
-from tfrecorder.example import encode_example
-from tfrecorder.example_decoding import _plain_features, decode_example
+from tfrecorder.format.example import encode_example
+from tfrecorder.format.example_decoding import _plain_features, decode_example
 
 
 def tf_values(example: tf.train.Example) -> dict[str, list]:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tfrecorder import fs
+from tfrecorder.storage import fs
 
 
 def test_a_file_is_read_whole(tmp_path):

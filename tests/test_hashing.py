@@ -4,7 +4,7 @@ the other rows, on how a column is stored, or on which path computed it."""
 import numpy as np
 import pandas as pd
 
-from tfrecorder.hashing import _value_word, cell_words, row_hashes
+from tfrecorder.sources.hashing import _value_word, cell_words, row_hashes
 
 
 def objects(values: list) -> np.ndarray:

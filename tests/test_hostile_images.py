@@ -22,10 +22,10 @@ import tensorflow as tf
 from helpers import image_bytes, make_image
 from PIL import Image
 
-from tfrecorder.image_checks import stored_image_problem
+from tfrecorder.format.image_checks import stored_image_problem
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
-from tfrecorder.records import encode_row
-from tfrecorder.rows import Rejection, Row
+from tfrecorder.write.records import encode_row
+from tfrecorder.write.rows import Rejection, Row
 
 
 def encode(data: bytes, **options):
@@ -208,8 +208,8 @@ def test_lossless_jpeg_becomes_a_png_with_its_exact_pixels(mode, predictor):
 LOSSLESS_RESIZE = """
 import sys
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
-from tfrecorder.records import encode_row
-from tfrecorder.rows import Rejection, Row
+from tfrecorder.write.records import encode_row
+from tfrecorder.write.rows import Rejection, Row
 data = open(sys.argv[1], "rb").read()
 for options in (ImageOptions(image_size=(30, 40)), ImageOptions(max_image_side=60),
                 ImageOptions(image_format="jpeg")):
@@ -619,8 +619,8 @@ def test_huge_declared_size_is_rejected_from_the_header(name, options):
 BOMB_RUN = """
 import json, resource, sys, time
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
-from tfrecorder.records import encode_row
-from tfrecorder.rows import Row
+from tfrecorder.write.records import encode_row
+from tfrecorder.write.rows import Row
 data = open(sys.argv[1], "rb").read()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()

@@ -371,7 +371,7 @@ def test_keras_labels_of_shape_n_by_1_are_one_a_row_and_one_hot_ones_are_refused
 
 def test_a_column_of_image_bytes_read_as_images_says_so(tmp_path, caplog):
     thumbs = [image_bytes(make_image((8, 8), seed=s), "PNG") for s in range(2)]
-    with caplog.at_level("INFO", logger="tfrecorder.schema"):
+    with caplog.at_level("INFO", logger="tfrecorder.sources.schema"):
         _convert(pd.DataFrame({"thumb": thumbs, "n": [1, 2]}), tmp_path, split="train")
     warned = [r for r in caplog.records if "'thumb' as images held in memory" in r.message]
     assert [r.levelname for r in warned] == ["WARNING"]

@@ -11,7 +11,7 @@ csv` is an import of the module `sources.csv` when that file exists. A package's
 root). Importing `sources.csv` also runs `sources/__init__.py` (and `tfrecorder/__init__`,
 which imports the whole public API); that implicit edge to a parent package is not
 counted, and neither is an import of a package the module is inside (`import tfrecorder`
-in `engines/shipping.py`, `from tfrecorder.engines import Engine` in `engines/local.py`):
+in `engines/shipping.py`, `from tfrecorder.write.engines import Engine` in `engines/local.py`):
 Python ran that `__init__` before the module, so the import loads nothing new. Counted,
 the root's would tie every module to every other.
 
@@ -21,9 +21,11 @@ The rules, and why:
   its imports runs half-initialised the day someone moves it to module level.
   `TYPE_CHECKING` imports count here too: a type named back up the flow is a dependency
   back up the flow, even if it never runs.
-- Readers (load, verify, info, ...) never reach the writer's modules, at any level:
-  reading a dataset needs the manifest, not the Pillow, pandas and planning the writer
-  brings, and the two sides must change independently.
+- The folders are the flow's wings (docs/design.md): `read/` (load, verify, info, ...)
+  never reaches `write/` or `sources/`, at any level: reading a dataset needs the
+  manifest, not the Pillow, pandas and planning the writer brings, and the two sides
+  must change independently. `format/`, the on-disk contract both read, reaches none of
+  `read/`, `write/`, `sources/` or `legacy/`.
 - Planning never loads Pillow: `plan` neither reaches `records` nor imports PIL.
 - TFRecorder 2.0 is behind one door: its spellings are translated at the public edge
   (`EDGE`: the package's functions, the accessor, the command line, and 2.0's own module
@@ -52,27 +54,25 @@ import pytest
 
 PACKAGE = Path(__file__).parent.parent / "tfrecorder"
 
-# The writer's modules, as patterns: the package is being reorganised, so a pattern that
-# names no module (yet, or any more) is skipped. `fs`, `tfrecord` (framing), `manifest`
-# and `errors` are shared.
-WRITER = ("sources", "sources.*", "table", "schema", "plan", "planned_table", "records",
-          "prefetch", "output",
-          "resume", "convert", "engines.*", "statistics", "chunked", "image_cells", "finish",
-          "dataset")
-READERS = {"load", "verify", "verify_records", "inspection", "info", "show", "report",
-           "reader", "_torch"}
+# The wings, as patterns (docs/design.md): the writer is the input side and the write
+# side; the readers are the read side; the format is the on-disk contract both share.
+WRITER = ("sources", "sources.*", "write", "write.*")
+READ = ("read", "read.*")
+FORMAT = ("format", "format.*")
 # Worker code: imported by every worker process, so neither TensorFlow nor Beam. Every
 # name must exist: a rename must update this list, not silently drop a module from it.
-WORKER = {"records", "tfrecord", "fs", "example", "prefetch", "engines.local", "plan",
-          "table", "schema", "finish", "output", "resume", "convert", "manifest", "options",
-          "rows", "statistics", "planned_table", "option_checks", "run_options"}
+WORKER = {"write.records", "format.tfrecord", "storage.fs", "format.example",
+          "write.prefetch", "write.engines.local", "write.plan", "sources.table",
+          "sources.schema", "write.finish", "write.output", "write.resume", "write.convert",
+          "format.manifest", "options", "write.rows", "write.statistics",
+          "write.planned_table", "option_checks", "run_options"}
 HEAVY = {"tensorflow", "apache_beam"}
 # Where 2.0's spellings are translated: the root (`tfrecorder.load`, ...), the accessor,
 # the command line, and `types` and `input_schema`, 2.0's module names.
 EDGE = {"tfrecorder", "accessor", "cli", "types", "input_schema"}
 # verify decodes records with TensorFlow only when asked (a lazy import of
 # verify_records), and verify_records reports through verify's types.
-ALLOWED_CIRCLES = {frozenset({"verify", "verify_records"})}
+ALLOWED_CIRCLES = {frozenset({"read.verify", "read.verify_records"})}
 
 # When an import runs: with its module, when a function is called, or never.
 AT_IMPORT, IN_A_FUNCTION, TYPE_ONLY = "at import", "in a function", "if TYPE_CHECKING"
@@ -116,7 +116,7 @@ def _statements(nodes: Iterable[ast.AST], when: str) -> Iterator[tuple[ast.stmt,
 
 
 def _full_names(package: Path) -> dict[str, Path]:
-    """Dotted name (`tfrecorder.engines.local`, `tfrecorder` for the root) -> its file."""
+    """Dotted name (`tfrecorder.write.engines.local`, `tfrecorder` for the root) -> its file."""
     names = {}
     for path in sorted(package.rglob("*.py")):
         parts = path.relative_to(package.parent).with_suffix("").parts
@@ -210,27 +210,32 @@ def loads(module: str, packages: set[str], package: Path = PACKAGE) -> list[tupl
     return found
 
 
-def writer(package: Path = PACKAGE) -> set[str]:
+def in_wing(patterns: tuple[str, ...], package: Path = PACKAGE) -> set[str]:
     return {module for module in imports(package)
-            if any(fnmatch(module, pattern) for pattern in WRITER)}
+            if any(fnmatch(module, pattern) for pattern in patterns)}
+
+
+def writer(package: Path = PACKAGE) -> set[str]:
+    return in_wing(WRITER, package)
 
 
 def breaks(package: Path = PACKAGE) -> list[tuple[Import, ...]]:
     """Chains by which a reader reaches the writer (blamed on the import that leaves the
     readers) or planning reaches records or Pillow."""
     every, graph, writes = RUNS | {TYPE_ONLY}, imports(package), writer(package)
+    readers = in_wing(READ, package)
     found = []
-    for reader in sorted(READERS & set(graph)):
+    for reader in sorted(readers):
         for edge in graph[reader]:
-            if edge.ours and edge.name not in READERS:
+            if edge.ours and edge.name not in readers:
                 routes = {edge.name: ()} | _routes(edge.name, every, package)
                 hit = next((name for name in sorted(routes) if name in writes), None)
                 if hit:
                     found.append((edge, *routes[hit]))
-    plan = _routes("plan", every, package)
-    if "records" in plan:
-        found.append(plan["records"])
-    return found + loads("plan", {"PIL"}, package)
+    plan = _routes("write.plan", every, package)
+    if "write.records" in plan:
+        found.append(plan["write.records"])
+    return found + loads("write.plan", {"PIL"}, package)
 
 
 def _lines(chains: Iterable[tuple[Import, ...]]) -> str:
@@ -239,14 +244,15 @@ def _lines(chains: Iterable[tuple[Import, ...]]) -> str:
 
 def test_the_parser_sees_the_package():
     graph = imports()
-    assert {"tfrecorder", "convert", "records", "engines", "engines.local", "load"} <= set(graph)
+    assert {"tfrecorder", "write.convert", "write.records", "write.engines",
+            "write.engines.local", "read.load"} <= set(graph)
     named = {module: {(edge.name, edge.when) for edge in edges}
              for module, edges in graph.items()}
-    assert ("records", AT_IMPORT) in named["engines.local"]
-    assert ("verify_records", IN_A_FUNCTION) in named["verify"]
-    assert ("_tensorflow", AT_IMPORT) in named["load"]
+    assert ("write.records", AT_IMPORT) in named["write.engines.local"]
+    assert ("read.verify_records", IN_A_FUNCTION) in named["read.verify"]
+    assert ("_tensorflow", AT_IMPORT) in named["read.load"]
     assert ("tensorflow", IN_A_FUNCTION) in named["_tensorflow"]
-    assert ("plan", TYPE_ONLY) in named["engines"]
+    assert ("write.plan", TYPE_ONLY) in named["write.engines"]
 
 
 def test_every_import_of_ours_names_a_module():
@@ -260,8 +266,9 @@ def test_every_import_of_ours_names_a_module():
 def test_the_lists_name_modules_that_exist():
     graph = imports()
     assert set(graph) >= WORKER, f"renamed? update WORKER: {sorted(WORKER - set(graph))}"
-    assert set(graph) >= READERS, f"renamed? update READERS: {sorted(READERS - set(graph))}"
-    assert {"plan", "records"} <= writer()
+    assert {"read.load", "read.reader", "read.verify"} <= in_wing(READ)
+    assert {"write.plan", "write.records", "sources.csv"} <= writer()
+    assert {"format.manifest", "format.layouts"} <= in_wing(FORMAT)
 
 
 def test_no_import_circles():
@@ -279,6 +286,16 @@ def test_the_allowed_circles_still_exist():
 def test_readers_never_reach_the_writer_and_planning_never_loads_pillow():
     found = breaks()
     assert not found, "imports against the flow:\n" + _lines(found)
+
+
+def test_the_format_reaches_neither_side():
+    """format/ is the contract both sides read: it imports neither read/, write/ nor
+    sources/ (nor 2.0's legacy/), at any level."""
+    every, outside = RUNS | {TYPE_ONLY}, (*WRITER, *READ, "legacy", "legacy.*")
+    found = [chain for module in sorted(in_wing(FORMAT))
+             for name, chain in _routes(module, every, PACKAGE).items()
+             if any(fnmatch(name, pattern) for pattern in outside)]
+    assert not found, "format/ reaches another wing:\n" + _lines(found)
 
 
 def test_tensorflow_is_imported_in_one_place():
@@ -304,7 +321,7 @@ def test_tfrecorder_2_is_behind_one_door():
 
 def test_the_manifest_reaches_nothing_of_tfrecorder_2():
     every = RUNS | {TYPE_ONLY}
-    found = [chain for name, chain in _routes("manifest", every, PACKAGE).items()
+    found = [chain for name, chain in _routes("format.manifest", every, PACKAGE).items()
              if _is_legacy(name)]
     assert not found, "manifest reaches legacy/:\n" + _lines(found)
 

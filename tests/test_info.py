@@ -248,9 +248,9 @@ def test_the_beam_engine_moves_the_progress_bar_as_the_local_one_does(tmp_path, 
 
 def test_images_whose_hashes_match_are_duplicates_only_if_their_bytes_do(tmp_path):
     """A crafted collision of the fast hash must not cost a row: matches are read back."""
-    from tfrecorder.finish import _same_bytes
-    from tfrecorder.output import OutputFolder
-    from tfrecorder.statistics import Located
+    from tfrecorder.write.finish import _same_bytes
+    from tfrecorder.write.output import OutputFolder
+    from tfrecorder.write.statistics import Located
 
     table = planted(tmp_path)
     converted(table, tmp_path / "out", num_shards=1)
@@ -270,11 +270,11 @@ def test_beam_workers_outside_the_driver_log_their_progress(caplog, monkeypatch)
     import logging
     import pickle
 
-    from tfrecorder.engines.beam import Progress
+    from tfrecorder.write.engines.beam import Progress
 
     monkeypatch.setattr(Progress, "_LOG_EVERY_SECONDS", 0.0)
     shipped = pickle.loads(pickle.dumps(Progress("run", 500, show=True)))  # as Beam ships it
-    with caplog.at_level(logging.INFO, logger="tfrecorder.engines.beam"):
+    with caplog.at_level(logging.INFO, logger="tfrecorder.write.engines.beam"):
         for _ in range(3):
             shipped.update(10, "train-00000-of-00002.tfrecord")
     assert "this worker has encoded 30 rows (of 500 in the run); now writing " \

@@ -27,10 +27,10 @@ from helpers import image_bytes, make_image
 from PIL import Image
 from test_hostile_images import lossless_jpeg, photo_jpeg, scan_start, with_sof, zeroed
 
-from tfrecorder.image_checks import jpeg_header, stored_image_problem
+from tfrecorder.format.image_checks import jpeg_header, stored_image_problem
 from tfrecorder.options import ImageOptions
-from tfrecorder.records import encode_row
-from tfrecorder.rows import Row
+from tfrecorder.write.records import encode_row
+from tfrecorder.write.rows import Row
 
 DATA = Path(__file__).parent / "data"
 
@@ -100,7 +100,7 @@ def damaged(name: str, corpus: dict[str, bytes]) -> list[tuple[str, bytes]]:
 CHECK_CORPUS = """
 import json, pickle, sys
 import simplejpeg
-from tfrecorder import image_checks
+from tfrecorder.format import image_checks
 
 def full_strict_decode(data, components):
     try:

@@ -33,7 +33,7 @@ from test_verify import examples_of
 
 import tfrecorder
 from tfrecorder.errors import SchemaError, VerificationError
-from tfrecorder.keypoints import COCO_KEYPOINT_NAMES, flip_order, flip_pairs
+from tfrecorder.format.keypoints import COCO_KEYPOINT_NAMES, flip_order, flip_pairs
 from tfrecorder.options import TableOptions
 from tfrecorder.sources.coco_keypoints import category_keypoint_names, keypoint_extras
 from tfrecorder.sources.detection import Objects, objects_table

@@ -17,8 +17,8 @@ from model_garden import decode_detection, model_garden
 from PIL import Image
 
 import tfrecorder
-from tfrecorder import vocabulary
 from tfrecorder.errors import OptionError, SchemaError
+from tfrecorder.format import vocabulary
 
 # COCO's own style: a name and a display name, ids with gaps, a field we do not read.
 LABEL_MAP = """\

@@ -14,9 +14,9 @@ import pytest
 from helpers import read_manifest, write_image
 
 import tfrecorder
-from tfrecorder import layouts
 from tfrecorder.errors import OptionError
-from tfrecorder.manifest import Feature
+from tfrecorder.format import layouts
+from tfrecorder.format.manifest import Feature
 from tfrecorder.options import ImageOptions
 
 PACKAGE = Path(__file__).parent.parent / "tfrecorder"

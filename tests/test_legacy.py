@@ -11,8 +11,8 @@ from helpers import make_image
 from legacy_dataset import Row, write_legacy_dataset
 
 import tfrecorder
+from tfrecorder.format.manifest import read_manifest
 from tfrecorder.legacy import is_legacy_dataset, legacy_hint, migrate
-from tfrecorder.manifest import read_manifest
 
 # TRAIN has cat 3 times, dog and bird once each: 2.0's vocabulary is cat, dog, bird (by
 # count, then reverse byte order), not the sorted bird, cat, dog.

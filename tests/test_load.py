@@ -22,8 +22,8 @@ from helpers import (
 
 import tfrecorder
 from tfrecorder.errors import OptionError, VerificationError
-from tfrecorder.manifest import Manifest
-from tfrecorder.shards import shard_files
+from tfrecorder.format.manifest import Manifest
+from tfrecorder.read.shards import shard_files
 
 
 @pytest.fixture

@@ -42,15 +42,15 @@ from test_report import text as element_text
 from test_show import assert_headers, ink_bands, saved, text_width
 
 import tfrecorder
-from tfrecorder.drawing import CLASS_COLOURS, MASK_OPACITY, edge_colour
-from tfrecorder.layouts import BBOX
-from tfrecorder.manifest import Split
-from tfrecorder.manifest_statistics import SplitStatistics
-from tfrecorder.report import render
-from tfrecorder.rows import Record, Row, StoredImage
-from tfrecorder.show import show
-from tfrecorder.statistics import ShardFacts, candidate_duplicates, split_statistics
-from tfrecorder.thumbnails import thumbnails
+from tfrecorder.format.layouts import BBOX
+from tfrecorder.format.manifest import Split
+from tfrecorder.format.manifest_statistics import SplitStatistics
+from tfrecorder.read.drawing import CLASS_COLOURS, MASK_OPACITY, edge_colour
+from tfrecorder.read.report import render
+from tfrecorder.read.show import show
+from tfrecorder.read.thumbnails import thumbnails
+from tfrecorder.write.rows import Record, Row, StoredImage
+from tfrecorder.write.statistics import ShardFacts, candidate_duplicates, split_statistics
 
 LAYOUTS = ("tfrecorder", "tf_models")
 pytestmark = pytest.mark.filterwarnings("ignore::tfrecorder.errors.DatasetWarning")

@@ -1,4 +1,4 @@
-"""The on-disk contract in `tfrecorder/manifest.py`: the manifest's types read and write
+"""The on-disk contract in `tfrecorder/format/manifest.py`: the manifest's types read and write
 the file exactly, the declared features are the features records hold, and file names
 are built and recognized by the same module."""
 
@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 import tfrecorder
-from tfrecorder import manifest
-from tfrecorder.manifest import IMAGE_FEATURES, Manifest, Split
+from tfrecorder.format import manifest
+from tfrecorder.format.manifest import IMAGE_FEATURES, Manifest, Split
 
 SAMPLES = Path(__file__).parents[1] / "examples" / "images.csv"
 

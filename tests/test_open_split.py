@@ -1,4 +1,4 @@
-"""`tfrecorder.open_split` (tfrecorder/reader.py): records by position without
+"""`tfrecorder.open_split` (tfrecorder/read/reader.py): records by position without
 TensorFlow, the same values and pixels as `load()`, for PyTorch's DataLoader and Grain.
 
 One small dataset of the bundled sample photos (two shards a split, a list column with
@@ -357,7 +357,7 @@ def test_a_pickled_dataset_reads_with_its_own_files(dataset):
 def test_a_process_keeps_few_shards_open_and_threads_share_them(dataset, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
-    from tfrecorder import fs
+    from tfrecorder.storage import fs
 
     monkeypatch.setattr(fs._descriptors, "limit", 2)
     splits = [tfrecorder.open_split(dataset, split, decode=False) for split in SPLITS]

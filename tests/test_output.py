@@ -27,8 +27,10 @@ from helpers import (
 )
 
 import tfrecorder
-from tfrecorder import ImageError, OutputLockedError, TooManyRejectedError, local_files, output
-from tfrecorder.output import LOCK
+from tfrecorder import ImageError, OutputLockedError, TooManyRejectedError
+from tfrecorder.storage import local_files
+from tfrecorder.write import output
+from tfrecorder.write.output import LOCK
 
 
 def listing(folder) -> list[str]:
@@ -341,7 +343,7 @@ def test_sigterm_stops_a_beam_driver_and_removes_its_staged_copy_of_the_table(tm
 
 HOLD_AND_DIE = """
 import os, signal, sys, time
-from tfrecorder import output
+from tfrecorder.write import output
 with output.claim(sys.argv[1], "killed-run", overwrite=True, resume=False):
     if os.fork() == 0:  # a worker, which shares the lock's file, dies a second later
         time.sleep(1.5)

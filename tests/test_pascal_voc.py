@@ -122,7 +122,7 @@ def records(out) -> dict[str, dict]:
 
 def label_ids(out) -> dict[str, int]:
     """The label map the dataset wrote, as the reference's `label_map_dict`."""
-    from tfrecorder.vocabulary import parse_label_map
+    from tfrecorder.format.vocabulary import parse_label_map
 
     found = parse_label_map((Path(out) / "label_map.pbtxt").read_text())
     return dict(zip(found.names, found.model_ids))

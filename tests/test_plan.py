@@ -4,17 +4,17 @@ import pandas as pd
 import pytest
 
 from tfrecorder.errors import Option, OptionError, SchemaError
+from tfrecorder.format.splits import Split
 from tfrecorder.options import ConvertOptions, shards_for_size
-from tfrecorder.plan import (
+from tfrecorder.sources import load_table
+from tfrecorder.write.plan import (
     make_plan,
     plan_labels,
     shard_boundaries,
     shuffled_order,
     split_by_hash,
 )
-from tfrecorder.planned_table import planned_rows
-from tfrecorder.sources import load_table
-from tfrecorder.splits import Split
+from tfrecorder.write.planned_table import planned_rows
 
 
 def plan_for(n=100, splits=None, labels=None, **options):

@@ -8,7 +8,7 @@ from concurrent.futures import CancelledError
 import pytest
 from helpers import write_image
 
-from tfrecorder.prefetch import Prefetcher
+from tfrecorder.write.prefetch import Prefetcher
 
 
 class HeldServer:
@@ -75,8 +75,8 @@ def test_a_rows_reads_left_unread_are_released(web_store, tmp_path):
     """A row rejected before its mask is read (a corrupt image) releases the mask's read:
     it no longer counts against `full`, which would otherwise stall the worker for good."""
     from tfrecorder.options import ImageOptions
-    from tfrecorder.prefetch import encode_read
-    from tfrecorder.rows import Rejection, Row
+    from tfrecorder.write.prefetch import encode_read
+    from tfrecorder.write.rows import Rejection, Row
 
     image = web_store.upload(_written(tmp_path / "bad.png", b"not an image"),
                              f"{web_store.root}/{tmp_path.name}/bad.png")

@@ -38,7 +38,7 @@ from interop import interop_path
 from PIL import Image
 
 import tfrecorder
-from tfrecorder.manifest import Manifest, read_manifest
+from tfrecorder.format.manifest import Manifest, read_manifest
 
 # Ray's own modules warn of their own deprecated settings as Ray Data starts.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
@@ -199,7 +199,7 @@ def _writes_untyped_empty_lists() -> bool:
     """Whether this tfrecorder writes an empty list as a Feature with no list set, as it
     did before empty lists were typed (`float_list {}`); since then an empty list without
     a dtype is an error."""
-    from tfrecorder.example import encode_example
+    from tfrecorder.format.example import encode_example
 
     try:
         return encode_example({"x": []}).endswith(b"\x12\x00")

@@ -7,8 +7,8 @@ from helpers import decode, image_bytes, make_image, pixels, write_image
 from PIL import Image
 
 from tfrecorder.options import ImageOptions
-from tfrecorder.records import encode_row
-from tfrecorder.rows import Rejection, Row
+from tfrecorder.write.records import encode_row
+from tfrecorder.write.rows import Rejection, Row
 
 
 def encode(path, **options):
@@ -204,10 +204,10 @@ def test_rows_without_images_encode_a_column_at_a_time_to_the_row_encoders_bytes
     import pandas as pd
 
     from tfrecorder.options import ConvertOptions
-    from tfrecorder.plan import make_plan
-    from tfrecorder.planned_table import PlannedTable
-    from tfrecorder.records import encode_rows_without_images
     from tfrecorder.sources import load_table
+    from tfrecorder.write.plan import make_plan
+    from tfrecorder.write.planned_table import PlannedTable
+    from tfrecorder.write.records import encode_rows_without_images
 
     rows = 200
     table = load_table(pd.DataFrame({

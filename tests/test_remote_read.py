@@ -13,8 +13,8 @@ from helpers import assert_one_error_line, dataset_folder_files, run_cli, write_
 
 import tfrecorder
 from tfrecorder import StorageError, VerificationError
-from tfrecorder.shards import shard_reader
-from tfrecorder.tfrecord import ShardWriter
+from tfrecorder.format.tfrecord import ShardWriter
+from tfrecorder.read.shards import shard_reader
 
 COMPRESSIONS = {"plain": None, "gzip": "gzip"}
 

@@ -27,10 +27,10 @@ from helpers import make_image, read_manifest, read_split, run_without_tensorflo
 from PIL import Image
 
 import tfrecorder
-from tfrecorder.charts import SPLIT_COLOURS
 from tfrecorder.errors import DatasetWarning
-from tfrecorder.info import info
-from tfrecorder.report import render, report
+from tfrecorder.read.charts import SPLIT_COLOURS
+from tfrecorder.read.info import info
+from tfrecorder.read.report import render, report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NO_BROWSER = "chromium is not installed (apt-get install chromium; .ci/run installs it)"
@@ -535,7 +535,7 @@ def test_a_long_list_of_rejected_rows_is_cut_and_says_how_many_more(tmp_path):
 
 
 def test_the_report_never_imports_tensorflow(planted, tmp_path):
-    run_without_tensorflow("import sys; from tfrecorder.report import report; "
+    run_without_tensorflow("import sys; from tfrecorder.read.report import report; "
                            "report(sys.argv[1], sys.argv[2])", planted.out, tmp_path / "r.html")
     assert (tmp_path / "r.html").stat().st_size > 10_000
 

@@ -158,7 +158,7 @@ def test_csv_columns_under_a_header_are_typed_from_their_text(images, tmp_path):
 ])
 def test_a_column_of_arrays_is_typed_as_its_values_say(cells, kind):
     """Arrays are typed by their dtypes, as their values one by one would type them."""
-    from tfrecorder import schema
+    from tfrecorder.sources import schema
 
     assert schema._element_kind(cells_of(cells)) == kind
     values = [v.tolist() for v in cells]  # the same numbers as Python's: the slow path

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import tfrecorder
-from tfrecorder.engines.shipping import build_worker_wheel, needs_package
+from tfrecorder.write.engines.shipping import build_worker_wheel, needs_package
 
 
 def test_the_worker_wheel_installs_with_pip_and_encodes_the_same_records(tmp_path,
@@ -27,9 +27,9 @@ def test_the_worker_wheel_installs_with_pip_and_encodes_the_same_records(tmp_pat
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(target)!r})
-        import tfrecorder.records as records
+        import tfrecorder.write.records as records
         from tfrecorder.options import ImageOptions
-        from tfrecorder.rows import Row
+        from tfrecorder.write.rows import Row
         assert records.__file__.startswith({str(target)!r}), records.__file__
         assert "tensorflow" not in sys.modules
         row = Row(1, {uri!r}, {uri!r}, 2, "train")
@@ -38,8 +38,8 @@ def test_the_worker_wheel_installs_with_pip_and_encodes_the_same_records(tmp_pat
     shipped = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True,
                              capture_output=True).stdout
     from tfrecorder.options import ImageOptions
-    from tfrecorder.records import encode_row
-    from tfrecorder.rows import Row
+    from tfrecorder.write.records import encode_row
+    from tfrecorder.write.rows import Row
 
     assert shipped == encode_row(Row(1, uri, uri, 2, "train"), ImageOptions()).example
 
@@ -53,7 +53,7 @@ def test_the_worker_wheel_declares_only_what_workers_need(tmp_path):
     assert {"pandas", "pillow", "simplejpeg", "google-crc32c", "fsspec", "gcsfs",
             "s3fs"} <= set(requires)
     assert not {"tensorflow", "apache-beam", "pytest"} & set(requires)
-    assert "tfrecorder/engines/beam.py" in names and "tfrecorder/records.py" in names
+    assert "tfrecorder/write/engines/beam.py" in names and "tfrecorder/write/records.py" in names
     assert not [name for name in names if "__pycache__" in name or name.startswith("tests")]
 
 

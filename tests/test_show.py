@@ -27,8 +27,8 @@ from PIL import Image, ImageChops, ImageFont
 
 import tfrecorder
 from tfrecorder.errors import OptionError
-from tfrecorder.show import ContactSheet, show
-from tfrecorder.thumbnails import MAX_ROWS, Item, Thumbnail, thumbnails
+from tfrecorder.read.show import ContactSheet, show
+from tfrecorder.read.thumbnails import MAX_ROWS, Item, Thumbnail, thumbnails
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 190, 70), "blue": (40, 70, 220)}
 PLACEHOLDER = (200, 200, 200)
@@ -428,7 +428,7 @@ def test_every_row_counts_its_images_and_an_empty_one_says_so(tmp_path):
 
 
 def test_shows_without_importing_tensorflow(colours):
-    run_without_tensorflow("import sys; from tfrecorder.show import show; "
+    run_without_tensorflow("import sys; from tfrecorder.read.show import show; "
                            "sheet = show(sys.argv[1], per_class=2); "
                            "assert len(sheet.items) == 6, sheet.items", colours)
 

@@ -1,4 +1,4 @@
-"""One split vocabulary (`tfrecorder.splits`): every entry point takes every spelling of a
+"""One split vocabulary (`tfrecorder.format.splits`): every entry point takes every spelling of a
 split, in any case, and reads it as the same split."""
 
 import warnings
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 import tfrecorder
+from tfrecorder.format.splits import SPELLINGS, UNASSIGNED, Split, split_named
 from tfrecorder.options import ShardOptions, TableOptions
 from tfrecorder.sources import load_table
-from tfrecorder.splits import SPELLINGS, UNASSIGNED, Split, split_named
 
 # Every spelling, in the cases a user writes it, with the split it names.
 CASES = [(case(spelling), split) for spelling, split in SPELLINGS.items()

@@ -2,7 +2,7 @@
 
 import json
 
-from tfrecorder.statistics import RecordLabels, ShardFacts, split_statistics
+from tfrecorder.write.statistics import RecordLabels, ShardFacts, split_statistics
 
 
 def facts_of(labels: list) -> ShardFacts:

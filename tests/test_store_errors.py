@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from tfrecorder import store_errors
+from tfrecorder.storage import store_errors
 
 
 def _raised_from(error: BaseException, cause: BaseException) -> BaseException:

@@ -1,5 +1,5 @@
 """TensorFlow Datasets reads a tfrecorder dataset as it is: `tfds.builder_from_directory`
-on the output folder, with the files `tfrecorder.tfds_metadata` writes beside the shards.
+on the output folder, with the files `tfrecorder.format.tfds_metadata` writes beside the shards.
 
 TFDS 4.9.10 is the real one, pinned in tests/interop.py and installed in a folder of its
 own with the packages it imports that the project lacks; the `tfds` fixture puts that
@@ -25,8 +25,8 @@ from helpers import read_manifest, write_image
 from interop import interop_path
 
 import tfrecorder
-from tfrecorder.example_decoding import decode_example
-from tfrecorder.manifest import (
+from tfrecorder.format.example_decoding import decode_example
+from tfrecorder.format.manifest import (
     MANIFEST,
     TFDS_FEATURES,
     TFDS_INFO,
@@ -39,9 +39,9 @@ from tfrecorder.manifest import (
     dataset_files,
     folder_files,
 )
-from tfrecorder.manifest import read_manifest as manifest_of
-from tfrecorder.tfds_metadata import SHARD_TEMPLATE, tfds_files
-from tfrecorder.tfrecord import open_read, read_records
+from tfrecorder.format.manifest import read_manifest as manifest_of
+from tfrecorder.format.tfds_metadata import SHARD_TEMPLATE, tfds_files
+from tfrecorder.format.tfrecord import open_read, read_records
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "examples"

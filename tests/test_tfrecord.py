@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from tfrecorder.tfrecord import ShardWriter, write_framed
+from tfrecorder.format.tfrecord import ShardWriter, write_framed
 
 RECORDS = [b"", b"a", b"\x00" * 70000, bytes(range(256))]
 
@@ -43,7 +43,7 @@ def test_tensorflow_reads_what_the_writer_writes(tmp_path, compression):
 
 @pytest.mark.parametrize("how", ["write_framed", "append_file"])
 def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
-    from tfrecorder.tfrecord import framed
+    from tfrecorder.format.tfrecord import framed
 
     path = str(tmp_path / "shard.tfrecord")
     segment = tmp_path / "segment"
@@ -63,7 +63,7 @@ def test_the_index_follows_framed_blocks_and_appended_segments(tmp_path, how):
 def test_framing_matches_tensorflow_writer(tmp_path):
     import pyarrow as pa
 
-    from tfrecorder.tfrecord import framed
+    from tfrecorder.format.tfrecord import framed
 
     path = str(tmp_path / "tf.tfrecord")
     with tf.io.TFRecordWriter(path) as writer:

@@ -20,8 +20,8 @@ from helpers import (
 
 import tfrecorder
 from tfrecorder import VerificationError
-from tfrecorder.tfrecord import open_read, read_records, write_framed
-from tfrecorder.verify import Problem
+from tfrecorder.format.tfrecord import open_read, read_records, write_framed
+from tfrecorder.read.verify import Problem
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 from helpers import children, read_manifest, read_split, start_slow_run, wait_gone, write_image
 
 import tfrecorder
-from tfrecorder import vocabulary
 from tfrecorder.errors import Option, OptionError, ResumeError, SchemaError
+from tfrecorder.format import vocabulary
 
 # Frequencies differ, so sorted order (cat, dog, goat) and TFRecorder 2.0's frequency
 # order (goat, dog, cat) disagree.
@@ -105,7 +105,7 @@ def test_labels_the_vocabulary_lacks_are_refused_with_their_rows(tmp_path):
 
 def test_new_labels_append_gives_them_the_next_ids_in_sorted_order(tmp_path, caplog):
     df = table(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="tfrecorder.plan"):
+    with caplog.at_level(logging.WARNING, logger="tfrecorder.write.plan"):
         convert(df, tmp_path / "out", label_vocabulary=["goat"], new_labels="append")
     assert_numbered(tmp_path / "out", df, ["goat", "cat", "dog"])
     assert "appended as ids 1 and on: 'cat', 'dog'" in caplog.text

@@ -18,8 +18,8 @@ from helpers import read_manifest
 from PIL import Image
 
 import tfrecorder
-from tfrecorder import vocabulary
 from tfrecorder.errors import SchemaError
+from tfrecorder.format import vocabulary
 from tfrecorder.sources import load_table, yolo
 
 # Not sorted, and "bird" is used by no image: the order of `names` is the vocabulary.

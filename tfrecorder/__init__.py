@@ -19,7 +19,6 @@ from tfrecorder._interrupt import quiet_interrupt as _quiet_interrupt
 with _quiet_interrupt():
     from tfrecorder import accessor as _accessor  # noqa: F401  (registers df.tensorflow)
     from tfrecorder._version import __version__
-    from tfrecorder.convert import ConversionResult
     from tfrecorder.errors import (
         ConversionAborted,
         DatasetExistsError,
@@ -34,14 +33,15 @@ with _quiet_interrupt():
         TooManyRejectedError,
         VerificationError,
     )
-    from tfrecorder.info import DatasetInfo, info
     from tfrecorder.legacy.edge import convert, inspect, load, open_split, show
     from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
     from tfrecorder.legacy.migration import migrate
-    from tfrecorder.reader import SplitDataset
-    from tfrecorder.report import report
-    from tfrecorder.show import ContactSheet
-    from tfrecorder.verify import VerifyReport, verify
+    from tfrecorder.read.info import DatasetInfo, info
+    from tfrecorder.read.reader import SplitDataset
+    from tfrecorder.read.report import report
+    from tfrecorder.read.show import ContactSheet
+    from tfrecorder.read.verify import VerifyReport, verify
+    from tfrecorder.write.convert import ConversionResult
 
 __all__ = [
     "ConversionAborted",

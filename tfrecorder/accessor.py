@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tfrecorder.convert import ConversionResult
 from tfrecorder.legacy.edge import convert  # 2.0's spellings too (`to_tfr`'s callers')
+from tfrecorder.write.convert import ConversionResult
 
 
 @pd.api.extensions.register_dataframe_accessor("tensorflow")

@@ -28,21 +28,21 @@ from collections.abc import Mapping, Sequence
 from inspect import Parameter, signature
 
 import tfrecorder
-from tfrecorder import fs
 from tfrecorder._interrupt import PROG, interrupted
 from tfrecorder.cli_arguments import SOURCE_HELP, Sources, add_option_flags
 from tfrecorder.cli_arguments import as_flag as _as_flag
 from tfrecorder.cli_arguments import command as _command
 from tfrecorder.errors import Option, Terminated, TFRecorderError, VerificationError
-from tfrecorder.legacy.cli import add_commands as add_tfrecorder_2_commands
-from tfrecorder.legacy.cli import from_fire_flags
-from tfrecorder.manifest import (
+from tfrecorder.format.manifest import (
     DEFAULT_LAYOUT,
     LABEL,
     SPLITS,
     Feature,
     Labels,
 )
+from tfrecorder.legacy.cli import add_commands as add_tfrecorder_2_commands
+from tfrecorder.legacy.cli import from_fire_flags
+from tfrecorder.storage import fs
 from tfrecorder.wording import byte_unit, count, in_unit
 
 # Errors whose message alone tells the user what to fix: printed on one line, exit 1.
@@ -388,7 +388,7 @@ def _add_show(commands) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from tfrecorder.show import show
+    from tfrecorder.read.show import show
 
     sheet = show(args.path, args.split, args.per_class, thumbnail_size=args.thumbnail_size,
                  classes=args.classes)
@@ -417,7 +417,7 @@ def _add_report(commands) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from tfrecorder.report import report
+    from tfrecorder.read.report import report
 
     print(report(args.path, args.output, per_class=args.per_class))
     return 0

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from tfrecorder import options
 from tfrecorder.errors import VALUE, Option
-from tfrecorder.splits import split_named
+from tfrecorder.format.splits import split_named
 
 
 def command(commands, name: str, summary: str, description: str, example: str, run,

@@ -29,7 +29,10 @@ from typing import Any
 import numpy as np
 
 from tfrecorder.errors import Option, OptionError
-from tfrecorder.layouts import LAYOUTS, Layout, keypoint_names_of
+from tfrecorder.format.layouts import LAYOUTS, Layout, keypoint_names_of
+from tfrecorder.format.splits import SPLITS, Split, spellings_text, split_named
+from tfrecorder.format.tfrecord import COMPRESSIONS
+from tfrecorder.format.vocabulary import class_names
 from tfrecorder.option_checks import (
     Checked,
     checked_image_size,
@@ -39,9 +42,6 @@ from tfrecorder.option_checks import (
     refusal,
 )
 from tfrecorder.run_options import BeamOptions, OutputOptions, RunOptions
-from tfrecorder.splits import SPLITS, Split, spellings_text, split_named
-from tfrecorder.tfrecord import COMPRESSIONS
-from tfrecorder.vocabulary import class_names
 from tfrecorder.wording import shown
 
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
@@ -213,7 +213,7 @@ class SplitOptions(Checked):
     def given_label_map(self):
         """`label_vocabulary` as a `vocabulary.LabelMap` (None: not given), read once: the
         plan asks for its names, then for its ids."""
-        from tfrecorder.vocabulary import load_map
+        from tfrecorder.format.vocabulary import load_map
 
         return None if self.label_vocabulary is None else load_map(self.label_vocabulary)
 

@@ -30,8 +30,8 @@ Named `legacy` (not `v2`) because `tfrecorder.legacy` is where `migrate` and
 asked for.
 """
 
+from tfrecorder.format.manifest import add_no_manifest_hint
 from tfrecorder.legacy.detect import is_legacy_dataset, legacy_hint
-from tfrecorder.manifest import add_no_manifest_hint
 
 add_no_manifest_hint(legacy_hint)
 

@@ -15,9 +15,10 @@ import logging
 import warnings
 from collections.abc import Callable, Iterator
 
-from tfrecorder import fs, options
+from tfrecorder import options
 from tfrecorder.cli_arguments import command, flag_names, literal
 from tfrecorder.legacy.functions import check_tfrecords, create_tfrecords
+from tfrecorder.storage import fs
 from tfrecorder.wording import count
 
 

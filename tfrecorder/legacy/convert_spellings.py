@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from tfrecorder import fs
 from tfrecorder.errors import OptionError
 from tfrecorder.legacy.spellings import deprecated, split_name
+from tfrecorder.storage import fs
 
 # Where 2.0 wrote when no output_dir was given.
 DEFAULT_OUTPUT_DIR = "./tfrecords"

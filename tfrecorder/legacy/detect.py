@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from tfrecorder import fs
+from tfrecorder.storage import fs
 
 SCHEMA = ("transformed_metadata", "schema.pbtxt")
 TRANSFORM_FN = "transform_fn"

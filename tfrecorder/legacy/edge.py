@@ -18,14 +18,14 @@ import functools
 import inspect as _inspect
 from collections.abc import Callable
 
-from tfrecorder import convert as _convert
-from tfrecorder import inspection as _inspection
-from tfrecorder import load as _load
-from tfrecorder import reader as _reader
-from tfrecorder import show as _show
 from tfrecorder.legacy import convert_spellings
 from tfrecorder.legacy import inspection as _inspection_2_0
 from tfrecorder.legacy.spellings import dataset_dir, split_name
+from tfrecorder.read import inspection as _inspection
+from tfrecorder.read import load as _load
+from tfrecorder.read import reader as _reader
+from tfrecorder.read import show as _show
+from tfrecorder.write import convert as _convert
 
 
 def _public(function: Callable, *, tfrecord_dir: str | None = None, after: str = "split"):

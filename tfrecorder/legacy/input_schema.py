@@ -6,7 +6,7 @@ here does not warn.
 """
 
 from tfrecorder.legacy import types
-from tfrecorder.schema import IMAGE_URI, LABEL_TYPES, SPLIT_KEY
+from tfrecorder.sources.schema import IMAGE_URI, LABEL_TYPES, SPLIT_KEY
 
 
 class Schema:

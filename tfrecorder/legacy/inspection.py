@@ -12,7 +12,7 @@ import io
 import os
 import time
 
-from tfrecorder.inspection import UNSAFE, Naming, base_name
+from tfrecorder.read.inspection import UNSAFE, Naming, base_name
 
 # `inspect`'s docstring entry for the keyword (see `edge`).
 DOCUMENTED = """\

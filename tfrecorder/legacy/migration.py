@@ -41,7 +41,6 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 
-from tfrecorder import fs, manifest, output
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder._version import __version__
 from tfrecorder.errors import (
@@ -52,10 +51,13 @@ from tfrecorder.errors import (
     StorageError,
     VerificationError,
 )
-from tfrecorder.example import encode_example
+from tfrecorder.format import manifest
+from tfrecorder.format.example import encode_example
+from tfrecorder.format.tfrecord import CorruptRecordError, ShardWriter, open_read, read_records
 from tfrecorder.legacy.detect import SCHEMA, TRANSFORM_FN, is_legacy_dataset
-from tfrecorder.rows import rejection_reasons
-from tfrecorder.tfrecord import CorruptRecordError, ShardWriter, open_read, read_records
+from tfrecorder.storage import fs
+from tfrecorder.write import output
+from tfrecorder.write.rows import rejection_reasons
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from tfrecorder.errors import OptionError, warn_user
-from tfrecorder.splits import SPLITS, Split
+from tfrecorder.format.splits import SPLITS, Split
 from tfrecorder.wording import shown
 
 

@@ -38,8 +38,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import Option, SchemaError, SourceNotFoundError
+from tfrecorder.format.splits import split_named
+from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import (
     automl_detection,
@@ -53,9 +54,8 @@ from tfrecorder.sources import (
     vertex_jsonl,
     yolo,
 )
-from tfrecorder.splits import split_named
-from tfrecorder.table import Table
-from tfrecorder.vocabulary import LabelMap
+from tfrecorder.sources.table import Table
+from tfrecorder.storage import fs
 from tfrecorder.wording import shown
 
 # Asked in order: the first that claims a path reads it. CSV claims every file, so last;

@@ -17,7 +17,6 @@ import io
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
@@ -31,8 +30,9 @@ from tfrecorder.sources.detection import (
 )
 from tfrecorder.sources.image_paths import first_local_file_is_image, looks_like_path
 from tfrecorder.sources.parquet import has_parquet_name
+from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import SAMPLE
-from tfrecorder.table import Table
+from tfrecorder.storage import fs
 from tfrecorder.wording import LINE, count
 
 _SNIFFED = 1 << 20  # bytes of a file looked at to tell what it is

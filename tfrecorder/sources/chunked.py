@@ -32,12 +32,11 @@ from typing import BinaryIO
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
-from tfrecorder.column_values import Column
 from tfrecorder.errors import Option, SchemaError
-from tfrecorder.heap import release_freed_memory
+from tfrecorder.format.splits import SPLITS, UNASSIGNED
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import (
+from tfrecorder.sources.column_values import Column
+from tfrecorder.sources.schema import (
     IMAGE_URI,
     INPUT_KINDS,
     INTEGER_LABEL,
@@ -46,9 +45,10 @@ from tfrecorder.schema import (
     column_types,
     is_missing,
 )
+from tfrecorder.sources.table import Table, arrow_backed
 from tfrecorder.sources.validate import validate
-from tfrecorder.splits import SPLITS, UNASSIGNED
-from tfrecorder.table import Table, arrow_backed
+from tfrecorder.storage import fs
+from tfrecorder.write.heap import release_freed_memory
 
 logger = logging.getLogger(__name__)
 

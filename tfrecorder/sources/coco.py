@@ -39,16 +39,16 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import Option, SchemaError
-from tfrecorder.layouts import IMAGE_ID
+from tfrecorder.format.layouts import IMAGE_ID
+from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import STRING_LABEL
 from tfrecorder.sources import csv
 from tfrecorder.sources.coco_keypoints import category_keypoint_names, keypoint_extras
 from tfrecorder.sources.detection import AREA, BBOX, IS_CROWD, Objects, objects_table
-from tfrecorder.table import Table
-from tfrecorder.vocabulary import LabelMap
+from tfrecorder.sources.schema import STRING_LABEL
+from tfrecorder.sources.table import Table
+from tfrecorder.storage import fs
 from tfrecorder.wording import count
 
 _SNIFFED = 1 << 16
@@ -413,7 +413,7 @@ def _check_segmentations(path: str, segmentations: list, ids: np.ndarray,
     """Raises for a segmentation that is neither polygons (lists of three or more x, y
     pairs) nor an RLE mask of its image's size whose runs cover it exactly; decoded a
     batch at a time (their floats would take gigabytes at once) and let go."""
-    from tfrecorder.annotations import rle_runs
+    from tfrecorder.write.annotations import rle_runs
 
     heights = images["height"].to_numpy()
     widths = images["width"].to_numpy()

@@ -17,17 +17,17 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import SchemaError
-from tfrecorder.heap import release_freed_memory
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import misspelled_role, role_by_name, synonym_role
 from tfrecorder.sources import chunked
 from tfrecorder.sources.detection import refuse_automl_boxes
 from tfrecorder.sources.image_paths import first_local_file_is_image, looks_like_path
+from tfrecorder.sources.schema import misspelled_role, role_by_name, synonym_role
+from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import SAMPLE, split_cell
-from tfrecorder.table import Table
+from tfrecorder.storage import fs
 from tfrecorder.wording import LINE, name_rows
+from tfrecorder.write.heap import release_freed_memory
 
 
 def claims(path: str, folder: bool) -> bool:

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
-from tfrecorder.keypoints import default_names
-from tfrecorder.layouts import (  # the objects' columns, named as the records name them
+from tfrecorder.format.keypoints import default_names
+from tfrecorder.format.layouts import (  # the objects' columns, named as the records name them
     AREA,
     BBOX,
     DIFFICULT,
@@ -38,15 +38,15 @@ from tfrecorder.layouts import (  # the objects' columns, named as the records n
     VIEW,
 )
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import (
+from tfrecorder.sources.schema import (
     column_types,
     is_list,
     is_missing,
     label_columns,
     synonym_role,
 )
+from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import split_cell, validate
-from tfrecorder.table import Table
 from tfrecorder.wording import count, name_row
 
 logger = logging.getLogger(__name__)

@@ -7,14 +7,14 @@ import os
 
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import SchemaError
+from tfrecorder.format.splits import split_named
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import yolo
 from tfrecorder.sources.image_paths import has_image_extension, is_image_file
+from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import validate
-from tfrecorder.splits import split_named
-from tfrecorder.table import Table
+from tfrecorder.storage import fs
 from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)

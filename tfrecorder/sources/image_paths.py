@@ -14,10 +14,10 @@ from collections import Counter
 
 import pandas as pd
 
-from tfrecorder import fs, local_files
 from tfrecorder.errors import SchemaError
-from tfrecorder.schema import is_missing
-from tfrecorder.table import Table
+from tfrecorder.sources.schema import is_missing
+from tfrecorder.sources.table import Table
+from tfrecorder.storage import fs, local_files
 from tfrecorder.wording import name_row, name_rows
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")

@@ -10,7 +10,14 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
-from tfrecorder.schema import INTEGER_LABEL, LABEL_TYPES, STRING_LABEL, flat, is_list, is_missing
+from tfrecorder.sources.schema import (
+    INTEGER_LABEL,
+    LABEL_TYPES,
+    STRING_LABEL,
+    flat,
+    is_list,
+    is_missing,
+)
 from tfrecorder.wording import dropping, name_rows, shown, sole
 
 INTEGER = re.compile(r"^[+-]?\d+$")  # a class id as text

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import SchemaError
-from tfrecorder.schema import role_by_name
-from tfrecorder.splits import spellings_text, split_named
+from tfrecorder.format.splits import spellings_text, split_named
+from tfrecorder.sources.schema import role_by_name
 from tfrecorder.wording import shown
 
 

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator
 
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import chunked
-from tfrecorder.table import Table
+from tfrecorder.sources.table import Table
+from tfrecorder.storage import fs
 
 
 def claims(path: str, folder: bool) -> bool:

@@ -56,11 +56,10 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from tfrecorder import fs, store_errors
 from tfrecorder.errors import SchemaError
-from tfrecorder.layouts import IMAGE_ID
+from tfrecorder.format.layouts import IMAGE_ID
+from tfrecorder.format.splits import UNASSIGNED, Split, split_named
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import STRING_LABEL
 from tfrecorder.sources import csv
 from tfrecorder.sources.detection import (
     DIFFICULT,
@@ -69,8 +68,9 @@ from tfrecorder.sources.detection import (
     Objects,
     objects_table,
 )
-from tfrecorder.splits import UNASSIGNED, Split, split_named
-from tfrecorder.table import Table
+from tfrecorder.sources.schema import STRING_LABEL
+from tfrecorder.sources.table import Table
+from tfrecorder.storage import fs, store_errors
 from tfrecorder.wording import count
 
 logger = logging.getLogger(__name__)

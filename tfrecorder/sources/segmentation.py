@@ -12,10 +12,10 @@ import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import name_key
 from tfrecorder.sources.image_paths import image_uris
+from tfrecorder.sources.schema import name_key
+from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import validate
-from tfrecorder.table import Table
 
 MASK_URI, MASK_FILE = "mask_uri", "mask_file"
 

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv, detection, parquet, segmentation
+from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import validate
-from tfrecorder.table import Table
+from tfrecorder.storage import fs
 
 _SNIFFED = 1 << 16
 

@@ -3,8 +3,8 @@
 Every mistake in the input is found here, before a single image is read, and reported
 with the column, the offending values and the first rows that hold them. The table keeps
 the source rows exactly as given, so rejected rows can be reported in the user's terms.
-Columns besides split, image and label are typed in `tfrecorder.schema`; labels are
-read in `labels`, image paths in `image_paths`, split names by `tfrecorder.splits`.
+Columns besides split, image and label are typed in `tfrecorder.sources.schema`; labels are
+read in `labels`, image paths in `image_paths`, split names by `tfrecorder.format.splits`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,19 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from tfrecorder import image_cells
-from tfrecorder.column_values import input_column
 from tfrecorder.errors import Option, OptionError, SchemaError
-from tfrecorder.manifest import RESERVED
-from tfrecorder.schema import (
+from tfrecorder.format.manifest import RESERVED
+from tfrecorder.format.splits import SPLITS, UNASSIGNED, spellings_text, split_named
+from tfrecorder.sources import image_cells
+from tfrecorder.sources.column_values import input_column
+from tfrecorder.sources.image_paths import (
+    first_local_file_is_image,
+    has_image_extension,
+    image_uris,
+    indexed_values,
+)
+from tfrecorder.sources.labels import INTEGER, row_labels
+from tfrecorder.sources.schema import (
     IMAGE,
     IMAGE_TYPES,
     IMAGE_URI,
@@ -31,15 +39,7 @@ from tfrecorder.schema import (
     misspelled_role,
     synonym_role,
 )
-from tfrecorder.sources.image_paths import (
-    first_local_file_is_image,
-    has_image_extension,
-    image_uris,
-    indexed_values,
-)
-from tfrecorder.sources.labels import INTEGER, row_labels
-from tfrecorder.splits import SPLITS, UNASSIGNED, spellings_text, split_named
-from tfrecorder.table import Table
+from tfrecorder.sources.table import Table
 from tfrecorder.wording import dropping, name_rows, shown, sole
 
 
@@ -51,7 +51,7 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     Args:
         base_dir: relative local image paths are resolved against it (the CSV's folder,
             or the working directory for a DataFrame).
-        schema: column name -> TFRecorder type name (see `tfrecorder.schema`), or None to
+        schema: column name -> TFRecorder type name (see `tfrecorder.sources.schema`), or None to
             drop the column; columns it does not name are typed by name and dtype.
         fill_missing: the value for missing cells of input columns: one for all, or a
             dict by column; by default a missing value is an error.

@@ -18,14 +18,14 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import STRING_LABEL
 from tfrecorder.sources import csv
 from tfrecorder.sources.detection import BBOX, Objects, images_in_order, objects_table
+from tfrecorder.sources.schema import STRING_LABEL
+from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import validate
-from tfrecorder.table import Table
+from tfrecorder.storage import fs
 from tfrecorder.wording import LINE
 
 IMAGE, SPLITS, ML_USE = "imageGcsUri", "dataItemResourceLabels", \

@@ -43,15 +43,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from tfrecorder import fs
 from tfrecorder.errors import Option, SchemaError
+from tfrecorder.format.splits import split_named
+from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
-from tfrecorder.schema import STRING_LABEL
 from tfrecorder.sources.detection import Objects, objects_table
 from tfrecorder.sources.image_paths import has_image_extension, resolve
-from tfrecorder.splits import split_named
-from tfrecorder.table import Table
-from tfrecorder.vocabulary import LabelMap
+from tfrecorder.sources.schema import STRING_LABEL
+from tfrecorder.sources.table import Table
+from tfrecorder.storage import fs
 from tfrecorder.wording import count
 
 # Four decimals, as Ultralytics HUB rounds labels, put cx - w/2 up to 7.5e-5 off.

@@ -1,0 +1,197 @@
+"""Decoding a parsed record's image, and the annotations drawn on its pixels, with
+TensorFlow: to the image size asked for, as cheaply as the manifest allows.
+
+Knowing every image's size makes decoding cheaper: when images are resized on load,
+JPEGs are decoded at a reduced DCT scale (1/2, 1/4 or 1/8) whenever the result is still
+at least as large as the target, which does the bulk of the downscaling as an average
+over pixels and skips part of the IDCT; not the entropy decoding, which every scale pays
+and which is most of a decode's work on photos (docs/performance.md has the numbers). The
+manifest's statistics also say which image formats a split holds, and the decoders of the
+others are left out.
+
+A detection or segmentation record's annotations are decoded with its image: resized
+with it (masks by nearest neighbour; relative boxes need nothing).
+
+Apart from `load()`, which assembles the pipeline around it, because `inspect` and
+`verify` decode images with the same `decode_image`, and what happens to a record's
+pixels on their way to the model (resizing, and crops) grows here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tfrecorder._tensorflow import tensorflow
+from tfrecorder.format.layouts import AREA, MASK, SEGMENTATION_MASK
+
+
+def decode_image(features: dict, channels: int = 0, formats: frozenset[str] | None = None):
+    """The record's image as a uint8 [H, W, C] tensor: exactly the source's pixels.
+
+    JPEGs are decoded with the accurate IDCT, which matches Pillow (TensorFlow's default
+    fast IDCT is off by a few levels). channels=0 keeps each image's own channels; 1, 3
+    or 4 converts. `formats`, the formats the records may hold ("jpeg", "png", "raw";
+    None: any), leaves out the others' decoders and the conds that choose among them.
+    """
+    tf = tensorflow()
+
+    image_format = features["image_format"]
+
+    def jpeg():
+        image = tf.io.decode_jpeg(features["image"], channels=channels if channels != 4 else 3,
+                                  dct_method="INTEGER_ACCURATE")
+        return _convert_channels(image, channels) if channels == 4 else image
+
+    def png():
+        return tf.io.decode_png(features["image"], channels=channels)
+
+    def raw():
+        pixels = tf.io.decode_raw(tf.io.decode_base64(features["image"]), tf.uint8)
+        shape = tf.stack([features["image_height"], features["image_width"],
+                          features["image_channels"]])
+        return _convert_channels(tf.reshape(pixels, tf.cast(shape, tf.int32)), channels)
+
+    def chosen(decoders: list) -> Callable:
+        (name, decode), rest = decoders[0], decoders[1:]
+        if not rest:
+            return decode
+        return lambda: tf.cond(tf.equal(image_format, name), decode, chosen(rest))
+
+    decoders = [(name, decode) for name, decode in [("jpeg", jpeg), ("raw", raw), ("png", png)]
+                if not formats or name in formats]
+    return chosen(decoders or [("png", png)])()
+
+
+def decoded_record(features: dict, image_size: Sequence[int] | None, channels: int,
+                   formats: frozenset[str] | None = None) -> dict:
+    """Decodes (and resizes) one parsed record's image and the annotations drawn on its
+    pixels: instance masks to uint8 [n, height, width] and a segmentation mask to uint8
+    [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
+    and objects' areas and `image_height` / `image_width` changed to the image as loaded.
+    Boxes are relative, so they need nothing."""
+    tf = tensorflow()
+
+    features["image"] = _decoded(features, image_size, channels, formats)
+    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
+    if image_size is not None:  # the sizes describe the pixels handed over
+        features["image_height"], features["image_width"] = (
+            tf.constant(side, features["image_height"].dtype) for side in image_size)
+    if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
+        return features
+    if MASK in features:
+        masks = _object_masks(features[MASK], stored)
+        if image_size is not None:
+            masks = _resized_nearest(masks[..., None], image_size)[..., 0]
+        features[MASK] = masks
+    if SEGMENTATION_MASK in features:
+        mask = tf.reshape(tf.io.decode_png(features[SEGMENTATION_MASK], channels=1),
+                          tf.concat([stored, [1]], 0))
+        if image_size is not None:
+            mask = _resized_nearest(mask, image_size)
+        features[SEGMENTATION_MASK] = tf.ensure_shape(mask, [*(image_size or (None, None)), 1])
+    if AREA in features and image_size is not None:
+        scale = image_size[0] * image_size[1] / tf.cast(tf.reduce_prod(stored), tf.float32)
+        features[AREA] = features[AREA] * scale
+    return features
+
+
+def _object_masks(pngs, stored):
+    """A record's instance masks (one PNG each, drawn at the stored image's size) as uint8
+    [n, height, width]; [0, height, width] for a record without objects."""
+    tf = tensorflow()
+
+    count = tf.shape(pngs)[0]
+
+    def decoded():
+        return tf.map_fn(lambda png: tf.io.decode_png(png, channels=1)[..., 0], pngs,
+                         fn_output_signature=tf.TensorSpec([None, None], tf.uint8))
+
+    # map_fn over no element cannot give the shape of one.
+    masks = tf.cond(count > 0, decoded, lambda: tf.zeros(tf.concat([[0], stored], 0),
+                                                         tf.uint8))
+    return tf.ensure_shape(tf.reshape(masks, tf.concat([[count], stored], 0)),
+                           [None, None, None])
+
+
+def _resized_nearest(pixels, image_size: Sequence[int]):
+    """Annotation pixels ([..., height, width, channels]) at `image_size`, by nearest
+    neighbour: their values stay those of the source (0/1, class ids)."""
+    tf = tensorflow()
+
+    return tf.image.resize(pixels, image_size, method="nearest")
+
+
+def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
+             formats: frozenset[str] | None = None):
+    """Decodes (and resizes) one record's image, cheaply where the manifest allows.
+
+    `formats`, the image formats the records may hold (None: any), leaves the decoders
+    of the others out of the graph. With `image_size`, one `switch_case` picks what an
+    image takes (a nest of conds costs a function call per level and image):
+
+    - an image at the target size already (image_size= on convert): its exact decode;
+    - a PNG or raw image: its exact decode, resized;
+    - a JPEG: decoded at the largest DCT scale (1/1, 1/2, 1/4 or 1/8) whose output still
+      covers the target (which skips part of the IDCT, and does the bulk of a large
+      reduction as an average over pixels), with TensorFlow's default IDCT, then
+      resized.
+    """
+    tf = tensorflow()
+
+    formats = formats or None  # none known: any
+    if image_size is None:
+        image = decode_image(features, channels, formats)
+        return tf.ensure_shape(image, [None, None, channels or None])
+    height, width = image_size
+
+    def exact():
+        return decode_image(features, channels, formats)
+
+    def jpeg(ratio: int):
+        image = tf.io.decode_jpeg(features["image"], ratio=ratio,
+                                  channels=channels if channels != 4 else 3)
+        return _convert_channels(image, channels) if channels == 4 else image
+
+    def resized(decode: Callable) -> Callable:
+        # Bilinear, like Keras: a scaled JPEG decode has already averaged away most of
+        # any reduction. Bilinear output of uint8 stays in [0, 255]: +0.5 and a cast round.
+        return lambda: tf.cast(tf.image.resize(decode(), image_size) + 0.5, tf.uint8)
+
+    same_size = tf.logical_and(tf.equal(features["image_height"], height),
+                               tf.equal(features["image_width"], width))
+    others = formats is None or bool(formats - {"jpeg"})
+    branches = [exact] + ([resized(exact)] if others else [])
+    index = tf.where(same_size, 0, 1)
+    if formats is None or "jpeg" in formats:
+        # The largest DCT scale whose output still covers the target size: 1/2**scale.
+        short = tf.minimum(features["image_height"] * width, features["image_width"] * height)
+        target = tf.cast(height * width, tf.int64)
+        scale = tf.reduce_sum(tf.cast(
+            tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]),
+            tf.int32))
+        at_scale = len(branches) + scale
+        if others:
+            at_scale = tf.where(tf.equal(features["image_format"], "jpeg"), at_scale, 1)
+        index = tf.where(same_size, 0, at_scale)
+        branches += [resized(lambda r=r: jpeg(r)) for r in (1, 2, 4, 8)]
+    image = tf.switch_case(index, branches)
+    return tf.ensure_shape(image, [height, width, channels or None])
+
+
+def _convert_channels(image, channels: int):
+    """Converts an image of 1 (L), 2 (LA), 3 (RGB) or 4 (RGBA) channels to `channels`."""
+    tf = tensorflow()
+
+    if channels == 0:
+        return image
+    have = tf.shape(image)[-1]
+    grey = have <= 2
+    rgb = tf.cond(grey, lambda: tf.image.grayscale_to_rgb(image[..., :1]),
+                  lambda: image[..., :3])
+    if channels == 3:
+        return rgb
+    if channels == 1:
+        return tf.cond(grey, lambda: image[..., :1], lambda: tf.image.rgb_to_grayscale(rgb))
+    opaque = tf.fill(tf.concat([tf.shape(image)[:2], [1]], 0), tf.constant(255, tf.uint8))
+    alpha = tf.cond(tf.equal(have % 2, 0), lambda: image[..., -1:], lambda: opaque)
+    return tf.concat([rgb, alpha], -1)

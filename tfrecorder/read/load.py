@@ -1,0 +1,505 @@
+"""`load()`: a dataset folder -> tuned `tf.data` pipelines, ready for `model.fit`.
+
+Everything comes from the manifest: shard files, record counts (so datasets know their
+length), the parsing spec (every feature's dtype and shape, and its role: image, label,
+split or input), compression, whether images are raw pixels, and the size of every image.
+Datasets without images are parsed a batch at a time, as there is nothing to decode.
+Records with images are parsed and decoded one at a time in a parallel map, then
+batched: the decoding spreads over the cores an image at a time.
+
+This module assembles the pipeline; its stages live apart: the shards' records come from
+`tfrecorder.read.shards`, images and their masks are decoded (and resized) by
+`tfrecorder.read.decoding`, and augmented by `tfrecorder.read.augmentation`.
+
+Records of either layout (`tfrecorder.format.layouts`) are parsed with the manifest's spec and
+read through the layout's read form (`Layout.canonical`), so everything after parsing
+sees the same canonical names: `image`, `objects/bbox`, `segmentation_mask`, ... A
+detection or segmentation record's annotations are decoded with its image and move with
+it: resized with it, flipped with it by augmentation.
+
+TensorFlow is imported by the functions here, and by inspect/verify through the shared
+modules, never by the writer; always through `_tensorflow.tensorflow()`, which keeps its
+start-up lines quiet.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+from tfrecorder._tensorflow import tensorflow
+from tfrecorder.errors import Option, OptionError, VerificationError
+from tfrecorder.format.layouts import (
+    AREA,
+    BBOX,
+    IS_CROWD,
+    KEYPOINT_VISIBILITY,
+    KEYPOINTS,
+    MASK,
+    NUM_KEYPOINTS,
+    OBJECT_LABEL,
+    SEGMENTATION_MASK,
+    Layout,
+    layout_of,
+)
+from tfrecorder.format.manifest import (
+    LABEL,
+    NO_LABEL,
+    SPLITS,
+    Manifest,
+    Split,
+    read_manifest,
+)
+from tfrecorder.option_checks import checked_bool, checked_image_size, checked_int, is_int, require
+from tfrecorder.read.augmentation import AUGMENT_PRESETS, annotated_augmentation, basic_augmentation
+from tfrecorder.read.decoding import decoded_record
+from tfrecorder.read.info import DatasetInfo
+from tfrecorder.read.shards import shard_reader
+from tfrecorder.storage import fs
+from tfrecorder.wording import count
+
+logger = logging.getLogger(__name__)
+
+NUM_OBJECTS = "objects/num"  # with max_boxes: how many of the padded objects are real
+# What padding fills a detection record's objects with, up to max_boxes: -1 for boxes,
+# classes and areas, as Keras (`MaxNumBoundingBoxes`, KerasCV's `to_dense`) and Model
+# Garden (`pad_groundtruths_to_fixed_size`) pad them, so their losses skip such rows;
+# 0 for is_crowd (as Model Garden) and for masks (no pixel); keypoints at -1 like boxes,
+# of visibility 0 (not labelled: what every keypoint loss skips) and none labelled.
+OBJECT_PADDING = {BBOX: -1, OBJECT_LABEL: -1, AREA: -1, IS_CROWD: 0, MASK: 0,
+                  KEYPOINTS: -1, KEYPOINT_VISIBILITY: 0, NUM_KEYPOINTS: 0}
+# Features of pixels: batched densely, so all of a batch must share their size.
+_PIXELS = ("image", SEGMENTATION_MASK)
+DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
+
+
+def load(
+    path: str | os.PathLike,
+    split: str | None = None,
+    *,
+    batch_size: int | None = None,
+    image_size: tuple[int, int] | None = None,
+    channels: int | None = None,
+    shuffle: bool | None = None,
+    shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER,
+    seed: int | None = 0,
+    repeat: bool = False,
+    augment: Callable | str | None = None,
+    cache: bool | str = False,
+    as_supervised: bool = False,
+    multi_hot: bool = False,
+    max_boxes: int | None = None,
+    drop_remainder: bool = False,
+    with_info: bool = False,
+    host: tuple[int, int] | None = None,
+):
+    """Loads a dataset written by tfrecorder as `tf.data` pipelines.
+
+    Elements are dicts of every feature, by tfrecorder's names whichever layout the
+    records were written in; lists (e.g. boxes, as [n, 4] tensors) come in batches as
+    RaggedTensors. `image_size`, `channels` and `augment` are for datasets with images
+    only.
+
+    A detection dataset's elements also hold its objects: `objects/bbox` float32 [n, 4]
+    as (ymin, xmin, ymax, xmax), fractions of the image's size; `objects/label` int64
+    [n], ids into the manifest's label vocabulary (from 0, in both layouts); where the
+    records have them, `objects/area` (pixels of the image as loaded), `objects/is_crowd`
+    and `objects/mask`, uint8 [n, height, width] of 0s and 1s. A segmentation dataset's
+    hold `segmentation_mask`, uint8 [height, width, 1] of class ids. Annotations follow
+    their image through `image_size` and `augment`.
+
+    Args:
+        path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
+        split: "train", "validation" or "test" for one dataset; None for a dict of all.
+        batch_size: batch the elements; with mixed image sizes, give `image_size` too.
+        image_size: (height, width) to resize images to, so that batches stack;
+            `image_height`, `image_width`, masks and objects' areas follow.
+        channels: 3 (the default) converts every image to RGB; 1 or 4 likewise; 0 keeps
+            each image's own channels.
+        shuffle: shuffle shards and records; default: only the train split.
+        shuffle_buffer: records held for shuffling (shards are shuffled when written).
+        seed: seeds shuffling and augmentation; None for a fresh order every run.
+        repeat: repeat forever (for `steps_per_epoch`-style training).
+        augment: a function image -> image, or "basic" (random flips, crops and
+            brightness); applied to the train split only. For detection and
+            segmentation datasets the function gets the element's dict and returns it,
+            so that what moves the pixels moves the annotations too; "basic" flips
+            boxes and masks with their image and changes brightness, and does not crop.
+        cache: True caches decoded (and resized) elements in memory, or the records as
+            read for a dataset without images; a local folder caches them in files
+            there (worth it for a dataset in a bucket, read again every epoch).
+        as_supervised: elements are (image, label) pairs instead of feature dicts; for a
+            dataset without images, (dict of the input features, label). Records stored
+            without a label (rows whose label was blank) are left out, with a logged
+            warning, and `len(ds)` counts the rest; as dicts their `label` is -1 (text
+            "") and no class's. For detection,
+            (image, {"boxes": objects/bbox, "classes": objects/label}), what KerasHub's
+            object detectors fit on (`bounding_box_format="rel_yxyx"`); for
+            segmentation, (image, segmentation_mask).
+        multi_hot: for multi-label datasets: each label is a float32 vector of
+            `num_classes` with 1 for the record's classes (for binary crossentropy),
+            instead of the list of its class ids.
+        max_boxes: for detection datasets: pad each record's objects to this many (or
+            keep its first this many), so that batches stack densely, as TPUs and most
+            detection losses want: boxes, classes and areas are padded with -1 (as Keras
+            and Model Garden pad them), is_crowd and masks with 0, and `objects/num`
+            says how many are real. By default batches hold RaggedTensors.
+        drop_remainder: drop a last, smaller batch.
+        with_info: also return the dataset's `DatasetInfo` (as `tfrecorder.info`).
+        host: (index, count): read only this host's share, for `count` hosts (or
+            workers) reading together, each with its own index. With a shard count that
+            splits evenly (`convert(..., hosts=count)` writes such), a host reads its
+            own contiguous block of shards, and the shares differ by at most a record
+            a shard; otherwise every host reads every shard and keeps every count-th
+            record (a logged warning says so). Either way tf.distribute's auto-sharding
+            is turned off for the dataset, which is sharded already; without `host` it
+            shards by record (DATA), which suits any shard count.
+
+    Returns:
+        A `tf.data.Dataset` for `split`, or a dict of them by split name ("train"; 2.0's
+        "TRAIN" finds it too). Each knows its length (`len(ds)`), so Keras shows steps
+        per epoch. With `with_info`, a pair (that, the `DatasetInfo`).
+    """
+    image_size = _check_values(
+        batch_size=batch_size, image_size=image_size, channels=channels, shuffle=shuffle,
+        shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat, augment=augment,
+        cache=cache, as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
+        drop_remainder=drop_remainder, with_info=with_info, host=host)
+    manifest = read_manifest(path)
+    _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot,
+                   max_boxes)
+    splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
+    _check_shards(path, manifest, splits)
+    if batch_size is not None and image_size is None:
+        _check_batchable(manifest, splits, channels)
+    datasets = {
+        name: _pipeline(
+            path, manifest, name, batch_size=batch_size, image_size=image_size,
+            channels=3 if channels is None else channels,
+            shuffle=(name == "train") if shuffle is None else shuffle,
+            shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat,
+            augment=augment if name == "train" else None, cache=cache,
+            as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
+            drop_remainder=drop_remainder, host=host,
+        )
+        for name in splits
+    }
+    loaded = datasets[split] if split is not None else datasets
+    return (loaded, DatasetInfo(path, manifest)) if with_info else loaded
+
+
+def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,
+                  augment, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
+                  with_info, host) -> tuple[int, int] | None:
+    """Refuses, before any file is read, a value no dataset could take, with the
+    `OptionError` that `convert` raises for it: inside the pipeline the same mistake
+    surfaces later, far from the option (`'bool' object is not callable` from a
+    `tf.function`). Returns `image_size` as (height, width) ints."""
+    checked_int("batch_size", batch_size, "a positive int or None", minimum=1)
+    checked_int("shuffle_buffer", shuffle_buffer, "a positive int (records)", minimum=1,
+                optional=False)
+    checked_int("seed", seed, "an int or None", minimum=-(2**63), maximum=2**63 - 1)
+    checked_int("max_boxes", max_boxes, "a positive int or None", minimum=1)
+    require("channels", channels, channels is None or (is_int(channels) and channels in (
+        0, 1, 3, 4)), "0, 1, 3, 4 or None")
+    checked_bool("shuffle", shuffle, optional=True)
+    for name, value in [("repeat", repeat), ("as_supervised", as_supervised),
+                        ("multi_hot", multi_hot), ("drop_remainder", drop_remainder),
+                        ("with_info", with_info)]:
+        checked_bool(name, value)
+    require("augment", augment, augment is None or callable(augment) or (
+        isinstance(augment, str) and augment in AUGMENT_PRESETS),
+        f"a function (image -> image), {' or '.join(map(repr, AUGMENT_PRESETS))}, or None")
+    require("cache", cache, isinstance(cache, (bool, str, os.PathLike)),
+            "True, False or a local folder")
+    require("host", host, host is None or (
+        isinstance(host, (tuple, list)) and len(host) == 2 and all(map(is_int, host))
+        and 0 <= host[0] < host[1]), "(index, count) with 0 <= index < count, or None")
+    return checked_image_size(image_size)
+
+
+def _check_options(manifest: Manifest, image_size, channels, augment, as_supervised,
+                   multi_hot, max_boxes) -> None:
+    """Refuses options this dataset cannot take (images, labels, its task)."""
+    features = manifest.features
+    labelled = layout_of(manifest).key(LABEL) in features
+    if not manifest.has_images:
+        given = [name for name, value in
+                 [("image_size", image_size), ("channels", channels), ("augment", augment)]
+                 if value is not None]
+        if given:
+            raise OptionError(
+                f"this dataset has no images, so {' and '.join(given)} cannot apply. Leave "
+                f"{'it' if len(given) == 1 else 'them'} out.", option=given[0])
+        if as_supervised and not manifest.inputs:
+            raise OptionError(
+                "as_supervised pairs the input features with the label, and this dataset "
+                "has neither images nor input features. Load feature dicts instead.",
+                option="as_supervised")
+    if as_supervised and not labelled and manifest.task == "classification":
+        raise OptionError("as_supervised needs labels, and this dataset has none.",
+                          option="as_supervised")
+    if multi_hot and manifest.task == "detection":
+        raise OptionError(
+            "multi_hot is for multi-label classification; in a detection dataset "
+            "objects/label gives each box its class id. Leave multi_hot out.",
+            option="multi_hot")
+    if multi_hot and not labelled:
+        raise OptionError("multi_hot needs labels, and this dataset has none.",
+                          option="multi_hot")
+    if max_boxes is not None and manifest.task != "detection":
+        raise OptionError(f"max_boxes pads the objects of a detection dataset, and this "
+                          f"one is a {manifest.task} dataset. Leave max_boxes out.",
+                          option="max_boxes")
+    if multi_hot and not (manifest.labels and manifest.labels.multi_label):
+        raise OptionError(
+            "multi_hot is for multi-label datasets, and this one has a single label per "
+            "record: its label is already a class id. Leave multi_hot out (or use "
+            "tf.one_hot on the label).", option="multi_hot")
+
+
+def _check_shards(path: str, manifest: Manifest, splits: list[str]) -> None:
+    """Refuses, when called, a dataset whose manifest lists shards that are gone, from one
+    listing of its folder: TensorFlow would fail only when it reached them, mid-epoch,
+    with a bare NotFoundError."""
+    present = set(fs.list_dir(path))
+    missing = [shard.file for name in splits for shard in manifest.split(name, path).shards
+               if shard.file not in present]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more"
+                                           if len(missing) > 3 else "")
+        raise VerificationError(
+            f"the dataset in {path!r} lacks {count(len(missing), 'shard')} that its "
+            f"manifest lists: {shown}. Restore the files from a copy, or write the dataset "
+            "again with ", Option("overwrite", True), ".")
+
+
+def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None) -> None:
+    """Refuses, when called, batches of images of several sizes (or, with `channels=0`,
+    channel counts), which TensorFlow would only refuse mid-epoch ("Cannot batch tensors
+    with different shapes"). The manifest's statistics say; older manifests have none."""
+    for name in splits:
+        stats = manifest.statistics.get(Split(name))
+        if stats is None or stats.image_height is None:
+            continue
+        height, width = stats.image_height, stats.image_width
+        if height.min != height.max or width.min != width.max:
+            raise OptionError(
+                f"the {name} split's images differ in size (heights {height.min:g} to "
+                f"{height.max:g}, widths {width.min:g} to {width.max:g}), so batches of "
+                "them cannot stack. Pass image_size=(height, width) to resize them, e.g. "
+                f"image_size=({round(height.median)}, {round(width.median)}), the median.",
+                option="image_size")
+        if channels == 0 and len(stats.image_channels) > 1:
+            raise OptionError(
+                f"the {name} split's images have {sorted(stats.image_channels)} channels, "
+                "so with channels=0 batches of them cannot stack. Pass channels=3 (or 1).",
+                option="channels")
+
+
+def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
+              shuffle_buffer, seed, repeat, augment, cache, as_supervised, multi_hot,
+              max_boxes, drop_remainder, host):
+    tf = tensorflow()
+
+    autotune = tf.data.AUTOTUNE
+    # A seed promises a reproducible order; without one, parallel stages may reorder.
+    ordered = seed is not None or not shuffle
+    shards = manifest.split(split, path).shards
+    by_record = None  # (index, count): every host reads every shard, keeps its records
+    if host is not None:
+        mine = manifest.splits[split].host_shards(*host)
+        if mine is None:
+            by_record = host
+            logger.warning(
+                "the %s split's %d shards do not split evenly across %d hosts: every host "
+                "reads them all and keeps one record in %d. Write the dataset with "
+                "hosts=%d to read only this host's shards.", split, len(shards), host[1],
+                host[1], host[1])
+        else:
+            shards = mine
+    files = [fs.join(path, shard.file) for shard in shards]
+    num_records = sum(shard.num_records for shard in shards)
+    spec = manifest.parse_spec()
+    layout = layout_of(manifest)
+    num_classes = manifest.labels.num_classes if multi_hot else None
+    has_images = manifest.has_images
+    # Detection and segmentation records carry annotations of their pixels, which are
+    # decoded with the image and move with it: one record at a time.
+    annotated = manifest.task != "classification"
+    # The formats the writer stored in this split (older manifests do not say: any).
+    stats = manifest.statistics.get(Split(split))
+    formats = frozenset(stats.image_formats) if stats and stats.image_formats else None
+
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle and by_record is None:  # hosts keeping every n-th record read one order
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.interleave(
+        shard_reader(fs.is_remote(path), manifest.compression),
+        cycle_length=max(1, min(len(files), 16)), num_parallel_calls=autotune,
+        deterministic=ordered or by_record is not None,
+    )
+    if by_record is not None:
+        ds = ds.shard(by_record[1], by_record[0])
+        num_records = len(range(by_record[0], num_records, by_record[1]))
+    # tf.distribute's default (AUTO) shards by file: a split of fewer shards than
+    # workers fails on some workers and leaves others empty, and unequal shares stall
+    # synchronous training at an epoch's end. Unless sharded here already (`host`), every
+    # worker keeps its own records (DATA): equal shares, whatever the shard count.
+    policy = tf.data.experimental.AutoShardPolicy
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        policy.OFF if host is not None else policy.DATA)
+    ds = ds.with_options(options)
+    # The count is known from the manifest, so len(ds) works through every later step.
+    ds = ds.apply(tf.data.experimental.assert_cardinality(num_records))
+    unlabeled = manifest.unlabeled(split) if as_supervised else 0
+    if unlabeled:  # an (image, label) pair needs a label: such records are left out
+        logger.warning("%d of %d records of the %s split have no label (their rows' label "
+                       "was blank); as_supervised leaves them out", unlabeled,
+                       manifest.splits[split].num_records, split)
+        ds = ds.filter(_labelled(manifest))
+        if host is None:  # a host's share of them is not counted
+            ds = ds.apply(tf.data.experimental.assert_cardinality(num_records - unlabeled))
+    if shuffle and not cache:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+
+    # `transform` augments an element (a dict).
+    transform = None
+    if augment is not None and annotated:
+        transform = annotated_augmentation(augment, seed, layout.keypoint_names)
+    elif augment is not None:
+        augment_image = basic_augmentation(seed) if augment == "basic" else augment
+        transform = lambda f: {**f, "image": augment_image(f["image"])}  # noqa: E731
+    if not has_images:
+        # Nothing to decode: cache the records as read, and parse a whole batch at once.
+        if cache:
+            ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
+        if repeat:
+            ds = ds.repeat()
+        if batch_size:
+            ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+        ds = ds.map(lambda serialized: _parsed(serialized, spec, layout, num_classes),
+                    num_parallel_calls=autotune, deterministic=ordered)
+    else:
+        def parse(serialized):
+            return decoded_record(_parsed(serialized, spec, layout, num_classes),
+                                  image_size, channels, formats)
+
+        ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
+        if cache:
+            ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
+        if transform is not None:
+            ds = ds.map(transform, num_parallel_calls=autotune, deterministic=ordered)
+            if not isinstance(ds.element_spec, dict):
+                raise OptionError(
+                    "augment gets and returns the element's dict for a detection or "
+                    "segmentation dataset (its boxes and masks must move with the pixels), "
+                    f"but returned {ds.element_spec}. Return the dict, e.g. "
+                    "{**features, \"image\": ...} for a change that moves no pixel.",
+                    option="augment")
+        if max_boxes is not None:
+            ds = ds.map(lambda f: _padded_objects(f, max_boxes))
+        if repeat:
+            ds = ds.repeat()
+        if batch_size:
+            ds = _batched(ds, batch_size, drop_remainder, ordered)
+    if as_supervised:
+        ds = ds.map(_supervised(manifest))
+    return ds.prefetch(autotune)
+
+
+def _labelled(manifest: Manifest) -> Callable:
+    """Whether a serialized record holds a label, from that feature alone."""
+    tf = tensorflow()
+
+    key = layout_of(manifest).key(LABEL)
+    spec = {key: manifest.features[key].parse_spec(key, optional=True)}
+    return lambda serialized: tf.io.parse_single_example(serialized, spec)[key] != \
+        NO_LABEL["int64"]
+
+
+def _supervised(manifest: Manifest) -> Callable:
+    """The (input, target) pair `as_supervised` makes of an element."""
+    if manifest.task == "detection":
+        return lambda f: (f["image"], {"boxes": f[BBOX], "classes": f[OBJECT_LABEL]})
+    if manifest.task == "segmentation":
+        return lambda f: (f["image"], f[SEGMENTATION_MASK])
+    if manifest.has_images:
+        return lambda f: (f["image"], f[LABEL])
+    inputs = manifest.inputs
+    return lambda f: ({name: f[name] for name in inputs}, f[LABEL])
+
+
+def _cached(ds, split: str, cache: bool | str, shuffle: bool, shuffle_buffer: int,
+            seed: int | None):
+    """Caches `ds` in memory (True) or in files in the folder `cache`, one set per split
+    (sharing one would serve one split's cache for another); shuffles after the cache,
+    so that every epoch still has its own order."""
+    if cache is True:
+        ds = ds.cache()
+    else:
+        fs.makedirs(os.fspath(cache))
+        ds = ds.cache(fs.join(os.fspath(cache), split))
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    return ds
+
+
+def _parsed(serialized, spec: dict, layout: Layout, num_classes: int | None) -> dict:
+    """Parses one record, or a batch of them, into features by canonical name (the
+    layout's read form); with `num_classes`, multi-label labels become multi-hot vectors
+    of that length."""
+    tf = tensorflow()
+
+    parse = tf.io.parse_example if serialized.shape.rank else tf.io.parse_single_example
+    features = layout.canonical(parse(serialized, spec))
+    if num_classes is not None:
+        # Per record, also for a batch's RaggedTensor of labels; ids out of range are
+        # dropped.
+        multi_hot = tf.math.bincount(
+            features[LABEL], minlength=num_classes, maxlength=num_classes,
+            binary_output=True, dtype=tf.float32, axis=-1)
+        features[LABEL] = tf.ensure_shape(multi_hot, serialized.shape + [num_classes])
+    return features
+
+
+def _batched(ds, batch_size: int, drop_remainder: bool, ordered: bool):
+    """Batches parsed records. Lists (features whose first dimension has any length: a
+    record's boxes, its objects' masks) come out as RaggedTensors, as
+    `tf.io.parse_example` returns them; images and segmentation masks are stacked
+    densely (`ragged_batch` would make images of unknown size ragged too), so must share
+    a size."""
+    tf = tensorflow()
+
+    lists = [name for name, spec in ds.element_spec.items()
+             if name not in _PIXELS and spec.shape.rank and spec.shape[0] is None]
+    if lists:
+        # A list as a RaggedTensor of one row stacks with lists of other lengths; the
+        # extra dimension is merged away after batching.
+        ds = ds.map(lambda f: {**f, **{name: tf.RaggedTensor.from_tensor(f[name][None])
+                                       for name in lists}})
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder,
+                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
+    if lists:
+        ds = ds.map(lambda f: {**f, **{name: f[name].merge_dims(1, 2) for name in lists}})
+    return ds
+
+
+def _padded_objects(features: dict, max_boxes: int) -> dict:
+    """A detection element's objects padded (or cut) to `max_boxes` (`OBJECT_PADDING`
+    says with what), and `objects/num`, how many are real."""
+    tf = tensorflow()
+
+    count = tf.shape(features[BBOX], out_type=tf.int64)[0]
+    found = dict(features)
+    for name, fill in OBJECT_PADDING.items():
+        if name in features:
+            value = features[name][:max_boxes]
+            padding = [[0, max_boxes - tf.shape(value)[0]]] + [[0, 0]] * (value.shape.rank - 1)
+            found[name] = tf.ensure_shape(
+                tf.pad(value, padding, constant_values=tf.cast(fill, value.dtype)),
+                [max_boxes, *value.shape[1:]])
+    found[NUM_OBJECTS] = tf.minimum(count, max_boxes)
+    return found

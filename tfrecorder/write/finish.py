@@ -1,0 +1,385 @@
+"""The writer's last step: the manifest's content, `rejected.csv`, and how many rows a
+run may reject.
+
+File names and reading a manifest live in `manifest`, which readers use; the manifest is
+written last, so a folder without one is never a dataset. Readers (load, inspect, verify)
+trust the manifest, never file names.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from tfrecorder._version import __version__
+from tfrecorder.errors import (
+    DuplicateImagesError,
+    ImageError,
+    Option,
+    TooManyRejectedError,
+)
+from tfrecorder.format.example_decoding import decode_example
+from tfrecorder.format.image_checks import rejection_advice
+from tfrecorder.format.layouts import label_map_of, layout_of
+from tfrecorder.format.manifest import (
+    LABEL_MAP,
+    MANIFEST,
+    REJECTED,
+    SKIPPED_ANNOTATIONS,
+    SPLITS,
+    Labels,
+    Manifest,
+    Rejected,
+    ShardInfo,
+    SkippedAnnotations,
+    Split,
+    SplitInfo,
+    index_filename,
+)
+from tfrecorder.format.manifest_statistics import Duplicate
+from tfrecorder.format.tfds_metadata import tfds_files
+from tfrecorder.format.tfrecord import ShardWriter, open_read, read_records
+from tfrecorder.options import DEFAULT_MAX_REJECTED
+from tfrecorder.sources import image_cells
+from tfrecorder.sources.table import Table, rows_at
+from tfrecorder.wording import count, name_row
+from tfrecorder.write.plan import Plan, RowColumn
+from tfrecorder.write.rows import Rejection, reason_counts, rejection_reasons
+from tfrecorder.write.statistics import (
+    Located,
+    ShardFacts,
+    candidate_duplicates,
+    describe_duplicates,
+    dropped_copies,
+    split_statistics,
+)
+
+
+@dataclass(frozen=True)
+class WrittenShard:
+    """What an engine wrote for one shard of the plan."""
+
+    split: Split
+    filename: str
+    num_records: int
+    num_bytes: int
+    num_rejected: int
+    sha256: str = ""  # of the file's bytes, as written
+    facts: ShardFacts | None = None  # of its records; None from a journal before facts
+
+
+@dataclass(frozen=True)
+class Written:
+    """What an engine wrote: every shard of the plan in writing order, and every row it
+    rejected. Both engines return this, and `finish` turns it into the dataset."""
+
+    shards: list[WrittenShard]
+    rejections: list[Rejection]
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        written = sum(shard.num_records for shard in self.shards)
+        return {"rows_read": written + len(self.rejections), "records_written": written,
+                "rows_rejected": len(self.rejections)}
+
+
+_REASONS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    """What the source set aside before any image was read: rows it could not give an
+    image for (`Table.rejected_rows`, with their `reason`), which join rejected.csv, and
+    annotations it skipped (`Table.skipped_annotations`), listed in their own file. Small
+    and picklable: a Beam job that finishes the dataset itself carries it."""
+
+    rejected_rows: pd.DataFrame | None = None
+    skipped_annotations: pd.DataFrame | None = None
+
+    @classmethod
+    def of(cls, table: Table) -> SourceReport:
+        return cls(table.rejected_rows, table.skipped_annotations)
+
+    @property
+    def num_rejected_rows(self) -> int:
+        return 0 if self.rejected_rows is None else len(self.rejected_rows)
+
+    @property
+    def rejected_reasons(self) -> tuple[str, ...]:
+        rows = self.rejected_rows
+        return () if rows is None else tuple(rows["reason"].astype(str))
+
+    def skipped(self) -> SkippedAnnotations | None:
+        """The manifest's count of the skipped annotations, by reason."""
+        found = self.skipped_annotations
+        if found is None:
+            return None
+        return SkippedAnnotations(SKIPPED_ANNOTATIONS, len(found),
+                                  reason_counts(found["reason"].astype(str)))
+
+
+@dataclass(frozen=True)
+class RejectionLimit:
+    """How many rows a run may reject: more than `max_rejected` (a fraction of the rows)
+    means the table is wrong, not a few images, and the run fails as soon as it is sure.
+    Rows the source rejected itself (`source_reasons`) count from the start."""
+
+    num_rows: int
+    max_rejected: float = DEFAULT_MAX_REJECTED
+    source_reasons: tuple[str, ...] = ()  # of the rows the source rejected
+
+    @classmethod
+    def of(cls, table: Table, max_rejected: float) -> RejectionLimit:
+        """The limit for a table: its rows and those its source rejected."""
+        reasons = SourceReport.of(table).rejected_reasons
+        return cls(len(table.rows) + len(reasons), max_rejected, reasons)
+
+    def exceeded(self, num_rejected: int) -> bool:
+        return num_rejected + len(self.source_reasons) > math.floor(
+            self.max_rejected * self.num_rows)
+
+    def error(self, rejections: Sequence[Rejection]) -> TooManyRejectedError:
+        """The error naming the commonest reasons (paths in them folded, so that 'no such
+        file' for a thousand rows is one reason)."""
+        rejections = [*rejections, *(Rejection(-1, r) for r in self.source_reasons)]
+        reasons = rejection_reasons(rejections)
+        common = "; ".join(f"{count} x {reason}"
+                           for reason, count in list(reasons.items())[:_REASONS_SHOWN])
+        return TooManyRejectedError(
+            f"{len(rejections)} rows were rejected before the run stopped, more than ",
+            Option("max_rejected", self.max_rejected), f" of the {self.num_rows} rows "
+            f"allows ({math.floor(self.max_rejected * self.num_rows)}). Most common "
+            f"reasons: {common}.", *rejection_advice(next(iter(reasons))),
+            " Fix the table (are the paths relative to the right "
+            "folder?), or pass a larger ", Option("max_rejected"),
+            " (1.0 writes whatever can be written).",
+            num_rejected=len(rejections), num_rows=self.num_rows, reasons=dict(reasons))
+
+
+def image_error(table: Table, rejection: Rejection) -> ImageError:
+    """What stops a run with `on_error="raise"`: the row, by its label in the table (a
+    CSV's line), its image and why it cannot be written."""
+    row = table.rows.index[rejection.position]
+    image = table.image_references[rejection.position]
+    return ImageError(
+        f"{name_row(row, table.rows.index)} ({image!r}): {rejection.reason}.",
+        *rejection_advice(rejection.reason),
+        " Fix or drop the row, or use ",
+        Option("on_error", "reject"), " to list such rows in rejected.csv.",
+        column=table.image_column or "image_uri", rows=[row], option="on_error")
+
+
+def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
+    """Everything the manifest says that is known before writing, as small plain data
+    (engines that run elsewhere carry this, never the plan itself). `options` are those
+    the manifest records (`ConvertOptions.recorded`)."""
+    report = SourceReport.of(table)
+    labels = None
+    if table.has_labels:
+        labels = Labels(
+            type="integer" if plan.label_vocabulary is None else "text",
+            vocabulary=plan.label_vocabulary or None,
+            multi_label=table.multi_label,
+            num_classes=_num_classes(plan),
+            model_ids=plan.model_ids)
+    return Manifest(compression=plan.compression, features=dict(plan.features),
+                    num_source_rows=plan.num_rows + report.num_rejected_rows,
+                    options=json.loads(json.dumps(options)),
+                    labels=labels, created_by=f"tfrecorder {__version__}",
+                    task=table.task, layout=plan.image_options.layout,
+                    skipped_annotations=report.skipped())
+
+
+def _num_classes(plan: Plan) -> int:
+    """The label vocabulary's size, or for integer labels, the largest id + 1."""
+    if plan.label_vocabulary is not None:
+        return len(plan.label_vocabulary)
+    if isinstance(plan.label_ids, RowColumn):  # one id a row
+        return int(plan.label_ids.values.max(initial=-1)) + 1
+    ids = [i for label in plan.label_ids for i in label]  # multi-label: lists of ids
+    return max(ids, default=-1) + 1
+
+
+def finish(folder, header: Manifest, written: Written, journal, limit: RejectionLimit,
+           source: pd.DataFrame, image_uris: Sequence[str] | None,
+           image_column: str | None = None, report: SourceReport | None = None) -> Manifest:
+    """The last step of every run, whichever engine wrote the shards (a Beam job that the
+    driver did not wait for runs it itself): refuses a run that rejected too many rows;
+    finds images stored more than once and warns, drops or refuses them as the header's
+    `duplicates` option says; writes rejected.csv, the files TensorFlow Datasets reads
+    (`tfds_metadata`), then the manifest with the records' statistics, into the run's
+    `output.OutputFolder` (each under a temporary name first, so it is either absent or
+    complete), and deletes the run's journal. Returns the
+    manifest. `image_uris` name the table's images, by position (None: no images);
+    `image_column` is the source's column of images held in memory, if any; `report`,
+    what the source set aside itself (its rejected rows join rejected.csv, its skipped
+    annotations go to `SKIPPED_ANNOTATIONS`)."""
+    report = report or SourceReport()
+    if limit.exceeded(len(written.rejections)):
+        raise limit.error(written.rejections)
+    found = _duplicates(folder, header, written, source.index, image_uris)
+    policy = header.options.get("duplicates", "warn")
+    if found and policy == "error":
+        raise _duplicates_error([duplicate for duplicate, _ in found])
+    duplicates = tuple(duplicate for duplicate, _ in found)
+    if found and policy == "drop":
+        written, duplicates = _drop_copies(folder, header.compression, written, found)
+    _write_rejected(folder, source, written.rejections, image_column, report.rejected_rows)
+    if report.skipped_annotations is not None:
+        folder.write_bytes(SKIPPED_ANNOTATIONS,
+                           report.skipped_annotations.to_csv(index=False).encode())
+    splits, statistics = {}, {}
+    num_classes = header.labels.num_classes or 0 if header.labels else 0
+    for split in SPLITS:
+        shards = [w for w in written.shards if w.split == split]
+        if shards:
+            splits[split] = SplitInfo.of(
+                tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256,
+                                index_filename(w.filename) or "") for w in shards),
+                sum(w.num_rejected for w in shards))
+            statistics[split] = split_statistics([_facts(w) for w in shards], num_classes,
+                                                 objects=header.task == "detection")
+    rejections = [*written.rejections, *(Rejection(-1, r) for r in report.rejected_reasons)]
+    rejected = Rejected(REJECTED, len(rejections), rejection_reasons(rejections))
+    label_map = label_map_of(header)
+    if label_map is not None:
+        folder.write_bytes(LABEL_MAP, label_map.encode())
+    manifest = header.finished(splits, rejected, statistics, duplicates)
+    for name, content in tfds_files(manifest).items():
+        folder.write_bytes(name, content)
+    folder.write_bytes(MANIFEST, manifest.to_bytes())
+    journal.close([shard.filename for shard in written.shards])
+    return manifest
+
+
+def _duplicates(folder, header: Manifest, written: Written, index: pd.Index,
+                image_uris: Sequence[str] | None) -> list[tuple[Duplicate, list[Located]]]:
+    """Every image stored more than once, with where each copy is: candidates by their
+    content hashes, confirmed by their bytes."""
+    if image_uris is None:
+        return []
+    shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
+    image_key = layout_of(header).key("image")
+    confirmed = _same_bytes(folder, header.compression, shards, candidate_duplicates(shards),
+                            image_key)
+    return describe_duplicates(confirmed, shards, index, image_uris, header.labels)
+
+
+def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]],
+                image_key: str) -> list[tuple[str, list[Located]]]:
+    """The candidates whose stored images are the same bytes, grouped by their SHA-256
+    (its first 16 bytes in hex): only these records are read back, each shard once."""
+    wanted: dict[int, set[int]] = {}
+    for group in candidates:
+        for copy in group:
+            wanted.setdefault(copy.shard, set()).add(copy.record)
+    digests: dict[tuple[int, int], str] = {}
+    for shard, records in sorted(wanted.items()):
+        last = max(records)
+        with open_read(folder.uri(shards[shard][1]), compression) as file:
+            for index, record in enumerate(read_records(file)):
+                if index in records:
+                    image = decode_example(record)[image_key][0]
+                    digests[shard, index] = hashlib.sha256(image).digest()[:16].hex()
+                if index == last:
+                    break
+    confirmed = []
+    for group in candidates:
+        by_bytes: dict[str, list[Located]] = {}
+        for copy in group:
+            by_bytes.setdefault(digests[copy.shard, copy.record], []).append(copy)
+        confirmed += [(digest, copies) for digest, copies in by_bytes.items()
+                      if len(copies) > 1]
+    return confirmed
+
+
+def _facts(shard: WrittenShard) -> ShardFacts:
+    return shard.facts if shard.facts is not None else ShardFacts()
+
+
+def _duplicates_error(duplicates: Sequence[Duplicate]) -> DuplicateImagesError:
+    """`duplicates="error"`'s error."""
+    shown = "; ".join(
+        " and ".join(f"{c.named} ({c.image_uri}, {c.split}, label {c.label!r})"
+                     for c in duplicate.copies)
+        for duplicate in duplicates[:_DUPLICATES_SHOWN])
+    more = (f" (and {len(duplicates) - _DUPLICATES_SHOWN} more)"
+            if len(duplicates) > _DUPLICATES_SHOWN else "")
+    return DuplicateImagesError(
+        f"{count(len(duplicates), 'image')} {'is' if len(duplicates) == 1 else 'are'} "
+        f"stored more than once: {shown}{more}. No dataset "
+        "was written. Remove the copies from the table, or pass ",
+        Option("duplicates", "drop"), " to keep the first copy of each, or ",
+        Option("duplicates", "warn"), " to write them all.", column="image_uri",
+        rows=[c.row for duplicate in duplicates for c in duplicate.copies],
+        duplicates=duplicates)
+
+
+_DUPLICATES_SHOWN = 5
+
+
+def _drop_copies(folder, compression: str | None, written: Written, found
+                 ) -> tuple[Written, tuple[Duplicate, ...]]:
+    """Rewrites the shards holding copies to drop (all but each image's first), without
+    them; the dropped rows join the rejected ones, with the row they repeat. Copies are
+    only known once every image has been read, so this is a second pass over the shards
+    that hold one, not over the images."""
+    reasons = dropped_copies(found)
+    by_shard: dict[int, dict[int, str]] = {}
+    for where, why in reasons.items():
+        by_shard.setdefault(where.shard, {})[where.record] = why
+    shards, rejections = list(written.shards), list(written.rejections)
+    for index, dropped in sorted(by_shard.items()):
+        shard = shards[index]
+        # The reader closes before the writer puts the new shard in the old one's place.
+        with (ShardWriter(folder.uri(shard.filename), folder.temp_suffix,
+                          compression) as writer,
+              open_read(folder.uri(shard.filename), compression) as file):
+            for record_index, record in enumerate(read_records(file)):
+                if record_index not in dropped:
+                    writer.write(record)
+        facts = _facts(shard)
+        rejections += [Rejection(facts.positions[i], why) for i, why in dropped.items()]
+        shards[index] = replace(shard, num_records=writer.num_records,
+                                num_bytes=writer.num_bytes, sha256=writer.sha256,
+                                num_rejected=shard.num_rejected + len(dropped),
+                                facts=facts.without(set(dropped)))
+    duplicates = tuple(
+        replace(duplicate, copies=tuple(replace(copy, kept=i == 0)
+                                        for i, copy in enumerate(duplicate.copies)),
+                # the kept copy moves up by the copies dropped before it in its shard
+                record=duplicate.record - sum(1 for r in by_shard.get(copies[0].shard, ())
+                                              if r < copies[0].record))
+        for duplicate, copies in found)
+    return Written(shards, rejections), duplicates
+
+
+def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection],
+                    image_column: str | None, from_source: pd.DataFrame | None = None
+                    ) -> None:
+    """The rejected rows as given, plus a `reason` column; then the rows the source
+    rejected itself (`from_source`, with their `reason`)."""
+    rejections = sorted(rejections)
+    rows = rows_at(source, [r.position for r in rejections])
+    if image_column is not None:  # images held in cells: described, never their bytes
+        rows[image_column] = image_cells.described(rows[image_column])
+    reason = "reason" if "reason" not in rows.columns else "rejection_reason"
+    rows[reason] = [r.reason for r in rejections]
+    rows.index.name = rows.index.name or "row"
+    if from_source is not None and len(from_source):
+        rows = pd.concat([rows, from_source.rename(columns={"reason": reason})])
+        rows.index.name = rows.index.name or "row"
+    # The csv module quotes a cell for its line terminator ("\n") but not for a lone
+    # "\r", which readers take for a line break: such a file quotes every text cell.
+    cells = rows.reset_index()
+    lone_return = any(cells[c].astype(str).str.contains("\r", regex=False).any()
+                      for c in cells.columns
+                      if cells[c].dtype == object or isinstance(cells[c].dtype, pd.StringDtype))
+    folder.write_bytes(REJECTED, rows.to_csv(
+        quoting=csv.QUOTE_NONNUMERIC if lone_return else csv.QUOTE_MINIMAL).encode())

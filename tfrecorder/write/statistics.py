@@ -1,0 +1,431 @@
+"""What the writer learns while it writes: per split, the records of each class and the
+stored images' sizes, formats and channels, and a detection record's boxes; across the
+dataset, images stored more than once. All of it goes into the manifest, so `info`
+answers without reading a record.
+
+Workers note each record they write (`ShardFacts.add`: the row's position and label, its
+boxes, and its `rows.StoredImage`); the last step (`finish.finish`) sums them up. Nothing reads an
+image twice: the content hash is taken of the bytes the worker has just encoded, and only
+the few records whose hashes match are read back, to confirm them byte by byte.
+
+This is the writer's side, which gathers the facts; the types they become, which readers
+share, are the manifest's sections in `manifest_statistics`.
+"""
+
+from __future__ import annotations
+
+import base64
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tfrecorder.format.layouts import BBOX
+from tfrecorder.format.manifest import SPLITS, STORED_FORMATS, Labels, Split
+from tfrecorder.format.manifest_statistics import (
+    COCO_AREAS,
+    TINY_BOX_FRACTION,
+    TINY_BOX_PIXELS,
+    Copy,
+    Distribution,
+    Duplicate,
+    ObjectStatistics,
+    SplitStatistics,
+)
+from tfrecorder.wording import row_word
+from tfrecorder.write.rows import Record, Row
+
+_NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
+_DIGEST_BYTES = 16
+
+
+class RecordLabels:
+    """Each record's label, in record order, as `Row.label` gives it (an id, a list of
+    ids, or None): ids in an int32 array (-1: None; class ids are far below 2^31), 4
+    bytes a record where a list took 8 and, for ids above 256, a new int a record from
+    pickling; a list once a record has a list of ids (multi-label)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, labels: Iterable = ()):
+        self.values: array | list = array("i")
+        self.extend(labels)
+
+    def append(self, label) -> None:
+        if isinstance(self.values, array):
+            if label is None:
+                return self.values.append(-1)
+            if isinstance(label, (int, np.integer)) and label >= 0:
+                return self.values.append(label)
+            self.values = list(self)
+        self.values.append(label)
+
+    def extend(self, labels: Iterable) -> None:
+        if isinstance(labels, RecordLabels) and isinstance(labels.values, array) and \
+                isinstance(self.values, array):
+            return self.values.extend(labels.values)
+        if isinstance(labels, list) and isinstance(self.values, array):
+            try:  # ids only (no None, no list): at once
+                return self.values.extend(array("i", labels))
+            except TypeError:
+                pass
+        for label in labels:
+            self.append(label)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int):
+        value = self.values[index]
+        return None if isinstance(self.values, array) and value < 0 else value
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RecordLabels) and list(self) == list(other)
+
+    def tolist(self) -> list:
+        if isinstance(self.values, list):
+            return list(self.values)
+        values = self.values.tolist()
+        if min(values, default=0) < 0:  # (checked first: most lists hold no None to put back)
+            values = [None if value < 0 else value for value in values]
+        return values
+
+    def ids(self) -> np.ndarray | None:
+        """The ids, -1 for None, as an int32 array (no copy); None once a record has a
+        list of ids."""
+        return np.frombuffer(self.values, np.int32) if isinstance(self.values, array) \
+            else None
+
+
+@dataclass
+class ShardFacts:
+    """What each written record of a shard is, in record order. Columns of typed arrays,
+    each as narrow as its values allow, not objects: a million-image run holds them all
+    until its manifest is written (46 bytes a record, and a detection record 8 more and 8
+    a box).
+
+    A detection record (one whose row has boxes) also notes how many boxes it has
+    (`boxes`, one entry a detection record: empty for others) and each box's height and
+    width relative to the image (`box_heights`, `box_widths`, one entry a box), as the
+    record stores them (float32)."""
+
+    positions: array = field(default_factory=lambda: array("q"))
+    labels: RecordLabels = field(default_factory=RecordLabels)  # an id, a list of ids, or None
+    formats: array = field(default_factory=lambda: array("b"))  # STORED_FORMATS index
+    # int32: a record, and so its image, is under 2 GiB (a protocol buffer's limit).
+    heights: array = field(default_factory=lambda: array("i"))
+    widths: array = field(default_factory=lambda: array("i"))
+    channels: array = field(default_factory=lambda: array("b"))
+    sizes: array = field(default_factory=lambda: array("i"))  # stored image bytes
+    digests: bytearray = field(default_factory=bytearray)  # 16 bytes a record
+    boxes: array = field(default_factory=lambda: array("q"))
+    box_heights: array = field(default_factory=lambda: array("f"))
+    box_widths: array = field(default_factory=lambda: array("f"))
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def add(self, row: Row, record: Record) -> None:
+        image = record.image
+        self.positions.append(row.position)
+        self.labels.append(row.label)
+        boxes = row.inputs.get(BBOX)
+        if boxes is not None:
+            self._add_boxes(boxes)
+        if image is None:
+            self.formats.append(_NO_IMAGE)
+            for column in (self.heights, self.widths, self.channels, self.sizes):
+                column.append(0)
+            self.digests += bytes(_DIGEST_BYTES)
+            return
+        self.formats.append(STORED_FORMATS.index(image.format))
+        self.heights.append(image.height)
+        self.widths.append(image.width)
+        self.channels.append(image.channels)
+        self.sizes.append(image.num_bytes)
+        self.digests += image.digest
+
+    def _add_boxes(self, boxes) -> None:
+        corners = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)  # as stored
+        self.boxes.append(len(corners))
+        self.box_heights.extend(np.maximum(corners[:, 2] - corners[:, 0], 0).tolist())
+        self.box_widths.extend(np.maximum(corners[:, 3] - corners[:, 1], 0).tolist())
+
+    def add_without_images(self, positions: Sequence[int], labels: Sequence) -> None:
+        """Notes many records of a table without images at once: their positions and
+        labels only (16 bytes a record, not 65: 10M rows are 160 MB). A shard's facts
+        come from this or from `add`, never both: the image columns then stay empty."""
+        self.positions.extend(positions)
+        self.labels.extend(labels)
+
+    def extend(self, other: ShardFacts) -> None:
+        for name in (*_COLUMNS, *_BOX_COLUMNS):
+            getattr(self, name).extend(getattr(other, name))
+        self.digests += other.digests
+
+    def without(self, indices: set[int]) -> ShardFacts:
+        """These facts less the records at `indices` (dropped duplicates)."""
+        kept = ShardFacts()
+        starts = np.concatenate([[0], np.cumsum(self.boxes, dtype=np.int64)]).tolist()
+        for index in range(len(self)):
+            if index not in indices:
+                for name in _COLUMNS:
+                    getattr(kept, name).append(getattr(self, name)[index])
+                kept.digests += self.digest(index)
+                if self.boxes:  # a detection shard: every record has its count
+                    kept.boxes.append(self.boxes[index])
+                    box = slice(starts[index], starts[index + 1])
+                    kept.box_heights.extend(self.box_heights[box])
+                    kept.box_widths.extend(self.box_widths[box])
+        return kept
+
+    def digest(self, index: int) -> bytes:
+        return bytes(self.digests[index * _DIGEST_BYTES:(index + 1) * _DIGEST_BYTES])
+
+    def to_json(self) -> dict:
+        """For the run journal's receipts (a resumed run keeps a shard's facts): typed
+        columns as base64 of their little-endian bytes (a 10M-row run's receipts took
+        9 s as JSON lists of numbers), and so the labels while they are one id or none a
+        record (`label_ids`, -1: none); else as a list (`labels`)."""
+        found = {name: base64.b64encode(getattr(self, name).tobytes()).decode()
+                 for name in _ARRAYS}
+        found["typecodes"] = {name: getattr(self, name).typecode for name in _ARRAYS}
+        ids = self.labels.ids()
+        if ids is not None:
+            found["label_ids"] = base64.b64encode(ids.tobytes()).decode()
+        else:
+            found["labels"] = self.labels.tolist()
+        found["digests"] = self.digests.hex()
+        return found
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ShardFacts:
+        facts = cls()
+        typecodes = data.get("typecodes", _FIRST_TYPECODES)  # receipts from before them
+        for name in _ARRAYS:
+            if name in data:  # the box columns: not in receipts from before them
+                column = getattr(facts, name)
+                stored = array(typecodes[name], base64.b64decode(data[name]))
+                column.extend(stored if stored.typecode == column.typecode
+                              else array(column.typecode, stored.tolist()))
+        if "label_ids" in data:
+            facts.labels.values.frombytes(base64.b64decode(data["label_ids"]))
+        else:  # a list: multi-label records, or a receipt from before `label_ids`
+            facts.labels = RecordLabels(data["labels"])
+        facts.digests = bytearray.fromhex(data["digests"])
+        return facts
+
+
+_COLUMNS = ("positions", "labels", "formats", "heights", "widths", "channels", "sizes")
+_BOX_COLUMNS = ("boxes", "box_heights", "box_widths")
+_ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS)
+# How receipts stored the typed columns before they said so.
+_FIRST_TYPECODES = {**dict.fromkeys(_ARRAYS, "q"), "formats": "b", "box_heights": "f",
+                    "box_widths": "f"}
+
+
+def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: bool = False
+                     ) -> SplitStatistics:
+    """One split's statistics, from its shards' facts; with `objects`, a detection
+    split's boxes too (not for a classification table with an `objects/bbox` input)."""
+    counts, unlabeled = _label_counts(facts, num_classes)
+    formats = np.concatenate([np.frombuffer(shard.formats, np.int8) for shard in facts])
+    with_image = formats != _NO_IMAGE
+    if not with_image.any():
+        return SplitStatistics(tuple(counts.tolist()), unlabeled)
+
+    def column(name: str) -> np.ndarray:
+        values = np.concatenate([np.frombuffer(getattr(shard, name),
+                                               getattr(shard, name).typecode)
+                                 for shard in facts])
+        return values[with_image]
+
+    found = Counter(formats[with_image].tolist())
+    channels = Counter(column("channels").tolist())
+    found_objects = None
+    if objects and any(shard.boxes for shard in facts):
+        labels = [label for shard in facts for label in shard.labels]
+        found_objects = _object_statistics(facts, labels, num_classes, column("heights"),
+                                           column("widths"))
+    return SplitStatistics(
+        tuple(counts.tolist()), unlabeled,
+        image_height=_distribution(column("heights")),
+        image_width=_distribution(column("widths")),
+        image_bytes=_distribution(column("sizes")),
+        image_formats={STORED_FORMATS[i]: n for i, n in sorted(found.items())},
+        image_channels=dict(sorted(channels.items())), objects=found_objects)
+
+
+def _label_counts(facts: Sequence[ShardFacts], num_classes: int) -> tuple[np.ndarray, int]:
+    """Records of each class and records without a label: one bincount of the shards'
+    ids where each record has one id or none (a whole split at C speed), else label by
+    label, for multi-label records."""
+    ids = [shard.labels.ids() for shard in facts]
+    if all(shard_ids is not None for shard_ids in ids):
+        ids = np.concatenate([np.empty(0, np.int64), *ids])
+        return np.bincount(ids[ids >= 0], minlength=num_classes), int((ids < 0).sum())
+    labels = [label for shard in facts for label in shard.labels]
+    ids = [i for label in labels if label is not None
+           for i in (label if isinstance(label, list) else [label])]
+    return (np.bincount(np.asarray(ids, dtype=np.int64), minlength=num_classes),
+            sum(1 for label in labels if label is None))
+
+
+def _object_statistics(facts: Sequence[ShardFacts], labels: list, num_classes: int,
+                       image_heights: np.ndarray, image_widths: np.ndarray
+                       ) -> ObjectStatistics:
+    """A detection split's boxes: how many an image has, how large they are, how many
+    are tiny or lack a class; and how many images hold each class. Every record of a
+    detection split has an image (its boxes are relative to it)."""
+    boxes = np.concatenate([np.frombuffer(shard.boxes, np.int64) for shard in facts])
+
+    def per_box(name: str) -> np.ndarray:
+        return np.concatenate([np.frombuffer(getattr(shard, name), np.float32)
+                               for shard in facts]).astype(np.float64)
+
+    heights, widths = per_box("box_heights"), per_box("box_widths")
+    classes = [[] if label is None else label if isinstance(label, list) else [label]
+               for label in labels]
+    labelled = np.asarray([len(ids) for ids in classes], dtype=np.int64)
+    present = [i for ids in classes for i in set(ids)]
+    class_images = np.bincount(np.asarray(present, dtype=np.int64), minlength=num_classes)
+    pixel_heights = heights * np.repeat(image_heights, boxes)  # of the stored image
+    pixel_widths = widths * np.repeat(image_widths, boxes)
+    tiny = ((heights < TINY_BOX_FRACTION) | (widths < TINY_BOX_FRACTION)
+            | (pixel_heights < TINY_BOX_PIXELS) | (pixel_widths < TINY_BOX_PIXELS))
+    areas = pixel_heights * pixel_widths
+    box_areas, below = {}, np.zeros(len(areas), dtype=bool)
+    for name, limit in COCO_AREAS:
+        inside = ~below if limit is None else (areas < limit) & ~below
+        box_areas[name] = int(inside.sum())
+        below |= inside
+    return ObjectStatistics(
+        int(boxes.sum()), _distribution(boxes),
+        _distribution(np.sqrt(heights * widths), digits=4) if len(heights) else None,
+        tuple(class_images.tolist()),
+        without_boxes=int((boxes == 0).sum()),
+        unlabeled_boxes=int(np.maximum(boxes - labelled, 0).sum()),
+        all_unlabeled=int(((boxes > 0) & (labelled == 0)).sum()),
+        tiny_boxes=int(tiny.sum()), box_areas=box_areas)
+
+
+def _distribution(values: np.ndarray, digits: int | None = None) -> Distribution:
+    """Range, quartiles and mean; whole numbers' range as ints, or every number rounded
+    to `digits` (for fractions such as box sizes)."""
+    q1, median, q3 = np.percentile(values, [25, 50, 75]).tolist()
+    if digits is None:
+        return Distribution(int(values.min()), q1, median, q3, int(values.max()),
+                            round(float(values.mean()), 2))
+    return Distribution(*(round(float(v), digits) for v in (
+        values.min(), q1, median, q3, values.max(), values.mean())))
+
+
+@dataclass(frozen=True)
+class Located:
+    """A stored copy of an image: which shard holds it, at which record."""
+
+    split: Split
+    shard: int  # index among the run's shards, in writing order
+    record: int
+    position: int  # the row's position in the table
+
+
+def candidate_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]]
+                         ) -> list[list[Located]]:
+    """Copies of images whose content hashes match (xxh3-128, which workers take at 60x
+    the speed of SHA-256), for `finish` to confirm byte by byte: a match is nearly
+    always a duplicate, but a crafted collision must not cost a row. `shards` are
+    (split, file name, facts) in writing order.
+
+    Records are ranked by their hashes' first 64 bits alone, and only the few whose first
+    words match are compared whole: about 25 bytes a record for the while, where sorting
+    the 16-byte hashes took 100."""
+    if not shards:
+        return []
+    facts = [shard_facts for _, _, shard_facts in shards]
+    firsts = np.concatenate([np.frombuffer(f.digests, np.uint64)[::2] for f in facts])
+    with_image = np.concatenate([np.frombuffer(f.formats, np.int8) for f in facts]
+                                ) != _NO_IMAGE
+    starts = np.cumsum([0, *(len(f.formats) for f in facts)])
+    if with_image.all():  # the common case: no index of them
+        order = np.argsort(firsts)
+    else:
+        with_image = np.flatnonzero(with_image)
+        order = with_image[np.argsort(firsts[with_image])]
+    ranked = firsts[order]
+    del firsts
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])  # ranks whose next has its first word
+    matching = np.union1d(same, same + 1)  # the records of those runs, by rank
+    groups: dict[bytes, list[Located]] = {}
+    for i in sorted(order[matching].tolist()):  # in writing order
+        shard = int(np.searchsorted(starts, i, side="right")) - 1
+        record = i - int(starts[shard])
+        groups.setdefault(facts[shard].digest(record), []).append(
+            Located(shards[shard][0], shard, record, facts[shard].positions[record]))
+    return [copies for copies in groups.values() if len(copies) > 1]
+
+
+def describe_duplicates(groups: Iterable[tuple[str, list[Located]]],
+                        shards: Sequence[tuple[Split, str, ShardFacts]], index: pd.Index,
+                        image_uris: Sequence[str], labels: Labels | None
+                        ) -> list[tuple[Duplicate, list[Located]]]:
+    """Each confirmed group (its SHA-256 prefix in hex, its copies) as the manifest's
+    `Duplicate`, copies in writing order (train first, then by row): the first copy is
+    the one `duplicates="drop"` keeps. `index` and `image_uris` are the table's."""
+    found = []
+    for digest, copies in groups:
+        copies = sorted(copies, key=lambda c: (SPLITS.index(c.split), c.position))
+        first = copies[0]
+        duplicate = Duplicate(
+            digest,
+            tuple(Copy(_row_label(index, c.position), str(image_uris[c.position]), c.split,
+                       _label_name(shards[c.shard][2].labels[c.record], labels),
+                       row_word=row_word(index))
+                  for c in copies),
+            shards[first.shard][1], first.record)
+        found.append((duplicate, copies))
+    found.sort(key=lambda item: (SPLITS.index(item[1][0].split), item[1][0].position))
+    return found
+
+
+def _row_label(index: pd.Index, position: int) -> int | str:
+    """The row as the table names it (JSON keeps ints and text; anything else as text)."""
+    label = index[position]
+    if isinstance(label, (int, np.integer)):
+        return int(label)
+    return label if isinstance(label, str) else str(label)
+
+
+def _label_name(label, labels: Labels | None):
+    if label is None:
+        return None
+    if isinstance(label, list):
+        return [_label_name(i, labels) for i in label]
+    if labels is not None and labels.vocabulary is not None:
+        return labels.vocabulary[label]
+    return str(label)
+
+
+def dropped_copies(found: Iterable[tuple[Duplicate, list[Located]]]) -> dict[Located, str]:
+    """Every copy but the first of each duplicated image, with why it was dropped."""
+    reasons = {}
+    for duplicate, copies in found:
+        kept, first = duplicate.copies[0], copies[0]
+        for copy, where in zip(duplicate.copies[1:], copies[1:]):
+            why = (f"duplicate image: the same bytes as {kept.named} "
+                   f"({kept.image_uri}, {kept.split}), which is kept")
+            if where.split != first.split:
+                why += f", the copy in the first split ({first.split}) so that {copy.split} " \
+                       "holds no image the model trains on"
+            else:
+                why += ", the first copy in the table"
+            if copy.label != kept.label:
+                why += f"; its label {copy.label!r} differs from the kept {kept.label!r}"
+            reasons[where] = why
+    return reasons
