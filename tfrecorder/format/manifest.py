@@ -131,7 +131,7 @@ IMAGE_FEATURES = {
     "image_name": Feature("string", role="image"),  # the source's base name
     "image_uri": Feature("string", role="image"),  # as the table gave it
 }
-# What decoding an image reads (`load.decode_image`).
+# What decoding an image reads (`read/decoding.py`'s `decode_image`).
 DECODE_FEATURES = ("image", "image_format", "image_height", "image_width", "image_channels")
 # Names an input column cannot take: tfrecorder writes these itself.
 RESERVED = (*IMAGE_FEATURES, LABEL, SPLIT)

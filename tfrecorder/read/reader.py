@@ -6,7 +6,7 @@ report read records through it too (`SplitDataset.in_order`, `split_dataset`).
 
 `ds[i]` is one positioned read of record i's frame (`os.pread` locally, one ranged
 request in a bucket), located by the shard's record index (`manifest.index_filename`),
-both checksums checked, parsed by `example.decode_example` and shaped by the manifest: the
+both checksums checked, parsed by `example_decoding.decode_example` and shaped by the manifest: the
 values `tfrecorder.load()` gives, as NumPy, with the same pixels (JPEGs by simplejpeg,
 whose default islow IDCT and fancy upsampling are what `load()`'s
 `dct_method="INTEGER_ACCURATE"` runs in libjpeg-turbo; PNGs by Pillow).
