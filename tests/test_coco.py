@@ -188,7 +188,7 @@ def test_a_file_that_skips_nothing_says_so(tmp_path):
 # --- rows the source rejects itself ------------------------------------------------------
 
 # `tfrecorder.convert` is the function; its module reads the source by `load_table`.
-CONVERT = importlib.import_module("tfrecorder.convert")
+CONVERT = importlib.import_module("tfrecorder.write.convert")
 
 
 def with_rejected_rows(path, reasons):
