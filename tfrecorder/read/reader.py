@@ -402,7 +402,9 @@ def _png_pixels(data: bytes) -> np.ndarray:
         image = image.convert("RGBA" if "transparency" in image.info else "RGB")
     elif image.mode == "1":
         image = image.convert("L")
-    pixels = np.array(image)  # not asarray: Pillow's bytes would make it read-only
+    # asarray wraps Pillow's bytes (read-only: torch warns); copying that is far cheaper
+    # than np.array(image) (docs/performance.md).
+    pixels = np.asarray(image).copy()
     if pixels.dtype != np.uint8:  # 16-bit grey (I;16, I): TensorFlow gives value >> 8
         pixels = (pixels.astype(np.uint32) >> 8).astype(np.uint8)
     return pixels.reshape(*pixels.shape[:2], -1)
