@@ -224,9 +224,14 @@ def test_clear_errors(dataset, image_table, tmp_path):
 @pytest.mark.parametrize(("options", "said"), [
     ({"image_size": 224}, "image_size must be (height, width) with positive ints, not 224"),
     ({"image_size": (0, 8)}, "image_size must be (height, width) with positive ints"),
-    ({"augment": True}, "augment must be a function (image -> image), 'basic', or None, "
-                        "not True"),
-    ({"augment": "flips"}, "augment must be a function"),
+    ({"augment": True}, "augment must be 'basic', 'random_resized_crop', a "
+                        "RandomResizedCrop, a function (image -> image), or None, not True"),
+    ({"augment": "flips"}, "augment must be 'basic', 'random_resized_crop'"),
+    ({"crop": "middle"}, "crop must be 'center', a CenterCrop, or None, not 'middle'"),
+    ({"augment": "random_resized_crop"}, "augment='random_resized_crop' resizes its crops "
+                                         "to image_size, which is not given. Pass "
+                                         "image_size=(height, width) too"),
+    ({"crop": "center"}, "crop='center' resizes its crops to image_size"),
     ({"channels": True}, "channels must be 0, 1, 3, 4 or None, not True"),
     ({"batch_size": 0}, "batch_size must be a positive int or None, not 0"),
     ({"batch_size": "32"}, "batch_size must be a positive int or None, not '32'"),

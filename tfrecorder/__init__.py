@@ -36,6 +36,7 @@ with _quiet_interrupt():
     from tfrecorder.legacy.edge import convert, inspect, load, open_split, show
     from tfrecorder.legacy.functions import check_tfrecords, convert_and_load, create_tfrecords
     from tfrecorder.legacy.migration import migrate
+    from tfrecorder.read.crops import CenterCrop, RandomResizedCrop
     from tfrecorder.read.info import DatasetInfo, info
     from tfrecorder.read.reader import SplitDataset
     from tfrecorder.read.report import report
@@ -44,6 +45,7 @@ with _quiet_interrupt():
     from tfrecorder.write.convert import ConversionResult
 
 __all__ = [
+    "CenterCrop",
     "ConversionAborted",
     "ContactSheet",
     "ConversionResult",
@@ -53,6 +55,7 @@ __all__ = [
     "DuplicateImagesError",
     "ImageError",
     "OutputLockedError",
+    "RandomResizedCrop",
     "ResumeError",
     "SchemaError",
     "SplitDataset",

@@ -1,6 +1,12 @@
-"""Augmentation of loaded elements with TensorFlow: the "basic" preset for an image, and
+"""Augmentation of loaded elements with TensorFlow: the presets ("basic", and the flips of
+"random_resized_crop", whose crop is made in the decode by `crops`), for an image and
 for a detection or segmentation element, whose boxes, keypoints and masks must move
 with its pixels.
+
+Random numbers come from a seed per element (`seeded`), drawn in the order of the
+records, so that the same `seed` gives the same augmentation of each record however
+many threads decode and augment in parallel (a shared `tf.random.Generator` would hand
+its numbers to whichever element asks first).
 
 Apart from `load()`, which applies it to the train split after decoding, so that a new
 augmentation is one function here.
@@ -13,61 +19,75 @@ from collections.abc import Callable, Sequence
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.format.keypoints import flip_order
 from tfrecorder.format.layouts import BBOX, KEYPOINT_VISIBILITY, KEYPOINTS, MASK, SEGMENTATION_MASK
+from tfrecorder.read.crops import RandomResizedCrop
 
-AUGMENT_PRESETS = ("basic",)
+AUGMENT_PRESETS = {"basic": "basic", "random_resized_crop": RandomResizedCrop()}
 
 
-def basic_augmentation(seed: int | None) -> Callable:
-    """Random horizontal flips, crops (to 90% and back) and brightness changes."""
+def seeded(ds, seed: int | None):
+    """`ds`'s elements paired with a seed each (int64 [2], for TensorFlow's stateless
+    random ops): the same for the same `seed`, and new every epoch (a fresh stream every
+    run for seed=None)."""
     tf = tensorflow()
 
-    generator = _generator(seed)
-
-    def augment(image):
-        seeds = generator.make_seeds(3)
-        image = tf.image.stateless_random_flip_left_right(image, seeds[:, 0])
-        shape = tf.shape(image)
-        crop = tf.stack([tf.cast(tf.cast(shape[0], tf.float32) * 0.9, tf.int32),
-                         tf.cast(tf.cast(shape[1], tf.float32) * 0.9, tf.int32), shape[2]])
-        cropped = tf.image.stateless_random_crop(image, crop, seeds[:, 1])
-        image = tf.saturate_cast(tf.round(tf.image.resize(cropped, shape[:2])), tf.uint8)
-        image = tf.image.stateless_random_brightness(image, 0.2, seeds[:, 2])
-        return tf.ensure_shape(image, image.shape)
-
-    return augment
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+    return tf.data.Dataset.zip((ds, seeds))
 
 
-def _generator(seed: int | None):
-    """The random numbers of augmentation: seeded, or fresh every run."""
+def augmentation(augment: Callable | str | RandomResizedCrop, annotated: bool,
+                 keypoint_names: Sequence[str] | None = None) -> Callable:
+    """The augmentation of an element: a function (features, seed) -> features.
+
+    A function of the user's gets the image (or, for a detection or segmentation
+    element, the whole element, which it must return). "basic" flips the image left to
+    right, with its boxes, keypoints (of these names) and masks, and changes its
+    brightness; for an image alone, it also crops to 90% and back (cutting objects would
+    take clipping boxes and dropping objects: `RandomResizedCrop` does that, in the
+    decode). A `RandomResizedCrop` flips here, its crop being made already."""
     tf = tensorflow()
 
-    return tf.random.Generator.from_seed(seed) if seed is not None else \
-        tf.random.Generator.from_non_deterministic_state()
+    if callable(augment) and annotated:
+        return lambda features, seed: augment(features)  # `load` checks it returns a dict
+    if callable(augment):
+        return lambda features, seed: {**features, "image": augment(features["image"])}
+    if isinstance(augment, RandomResizedCrop):
+        if not augment.flip:
+            return lambda features, seed: features
+        return lambda features, seed: _maybe_flipped(features, seed, keypoint_names)
 
-
-def annotated_augmentation(augment: Callable | str, seed: int | None,
-                           keypoint_names: Sequence[str] | None = None) -> Callable:
-    """The augmentation of a detection or segmentation element (a dict -> a dict), so that
-    whatever moves the pixels moves their annotations too: "basic" flips the image with
-    its boxes, keypoints (of these names) and masks and changes its brightness (no crop:
-    cutting objects would take clipping boxes, dropping objects and redrawing their
-    areas); a function gets the whole element and must return it."""
-    tf = tensorflow()
-
-    if augment != "basic":
-        return augment  # `_pipeline` checks that it returns a dict
-    generator = _generator(seed)
-
-    def basic(features):
-        seeds = generator.make_seeds(2)
-        flip = tf.random.stateless_uniform([], seeds[:, 0]) < 0.5
-        features = tf.cond(flip, lambda: _flipped_left_right(features, keypoint_names),
-                           lambda: dict(features))
-        image = tf.image.stateless_random_brightness(features["image"], 0.2, seeds[:, 1])
-        features["image"] = tf.ensure_shape(image, features["image"].shape)
-        return features
+    def basic(features, seed):
+        seeds = tf.random.experimental.stateless_split(seed, 3)
+        if annotated:
+            features = _maybe_flipped(features, seeds[0], keypoint_names)
+            image = features["image"]
+        else:
+            image = _cropped_and_back(
+                tf.image.stateless_random_flip_left_right(features["image"], seeds[0]),
+                seeds[1])
+        image = tf.image.stateless_random_brightness(image, 0.2, seeds[2])
+        return {**features, "image": tf.ensure_shape(image, features["image"].shape)}
 
     return basic
+
+
+def _cropped_and_back(image, seed):
+    """A random 90% of the image, resized back to its size."""
+    tf = tensorflow()
+
+    shape = tf.shape(image)
+    crop = tf.stack([tf.cast(tf.cast(shape[0], tf.float32) * 0.9, tf.int32),
+                     tf.cast(tf.cast(shape[1], tf.float32) * 0.9, tf.int32), shape[2]])
+    cropped = tf.image.stateless_random_crop(image, crop, seed)
+    return tf.saturate_cast(tf.round(tf.image.resize(cropped, shape[:2])), tf.uint8)
+
+
+def _maybe_flipped(features: dict, seed, keypoint_names: Sequence[str] | None) -> dict:
+    """The element flipped left to right half the time, by `seed`."""
+    tf = tensorflow()
+
+    flip = tf.random.stateless_uniform([], seed) < 0.5
+    return tf.cond(flip, lambda: _flipped_left_right(features, keypoint_names),
+                   lambda: dict(features))
 
 
 def _flipped_left_right(features: dict, keypoint_names: Sequence[str] | None = None

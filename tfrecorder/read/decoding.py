@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tfrecorder._tensorflow import tensorflow
-from tfrecorder.format.layouts import AREA, MASK, SEGMENTATION_MASK
+from tfrecorder.format.layouts import AREA, BBOX, MASK, SEGMENTATION_MASK
+from tfrecorder.read.crops import objects_in_window, stored_size
 
 
 def decode_image(features: dict, channels: int = 0, formats: frozenset[str] | None = None):
@@ -63,34 +64,54 @@ def decode_image(features: dict, channels: int = 0, formats: frozenset[str] | No
 
 
 def decoded_record(features: dict, image_size: Sequence[int] | None, channels: int,
-                   formats: frozenset[str] | None = None) -> dict:
+                   formats: frozenset[str] | None = None, window=None,
+                   min_visible: float = 0.0) -> dict:
     """Decodes (and resizes) one parsed record's image and the annotations drawn on its
     pixels: instance masks to uint8 [n, height, width] and a segmentation mask to uint8
     [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
     and objects' areas and `image_height` / `image_width` changed to the image as loaded.
-    Boxes are relative, so they need nothing."""
+    Boxes are relative, so they need nothing.
+
+    With a `window` (`crops`: y, x, height, width of the stored image), only the window
+    is decoded and resized to `image_size`; masks are cut to it, and objects to it as
+    `crops.objects_in_window` says (those with less than `min_visible` of their box
+    inside it are left out)."""
     tf = tensorflow()
 
-    features["image"] = _decoded(features, image_size, channels, formats)
-    stored = tf.cast(tf.stack([features["image_height"], features["image_width"]]), tf.int32)
+    features["image"] = _decoded(features, image_size, channels, formats, window)
+    stored = stored_size(features)
     if image_size is not None:  # the sizes describe the pixels handed over
         features["image_height"], features["image_width"] = (
             tf.constant(side, features["image_height"].dtype) for side in image_size)
-    if not {MASK, SEGMENTATION_MASK, AREA} & features.keys():
+    if not {MASK, SEGMENTATION_MASK, AREA} & features.keys() and (
+            window is None or BBOX not in features):
         return features
+    kept = None
+    if window is not None and BBOX in features:
+        features, kept = objects_in_window(features, window, min_visible, stored)
+    seen = stored if window is None else window[2:]  # the pixels resized to image_size
+
+    def cut(pixels):  # annotation pixels [..., height, width, channels] to the window
+        if window is None:
+            return pixels
+        return pixels[..., window[0]:window[0] + window[2], window[1]:window[1] + window[3], :]
+
     if MASK in features:
         masks = _object_masks(features[MASK], stored)
+        if kept is not None:
+            masks = tf.boolean_mask(masks, kept)
+        masks = cut(masks[..., None])[..., 0]
         if image_size is not None:
             masks = _resized_nearest(masks[..., None], image_size)[..., 0]
         features[MASK] = masks
     if SEGMENTATION_MASK in features:
-        mask = tf.reshape(tf.io.decode_png(features[SEGMENTATION_MASK], channels=1),
-                          tf.concat([stored, [1]], 0))
+        mask = cut(tf.reshape(tf.io.decode_png(features[SEGMENTATION_MASK], channels=1),
+                              tf.concat([stored, [1]], 0)))
         if image_size is not None:
             mask = _resized_nearest(mask, image_size)
         features[SEGMENTATION_MASK] = tf.ensure_shape(mask, [*(image_size or (None, None)), 1])
     if AREA in features and image_size is not None:
-        scale = image_size[0] * image_size[1] / tf.cast(tf.reduce_prod(stored), tf.float32)
+        scale = image_size[0] * image_size[1] / tf.cast(tf.reduce_prod(seen), tf.float32)
         features[AREA] = features[AREA] * scale
     return features
 
@@ -122,19 +143,21 @@ def _resized_nearest(pixels, image_size: Sequence[int]):
 
 
 def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
-             formats: frozenset[str] | None = None):
-    """Decodes (and resizes) one record's image, cheaply where the manifest allows.
+             formats: frozenset[str] | None = None, window=None):
+    """Decodes (and resizes) one record's image, or its `window` (y, x, height, width in
+    stored pixels), cheaply where the manifest allows.
 
     `formats`, the image formats the records may hold (None: any), leaves the decoders
     of the others out of the graph. With `image_size`, one `switch_case` picks what an
     image takes (a nest of conds costs a function call per level and image):
 
     - an image at the target size already (image_size= on convert): its exact decode;
-    - a PNG or raw image: its exact decode, resized;
+    - a PNG or raw image: its exact decode, cut to the window, resized;
     - a JPEG: decoded at the largest DCT scale (1/1, 1/2, 1/4 or 1/8) whose output still
       covers the target (which skips part of the IDCT, and does the bulk of a large
       reduction as an average over pixels), with TensorFlow's default IDCT, then
-      resized.
+      resized; a window is cut in the decode (`decode_and_crop_jpeg`: the rows below it
+      are not decoded, nor the IDCT outside it done).
     """
     tf = tensorflow()
 
@@ -143,13 +166,25 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
         image = decode_image(features, channels, formats)
         return tf.ensure_shape(image, [None, None, channels or None])
     height, width = image_size
+    if window is not None:
+        y, x, window_height, window_width = tf.unstack(window)
+    else:
+        window_height, window_width = features["image_height"], features["image_width"]
 
     def exact():
-        return decode_image(features, channels, formats)
+        image = decode_image(features, channels, formats)
+        return image if window is None else image[y:y + window_height, x:x + window_width]
 
     def jpeg(ratio: int):
-        image = tf.io.decode_jpeg(features["image"], ratio=ratio,
-                                  channels=channels if channels != 4 else 3)
+        jpeg_channels = channels if channels != 4 else 3
+        if window is None:
+            image = tf.io.decode_jpeg(features["image"], ratio=ratio, channels=jpeg_channels)
+        else:  # the window in the scaled image's pixels
+            image = tf.io.decode_and_crop_jpeg(
+                features["image"], tf.stack([y // ratio, x // ratio,
+                                             tf.maximum(window_height // ratio, 1),
+                                             tf.maximum(window_width // ratio, 1)]),
+                ratio=ratio, channels=jpeg_channels)
         return _convert_channels(image, channels) if channels == 4 else image
 
     def resized(decode: Callable) -> Callable:
@@ -157,14 +192,15 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
         # any reduction. Bilinear output of uint8 stays in [0, 255]: +0.5 and a cast round.
         return lambda: tf.cast(tf.image.resize(decode(), image_size) + 0.5, tf.uint8)
 
-    same_size = tf.logical_and(tf.equal(features["image_height"], height),
-                               tf.equal(features["image_width"], width))
+    same_size = tf.constant(False) if window is not None else tf.logical_and(
+        tf.equal(features["image_height"], height), tf.equal(features["image_width"], width))
     others = formats is None or bool(formats - {"jpeg"})
     branches = [exact] + ([resized(exact)] if others else [])
     index = tf.where(same_size, 0, 1)
     if formats is None or "jpeg" in formats:
         # The largest DCT scale whose output still covers the target size: 1/2**scale.
-        short = tf.minimum(features["image_height"] * width, features["image_width"] * height)
+        short = tf.minimum(tf.cast(window_height, tf.int64) * width,
+                           tf.cast(window_width, tf.int64) * height)
         target = tf.cast(height * width, tf.int64)
         scale = tf.reduce_sum(tf.cast(
             tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]),

@@ -52,7 +52,8 @@ from tfrecorder.format.manifest import (
     read_manifest,
 )
 from tfrecorder.option_checks import checked_bool, checked_image_size, checked_int, is_int, require
-from tfrecorder.read.augmentation import AUGMENT_PRESETS, annotated_augmentation, basic_augmentation
+from tfrecorder.read.augmentation import AUGMENT_PRESETS, augmentation, seeded
+from tfrecorder.read.crops import CenterCrop, RandomResizedCrop, center_window, random_window
 from tfrecorder.read.decoding import decoded_record
 from tfrecorder.read.info import DatasetInfo
 from tfrecorder.read.shards import shard_reader
@@ -85,7 +86,8 @@ def load(
     shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER,
     seed: int | None = 0,
     repeat: bool = False,
-    augment: Callable | str | None = None,
+    augment: Callable | str | RandomResizedCrop | None = None,
+    crop: str | CenterCrop | None = None,
     cache: bool | str = False,
     as_supervised: bool = False,
     multi_hot: bool = False,
@@ -121,11 +123,20 @@ def load(
         shuffle_buffer: records held for shuffling (shards are shuffled when written).
         seed: seeds shuffling and augmentation; None for a fresh order every run.
         repeat: repeat forever (for `steps_per_epoch`-style training).
-        augment: a function image -> image, or "basic" (random flips, crops and
-            brightness); applied to the train split only. For detection and
-            segmentation datasets the function gets the element's dict and returns it,
-            so that what moves the pixels moves the annotations too; "basic" flips
-            boxes and masks with their image and changes brightness, and does not crop.
+        augment: for the train split only: "random_resized_crop" (Inception's crop of
+            8-100% of the area, aspect 3/4-4/3, decoded alone and resized to
+            `image_size`, and flips; `RandomResizedCrop(...)` sets its ranges; boxes
+            are clipped, and objects mostly outside the crop left out), "basic" (random
+            flips, crops to 90% and back, and brightness), or a function image ->
+            image. For detection and segmentation datasets the function gets the
+            element's dict and returns it, so that what moves the pixels moves the
+            annotations too; "basic" flips boxes and masks with their image and changes
+            brightness, and does not crop.
+        crop: "center": the evaluation crop, of the splits not augmented by
+            "random_resized_crop": the central 0.875 of the short side (in
+            `image_size`'s shape) decoded alone and resized to `image_size`, which
+            keeps the aspect ratio; `CenterCrop(fraction)` sets the fraction. Without
+            it, `image_size` resizes the whole image.
         cache: True caches decoded (and resized) elements in memory, or the records as
             read for a dataset without images; a local folder caches them in files
             there (worth it for a dataset in a bucket, read again every epoch).
@@ -164,22 +175,28 @@ def load(
     image_size = _check_values(
         batch_size=batch_size, image_size=image_size, channels=channels, shuffle=shuffle,
         shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat, augment=augment,
-        cache=cache, as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
-        drop_remainder=drop_remainder, with_info=with_info, host=host)
+        crop=crop, cache=cache, as_supervised=as_supervised, multi_hot=multi_hot,
+        max_boxes=max_boxes, drop_remainder=drop_remainder, with_info=with_info, host=host)
+    augment = AUGMENT_PRESETS.get(augment, augment) if isinstance(augment, str) else augment
+    crop = CenterCrop() if crop == "center" else crop
     manifest = read_manifest(path)
-    _check_options(manifest, image_size, channels, augment, as_supervised, multi_hot,
+    _check_options(manifest, image_size, channels, augment, crop, as_supervised, multi_hot,
                    max_boxes)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
     _check_shards(path, manifest, splits)
     if batch_size is not None and image_size is None:
         _check_batchable(manifest, splits, channels)
+    if image_size is not None:
+        _warn_of_large_images(manifest, splits, image_size)
     datasets = {
         name: _pipeline(
             path, manifest, name, batch_size=batch_size, image_size=image_size,
             channels=3 if channels is None else channels,
             shuffle=(name == "train") if shuffle is None else shuffle,
             shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat,
-            augment=augment if name == "train" else None, cache=cache,
+            augment=augment if name == "train" else None,
+            crop=augment if name == "train" and isinstance(augment, RandomResizedCrop)
+            else crop, cache=cache,
             as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
             drop_remainder=drop_remainder, host=host,
         )
@@ -190,7 +207,7 @@ def load(
 
 
 def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,
-                  augment, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
+                  augment, crop, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
                   with_info, host) -> tuple[int, int] | None:
     """Refuses, before any file is read, a value no dataset could take, with the
     `OptionError` that `convert` raises for it: inside the pipeline the same mistake
@@ -208,9 +225,19 @@ def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, 
                         ("multi_hot", multi_hot), ("drop_remainder", drop_remainder),
                         ("with_info", with_info)]:
         checked_bool(name, value)
-    require("augment", augment, augment is None or callable(augment) or (
-        isinstance(augment, str) and augment in AUGMENT_PRESETS),
-        f"a function (image -> image), {' or '.join(map(repr, AUGMENT_PRESETS))}, or None")
+    require("augment", augment, augment is None or callable(augment) or isinstance(
+        augment, RandomResizedCrop) or (isinstance(augment, str) and augment in AUGMENT_PRESETS),
+        f"{', '.join(map(repr, AUGMENT_PRESETS))}, a RandomResizedCrop, a function "
+        "(image -> image), or None")
+    require("crop", crop, crop is None or crop == "center" or isinstance(crop, CenterCrop),
+            "'center', a CenterCrop, or None")
+    for name, value in [("augment", augment), ("crop", crop)]:
+        if image_size is None and value is not None and not callable(value) and \
+                value != "basic":
+            raise OptionError(
+                f"{name}={value!r} resizes its crops to image_size, which is not given. "
+                "Pass image_size=(height, width) too, e.g. image_size=(224, 224).",
+                option=name)
     require("cache", cache, isinstance(cache, (bool, str, os.PathLike)),
             "True, False or a local folder")
     require("host", host, host is None or (
@@ -219,15 +246,15 @@ def _check_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, 
     return checked_image_size(image_size)
 
 
-def _check_options(manifest: Manifest, image_size, channels, augment, as_supervised,
+def _check_options(manifest: Manifest, image_size, channels, augment, crop, as_supervised,
                    multi_hot, max_boxes) -> None:
     """Refuses options this dataset cannot take (images, labels, its task)."""
     features = manifest.features
     labelled = layout_of(manifest).key(LABEL) in features
     if not manifest.has_images:
         given = [name for name, value in
-                 [("image_size", image_size), ("channels", channels), ("augment", augment)]
-                 if value is not None]
+                 [("image_size", image_size), ("channels", channels), ("augment", augment),
+                  ("crop", crop)] if value is not None]
         if given:
             raise OptionError(
                 f"this dataset has no images, so {' and '.join(given)} cannot apply. Leave "
@@ -298,9 +325,46 @@ def _check_batchable(manifest: Manifest, splits: list[str], channels: int | None
                 option="channels")
 
 
+# Stored images whose short side is this many times image_size's longer side are "far
+# larger" than what is loaded: warned of, as most of their decode is thrown away.
+LARGE_IMAGE_FACTOR = 4
+
+
+def _warn_of_large_images(manifest: Manifest, splits: list[str],
+                          image_size: tuple[int, int]) -> None:
+    """Warns, once per call, when the splits' images are stored far larger than the
+    `image_size` they are loaded at (by the manifest's medians), naming `max_image_side`
+    and the side that serves this size: twice the side the central crop needs
+    (image_size / 0.875), which keeps a DCT scale of 1/2 for every crop that needs no
+    more."""
+    side = max(image_size)
+    large = {}
+    for name in splits:
+        stats = manifest.statistics.get(Split(name))
+        if stats is not None and stats.image_height is not None and min(
+                stats.image_height.median, stats.image_width.median) >= \
+                LARGE_IMAGE_FACTOR * side:
+            large[name] = (stats.image_height.median, stats.image_width.median)
+    if not large:
+        return
+    sizes = ", ".join(f"{name} {height:.0f}x{width:.0f}"
+                      for name, (height, width) in large.items())
+    suggested = 2 * round(side / 0.875)
+    logger.warning(
+        "the stored images are over %d times larger than the %dx%d they are loaded at "
+        "(median height x width: %s): every epoch decodes all their pixels (DCT "
+        "scaling saves only part of it). Write the dataset for training with "
+        "max_image_side=%d (--max-image-side %d) to read it several times faster; see "
+        "\"Written for training\" in docs/reading.md.", LARGE_IMAGE_FACTOR, *image_size,
+        sizes, suggested, suggested)
+
+
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
-              shuffle_buffer, seed, repeat, augment, cache, as_supervised, multi_hot,
+              shuffle_buffer, seed, repeat, augment, crop, cache, as_supervised, multi_hot,
               max_boxes, drop_remainder, host):
+    """One split's pipeline. `augment` is this split's (None but for train), and `crop`
+    the window its images are decoded in (a `RandomResizedCrop`, a `CenterCrop`, or
+    None for the whole image)."""
     tf = tensorflow()
 
     autotune = tf.data.AUTOTUNE
@@ -365,13 +429,10 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 
-    # `transform` augments an element (a dict).
+    # `transform` augments an element (a dict), given a seed of its own.
     transform = None
-    if augment is not None and annotated:
-        transform = annotated_augmentation(augment, seed, layout.keypoint_names)
-    elif augment is not None:
-        augment_image = basic_augmentation(seed) if augment == "basic" else augment
-        transform = lambda f: {**f, "image": augment_image(f["image"])}  # noqa: E731
+    if augment is not None:
+        transform = augmentation(augment, annotated, layout.keypoint_names)
     if not has_images:
         # Nothing to decode: cache the records as read, and parse a whole batch at once.
         if cache:
@@ -383,22 +444,41 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
         ds = ds.map(lambda serialized: _parsed(serialized, spec, layout, num_classes),
                     num_parallel_calls=autotune, deterministic=ordered)
     else:
-        def parse(serialized):
-            return decoded_record(_parsed(serialized, spec, layout, num_classes),
-                                  image_size, channels, formats)
+        def decoded(serialized, window_seed=None):
+            features = _parsed(serialized, spec, layout, num_classes)
+            if isinstance(crop, RandomResizedCrop):
+                window = random_window(features, crop, window_seed)
+                return decoded_record(features, image_size, channels, formats, window,
+                                      crop.min_visible)
+            window = center_window(features, crop, image_size) if crop is not None else None
+            return decoded_record(features, image_size, channels, formats, window)
 
-        ds = ds.map(parse, num_parallel_calls=autotune, deterministic=ordered)
-        if cache:
-            ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
-        if transform is not None:
-            ds = ds.map(transform, num_parallel_calls=autotune, deterministic=ordered)
-            if not isinstance(ds.element_spec, dict):
-                raise OptionError(
-                    "augment gets and returns the element's dict for a detection or "
-                    "segmentation dataset (its boxes and masks must move with the pixels), "
-                    f"but returned {ds.element_spec}. Return the dict, e.g. "
-                    "{**features, \"image\": ...} for a change that moves no pixel.",
-                    option="augment")
+        if isinstance(crop, RandomResizedCrop):
+            # A new window every epoch, in the decode: what is cached is the records.
+            if cache:
+                ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
+
+            def cropped(serialized, seed):
+                window_seed, augment_seed = tf.unstack(
+                    tf.random.experimental.stateless_split(seed, 2))
+                return transform(decoded(serialized, window_seed), augment_seed)
+
+            ds = seeded(ds, seed).map(cropped, num_parallel_calls=autotune,
+                                      deterministic=ordered)
+        else:
+            ds = ds.map(decoded, num_parallel_calls=autotune, deterministic=ordered)
+            if cache:
+                ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
+            if transform is not None:
+                ds = seeded(ds, seed).map(transform, num_parallel_calls=autotune,
+                                          deterministic=ordered)
+        if transform is not None and not isinstance(ds.element_spec, dict):
+            raise OptionError(
+                "augment gets and returns the element's dict for a detection or "
+                "segmentation dataset (its boxes and masks must move with the pixels), "
+                f"but returned {ds.element_spec}. Return the dict, e.g. "
+                "{**features, \"image\": ...} for a change that moves no pixel.",
+                option="augment")
         if max_boxes is not None:
             ds = ds.map(lambda f: _padded_objects(f, max_boxes))
         if repeat:
