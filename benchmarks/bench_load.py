@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_load.py [--images 2000] [--rounds 3] [--epochs 3]
     .venv/bin/python benchmarks/bench_load.py --decode-options 300 [--epochs 3]
+    .venv/bin/python benchmarks/bench_load.py --crops [--large-images 1000] [--epochs 2]
 
 Every contender reads the same JPEGs (bench_write.py's set, 400-800 px as written) and
 delivers batches of 64 (image, label) pairs, images decoded and resized to 224x224, in
@@ -30,6 +31,25 @@ TensorFlow's threads), the steadier of the two. Ratios are taken within rounds.
 resizing these JPEGs costs (CPU per image; DCT scales, IDCTs, chroma upsampling, resize
 methods) and how far its pixels are from load()'s, the bare pipeline's and a faithful
 reduction's (full accurate decode, antialiased), over the first N images.
+
+`--crops` measures the training and evaluation paths instead, the same way (rounds of
+fresh processes, CPU per image, ratios within rounds). Training, Inception's
+random-resized crop resized to 224x224 and flipped, the same windows everywhere
+(crop_pipelines.py):
+
+- `load_rrc`: `load(..., augment="random_resized_crop", seed=0)` (the window decoded
+  alone, at the DCT scale that still covers 224x224; uint8 pixels);
+- `bare_crop_after_decode`: the bare pipeline, full `decode_jpeg`, the window sliced out;
+- `ceiling_crop_decode`: the bare pipeline, `decode_and_crop_jpeg` of the window at ratio
+  1 (float32 pixels, both);
+- `model_garden`: Model Garden's classification `Decoder` and `Parser` (training) on the
+  same images written with layout="tf_models" (normalized float32 pixels).
+
+Evaluation, the central 0.875 of the short side, likewise: `load_center` (`crop="center"`),
+`bare_center_after_decode`, `ceiling_center_crop_decode`, `model_garden_eval`. And written
+for training: `load_rrc` on `--large-images` photos of 2000-3000 px, written as they are
+(`load_rrc_large`) and with FFCV's ImageNet recipe, max_image_side=500 and jpeg_quality=90
+(`load_rrc_500`).
 """
 
 from __future__ import annotations
@@ -41,8 +61,10 @@ import shutil
 import statistics
 import time
 
+import crop_pipelines
 import harness
 from bench_write import build_images
+from sample_crops import make_crops  # on sys.path by bench_write
 
 BATCH, SIZE = 64, (224, 224)
 CONTENDERS = ("keras", "bare", "bare_scaled", "load", "load_256", "load_224")
@@ -53,6 +75,31 @@ DESCRIPTIONS = {
     "load": "`tfrecorder.load`, images as written",
     "load_256": "`tfrecorder.load`, written with max_image_side=256",
     "load_224": "`tfrecorder.load`, written with image_size=(224, 224)",
+}
+# --crops: name -> (description, pixels delivered); the references each `load` contender
+# is held against, with the issue's target (CPU per image, theirs / ours).
+CROPS = {
+    "load_rrc": ("`load(augment=\"random_resized_crop\")`", "uint8"),
+    "bare_crop_after_decode": ("bare: full `decode_jpeg`, crop, resize, flip", "float32"),
+    "ceiling_crop_decode": ("bare: `decode_and_crop_jpeg` (ratio 1), resize, flip",
+                            "float32"),
+    "model_garden": ("Model Garden's `Parser`, training", "float32, normalized"),
+    "load_center": ("`load(crop=\"center\")`", "uint8"),
+    "bare_center_after_decode": ("bare: full `decode_jpeg`, central crop, resize",
+                                 "float32"),
+    "ceiling_center_crop_decode": ("bare: `decode_and_crop_jpeg` (ratio 1), resize",
+                                   "float32"),
+    "model_garden_eval": ("Model Garden's `Parser`, evaluation", "float32, normalized"),
+    "load_rrc_large": ("`load_rrc`, 2000-3000 px photos as written", "uint8"),
+    "load_rrc_500": ("`load_rrc`, the same written with max_image_side=500, "
+                     "jpeg_quality=90", "uint8"),
+}
+TARGETS = {
+    "load_rrc": {"bare_crop_after_decode": 1.2, "ceiling_crop_decode": 0.85,
+                 "model_garden": 1.0},
+    "load_center": {"bare_center_after_decode": 1.2, "ceiling_center_crop_decode": 0.85,
+                    "model_garden_eval": 1.0},
+    "load_rrc_500": {"load_rrc_large": None},
 }
 
 
@@ -66,33 +113,47 @@ def label_tree(table, root: str) -> str:
 
 
 def convert(tree: str, output: str, **options) -> str:
+    """`tree` converted to `output` (all in train), once; the seconds it took are kept
+    beside it, in `output`.seconds."""
     import tfrecorder
 
     if not os.path.exists(os.path.join(output, "dataset.json")):
         shutil.rmtree(output, ignore_errors=True)
+        start = time.perf_counter()
         tfrecorder.convert(tree, output, unassigned_split=(1.0, 0.0, 0.0), progress=False,
                            **options)
+        with open(output + ".seconds", "w") as f:
+            f.write(f"{time.perf_counter() - start:.1f}\n")
     return output
 
 
-def jpegs(tree: str) -> tuple[list[bytes], list[int], list[int]]:
-    """Every file's bytes (in Keras' order), its label's index, and the DCT scale load()
+def convert_seconds(output: str) -> str:
+    try:
+        with open(output + ".seconds") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def jpegs(tree: str) -> tuple[list[bytes], list[int], list[int], list[tuple[int, int]]]:
+    """Every file's bytes (in Keras' order), its label's index, the DCT scale load()
     picks for it from its size: the largest of 1/1, 1/2, 1/4, 1/8 (as 0-3) that keeps
-    both sides at least the target's."""
+    both sides at least the target's; and its (height, width)."""
     from PIL import Image
 
     labels = sorted(os.listdir(tree))
     files = [(os.path.join(tree, label, name), index)
              for index, label in enumerate(labels)
              for name in sorted(os.listdir(os.path.join(tree, label)))]
-    datas, scales = [], []
+    datas, scales, shapes = [], [], []
     for path, _ in files:
         with open(path, "rb") as f:
             datas.append(f.read())
         with Image.open(path) as image:
             width, height = image.size
         scales.append(sum(width >= r * SIZE[1] and height >= r * SIZE[0] for r in (2, 4, 8)))
-    return datas, [label for _, label in files], scales
+        shapes.append((height, width))
+    return datas, [label for _, label in files], scales, shapes
 
 
 def bare_dataset(tree: str, scaled: bool):
@@ -100,7 +161,7 @@ def bare_dataset(tree: str, scaled: bool):
     map; `scaled` decodes at load()'s DCT scale for each image."""
     import tensorflow as tf
 
-    datas, labels, scales = jpegs(tree)
+    datas, labels, scales, _ = jpegs(tree)
 
     def decode(data, scale, label):
         if scaled:
@@ -153,7 +214,7 @@ def decode_options(tree: str, rounds: int, compared: int) -> None:
     import numpy as np
     import tensorflow as tf
 
-    datas, _, scales = jpegs(tree)
+    datas, _, scales, _ = jpegs(tree)
 
     def pixels(option):
         scale, dct_method, fancy, method = DECODE_OPTIONS[option]
@@ -219,6 +280,8 @@ def decode_options(tree: str, rounds: int, compared: int) -> None:
 def dataset(name: str, path: str):
     import tensorflow as tf
 
+    if name in CROPS:
+        return crop_dataset(name, path)
     if name == "keras":
         ds = tf.keras.utils.image_dataset_from_directory(
             path, image_size=SIZE, batch_size=BATCH, shuffle=False, verbose=False)
@@ -229,6 +292,25 @@ def dataset(name: str, path: str):
 
     return tfrecorder.load(path, "train", batch_size=BATCH, image_size=SIZE, shuffle=False,
                            as_supervised=True)
+
+
+def crop_dataset(name: str, path: str):
+    """A --crops contender's pipeline (the module doc)."""
+    import tfrecorder
+
+    if name.startswith("load_rrc"):
+        return tfrecorder.load(path, "train", batch_size=BATCH, image_size=SIZE,
+                               augment="random_resized_crop", shuffle=False,
+                               as_supervised=True, seed=0)
+    if name == "load_center":
+        return tfrecorder.load(path, "train", batch_size=BATCH, image_size=SIZE,
+                               crop="center", shuffle=False, as_supervised=True)
+    if name.startswith("model_garden"):
+        return crop_pipelines.model_garden(path, SIZE, BATCH, training=name == "model_garden")
+    datas, labels, _, shapes = jpegs(path)
+    return crop_pipelines.bare_crops(datas, shapes, labels, SIZE, BATCH,
+                                     crop="center" if "center" in name else "random",
+                                     in_decode=name.startswith("ceiling"))
 
 
 def epochs(name: str, path: str, expected: int, number: int) -> list[tuple[float, float]]:
@@ -250,14 +332,122 @@ def spread(values) -> str:
     return f"{min(values):.0f}-{max(values):.0f}"
 
 
+def timed_rounds(names, inputs: dict, counts: dict, args) -> list[dict]:
+    """Per round, every contender in a fresh process, back to back: name -> [(seconds,
+    CPU seconds)] of its epochs."""
+    return [{name: json.loads(harness.last_line_in_fresh_process(
+        __file__, name, f"{inputs[name]}:{counts[name]}:{args.epochs}", args.out))
+        for name in names} for _ in range(args.rounds)]
+
+
+def rates(rounds: list[dict], counts: dict, name: str) -> list[float]:
+    return [counts[name] / seconds for r in rounds for seconds, _ in r[name]]
+
+
+def cpu_ms(rounds: list[dict], counts: dict, name: str) -> list[float]:
+    return [1000 * cpu / counts[name] for r in rounds for _, cpu in r[name]]
+
+
+def within_rounds(rounds, counts, name: str, reference: str) -> tuple[list, list]:
+    """Per round, `name` against `reference`: images/s of the best epochs (ours /
+    theirs), and CPU per image of the median epochs (theirs / ours)."""
+    speed = [max(rates([r], counts, name)) / max(rates([r], counts, reference))
+             for r in rounds]
+    cpu = [statistics.median(cpu_ms([r], counts, reference)) /
+           statistics.median(cpu_ms([r], counts, name)) for r in rounds]
+    return speed, cpu
+
+
+def ratio(values) -> str:
+    return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
+
+
+def print_setting(args, what: str) -> None:
+    print(f"\nMachine: {platform.platform()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} "
+          "at the end")
+    print(f"{what}, batches of {BATCH} at {SIZE[0]}x{SIZE[1]}, {args.rounds} rounds of a "
+          f"fresh process each, {args.epochs} epochs each\n")
+
+
+def print_contenders(rounds, counts, names, describe, pixels=None) -> None:
+    """The table of every contender's images/s and CPU per image over all epochs."""
+    extra = " pixels |" if pixels else ""
+    print(f"| contender |{extra} images/s best | images/s all epochs | CPU ms/image median "
+          "| CPU ms/image all epochs |")
+    print("|---|" + "---|" * (5 if pixels else 4))
+    for name in names:
+        cells = [describe(name)] + ([pixels(name)] if pixels else []) + [
+            f"{max(rates(rounds, counts, name)):.0f}", spread(rates(rounds, counts, name)),
+            f"{statistics.median(cpu_ms(rounds, counts, name)):.2f}",
+            f"{min(cpu_ms(rounds, counts, name)):.2f}-"
+            f"{max(cpu_ms(rounds, counts, name)):.2f}"]
+        print("| " + " | ".join(cells) + " |")
+
+
+def crops(args, table) -> None:
+    """--crops: the training and evaluation paths (the module doc)."""
+    tree = label_tree(table, os.path.join(args.out, "by_label"))
+    ours = convert(tree, os.path.join(args.out, "load_as_is"))
+    theirs = convert(tree, os.path.join(args.out, "tf_models"), layout="tf_models")
+    paths = {name: ours if name.startswith("load") else
+             theirs if name.startswith("model_garden") else tree
+             for name in list(CROPS)[:8]}
+    counts = dict.fromkeys(paths, len(table))
+    written = {}
+    if args.large_images:
+        large = make_crops(os.path.join(args.out, "large_images"), args.large_images,
+                           sides=(2000, 3000))
+        large_tree = label_tree(large, os.path.join(args.out, "large_by_label"))
+        written = {
+            "load_rrc_large": convert(large_tree, os.path.join(args.out, "large_as_is")),
+            "load_rrc_500": convert(large_tree, os.path.join(args.out, "large_500"),
+                                    max_image_side=500, jpeg_quality=90)}
+        paths.update(written)
+        counts.update(dict.fromkeys(written, len(large)))
+    names = [name for name in paths if args.only is None or name in args.only.split(",")]
+    rounds = timed_rounds(names, paths, counts, args)
+
+    print_setting(args, f"{len(table)} JPEGs (400-800 px)" + (
+        f"; {args.large_images} JPEGs of 2000-3000 px for the written-for-training rows"
+        if written else ""))
+    print_contenders(rounds, counts, names, lambda name: f"`{name}`: {CROPS[name][0]}",
+                     pixels=lambda name: CROPS[name][1])
+    print("\nWithin rounds (median, and range over rounds): CPU per image of the median "
+          "epochs (theirs / ours: above 1 is less work than theirs), images/s of the best "
+          "epochs (ours / theirs)\n")
+    print("| ours | against | CPU | target | images/s |")
+    print("|---|---|---|---|---|")
+    for name, references in TARGETS.items():
+        for reference, target in references.items():
+            if name not in names or reference not in names:
+                continue
+            speed, cpu = within_rounds(rounds, counts, name, reference)
+            verdict = "" if target is None else f">= {target}: " + (
+                "met" if statistics.median(cpu) >= target else
+                f"**missed** by {target - statistics.median(cpu):.2f}")
+            print(f"| `{name}` | `{reference}` | {ratio(cpu)} | {verdict} | {ratio(speed)} |")
+    if written:
+        print("\n| written | convert s (wall, this machine) | shards MB |")
+        print("|---|---|---|")
+        for name, path in written.items():
+            size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+                       if f.startswith("train-"))
+            print(f"| `{name}` | {convert_seconds(path)} | {size / 1e6:.0f} |")
+
+
 def main():
     parser = harness.parser(__doc__.splitlines()[0], images=2000, rounds=3)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs per process")
-    parser.add_argument("--only", default=",".join(CONTENDERS),
-                        help="comma-separated contenders")
+    parser.add_argument("--only", help="comma-separated contenders (default: all of the mode)")
     parser.add_argument("--decode-options", type=int, metavar="IMAGES",
                         help="instead: CPU per image of each decode option, and their "
                              "pixels' differences over this many images")
+    parser.add_argument("--crops", action="store_true",
+                        help="instead: the training and evaluation crops (module doc)")
+    parser.add_argument("--large-images", type=int, default=1000,
+                        help="with --crops: photos of 2000-3000 px for the written-for-"
+                             "training rows (0: none)")
     args = parser.parse_args()
     if args.contender:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -266,6 +456,9 @@ def main():
         return
 
     table = build_images(os.path.join(args.out, "images"), args.images)
+    if args.crops:
+        crops(args, table)
+        return
     tree = label_tree(table, os.path.join(args.out, "by_label"))
     if args.decode_options:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -276,31 +469,11 @@ def main():
              "load_256": convert(tree, os.path.join(args.out, "load_256"),
                                  max_image_side=256),
              "load_224": convert(tree, os.path.join(args.out, "load_224"), image_size=SIZE)}
-    names = [name for name in CONTENDERS if name in args.only.split(",")]
-    n = len(table)
-    rounds = []  # per round: name -> [(seconds, cpu seconds)] of its epochs
-    for _ in range(args.rounds):
-        rounds.append({name: json.loads(harness.last_line_in_fresh_process(
-            __file__, name, f"{paths[name]}:{n}:{args.epochs}", args.out)) for name in names})
-
-    def rates(name, runs=rounds):
-        return [n / seconds for r in runs for seconds, _ in r[name]]
-
-    def cpu_ms(name, runs=rounds):
-        return [1000 * cpu / n for r in runs for _, cpu in r[name]]
-
-    print(f"\nMachine: {platform.platform()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} "
-          "at the end")
-    print(f"{n} JPEGs (400-800 px), batches of {BATCH} at {SIZE[0]}x{SIZE[1]}, "
-          f"{args.rounds} rounds of a fresh process each, {args.epochs} epochs each\n")
-    print("| contender | images/s best | images/s all epochs | CPU ms/image median | "
-          "CPU ms/image all epochs |")
-    print("|---|---|---|---|---|")
-    for name in names:
-        print(f"| {DESCRIPTIONS[name]} | {max(rates(name)):.0f} | {spread(rates(name))} | "
-              f"{statistics.median(cpu_ms(name)):.2f} | "
-              f"{min(cpu_ms(name)):.2f}-{max(cpu_ms(name)):.2f} |")
+    names = [name for name in CONTENDERS if args.only is None or name in args.only.split(",")]
+    counts = dict.fromkeys(names, len(table))
+    rounds = timed_rounds(names, paths, counts, args)
+    print_setting(args, f"{len(table)} JPEGs (400-800 px)")
+    print_contenders(rounds, counts, names, DESCRIPTIONS.get)
 
     # Within each round: best epoch against best epoch, median CPU against median CPU.
     references = [name for name in ("bare", "keras") if name in names]
@@ -314,12 +487,8 @@ def main():
         for name in others:
             cells = []
             for ref in references:
-                speed = [max(rates(name, [r])) / max(rates(ref, [r])) for r in rounds]
-                cpu = [statistics.median(cpu_ms(ref, [r])) /
-                       statistics.median(cpu_ms(name, [r])) for r in rounds]
-                cells += [f"{statistics.median(speed):.2f}x ({min(speed):.2f}-"
-                          f"{max(speed):.2f})",
-                          f"{statistics.median(cpu):.2f}x ({min(cpu):.2f}-{max(cpu):.2f})"]
+                speed, cpu = within_rounds(rounds, counts, name, ref)
+                cells += [ratio(speed), ratio(cpu)]
             print(f"| {DESCRIPTIONS[name]} | " + " | ".join(cells) + " |")
 
 
