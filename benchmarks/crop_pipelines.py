@@ -1,13 +1,15 @@
 """The pipelines `bench_load.py --crops` holds `load()`'s training and evaluation crops
 against: bare tf.data over JPEG bytes in memory, and Model Garden's classification parser.
 
-Every one draws the same windows as `load()`: Inception's random-resized crop (area
-0.08-1, aspect 3/4-4/3, 10 attempts, min_object_covered the smallest area, the whole
-image when every attempt fails: `tf.image.stateless_sample_distorted_bounding_box`, as
-Model Garden's `random_crop_image_v2` calls its stateful twin), flipped left to right
+Every one draws its windows from `load()`'s distribution: Inception's random-resized
+crop (area 0.08-1, aspect 3/4-4/3, 10 attempts, min_object_covered the smallest area,
+the whole image when every attempt fails: `tf.image.stateless_sample_distorted_bounding_box`,
+as Model Garden's `random_crop_image_v2` calls its stateful twin), flipped left to right
 half the time, and the evaluation crop (Model Garden's `center_crop_image_v2`: a square
 of 0.875 of the short side, centred, not flipped); each resized to the model's size
-with bilinear `tf.image.resize`.
+with bilinear `tf.image.resize`. The windows are the same distribution, not the same
+draws: a dataset holds the images in its own order, and Model Garden seeds its own op
+(and, when every attempt fails, decodes its central crop instead of the whole image).
 """
 
 from __future__ import annotations
