@@ -9,6 +9,7 @@ import glob
 import logging
 import os
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -248,3 +249,32 @@ def test_images_stored_far_larger_than_loaded_are_warned_of_once(written, caplog
     assert "over 4 times larger than the 16x16" in warning
     assert "max_image_side=36 (--max-image-side 36)" in warning
     assert "Written for training" in warning
+
+
+def test_the_recipes_of_docs_reading_run(tmp_path, sources, monkeypatch, caplog):
+    """docs/reading.md, "Training crops, decoded alone" and "Written for training": its
+    code blocks, in order, on a table of the photos and the large image."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "reading.md").read_text()
+    section = text.split("## Training crops, decoded alone")[1].split("\n## ")[0]
+    blocks = [block.split("```")[0] for block in section.split("```python\n")[1:]]
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    paths = list(sources.values())
+    table = pd.DataFrame({"split": ["TRAIN"] * 12 + ["VALIDATION"] * (len(paths) - 12),
+                          "image_uri": paths, "label": [os.path.basename(os.path.dirname(p))
+                                                        for p in paths]})
+    tfrecorder.convert(table, "out/", progress=False, num_workers=1)
+    table.to_csv("images.csv", index=False)
+    namespace = {"tfrecorder": tfrecorder}
+    exec(compile(blocks[0], "docs/reading.md", "exec"), namespace)
+    images, labels = next(iter(namespace["train"]))
+    assert images.shape == (8, 64, 64, 3) and labels.shape == (8,)
+    assert next(iter(namespace["validation"]))[0].shape[1:] == (64, 64, 3)
+    exec(compile(blocks[1], "docs/reading.md", "exec"), namespace)
+    stats = tfrecorder.info("train_224/").statistics["train"]
+    assert stats.image_width.max == 512 and stats.image_height.max <= 512  # big.jpg, shrunk
+    assert stats.image_width.min == 315  # the others, as they were
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tfrecorder"):
+        tfrecorder.load("train_224/", image_size=(224, 224), augment="random_resized_crop")
+    assert not [r for r in caplog.records if "max_image_side" in r.message]
