@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_load.py [--images 2000] [--rounds 3] [--epochs 3]
     .venv/bin/python benchmarks/bench_load.py --decode-options 300 [--epochs 3]
     .venv/bin/python benchmarks/bench_load.py --crops [--large-images 1000] [--epochs 2]
+    .venv/bin/python benchmarks/bench_load.py --crop-stages [--epochs 3]
 
 Every contender reads the same JPEGs (bench_write.py's set, 400-800 px as written) and
 delivers batches of 64 (image, label) pairs, images decoded and resized to 224x224, in
@@ -50,6 +51,10 @@ Evaluation, the central 0.875 of the short side, likewise: `load_center` (`crop=
 for training: `load_rrc` on `--large-images` photos of 2000-3000 px, written as they are
 (`load_rrc_large`), with FFCV's ImageNet recipe, max_image_side=500 and jpeg_quality=90
 (`load_rrc_500`), and with docs/reading.md's max_image_side=512 (`load_rrc_512`).
+
+`--crop-stages` times, in one process, epochs of the parts of a random-resized crop's
+pipeline interleaved (crop_pipelines.STAGES: the window, reading records, each decode
+alone, the ceiling from bytes and from records), to show what bounds `load_rrc`.
 """
 
 from __future__ import annotations
@@ -212,6 +217,56 @@ REFERENCES = ("load()'s scales + bilinear (load())", "1/1 + bilinear (the bare p
               "1/1 INTEGER_ACCURATE + bilinear antialias")
 
 
+def interleaved_cpu(pipeline, names, rounds: int, count: int) -> dict[str, list[float]]:
+    """CPU us per image of an epoch of each of `names`' pipelines (`pipeline(name)`, of
+    `count` images), `rounds` epochs each, interleaved, in this process."""
+    cpu = {name: [] for name in names}
+    for _ in range(rounds):
+        for name in names:
+            before = os.times()
+            for _ in pipeline(name):
+                pass
+            after = os.times()
+            cpu[name].append(1e6 * (after.user + after.system - before.user - before.system)
+                             / count)
+    return cpu
+
+
+def crop_stages(tree: str, path: str, rounds: int) -> None:
+    """--crop-stages: CPU per image of the parts of a random-resized crop's pipeline
+    (crop_pipelines.STAGES) and of load()'s, interleaved epochs in one process; and how
+    many windows load()'s DCT scaling can shrink."""
+    import numpy as np
+
+    datas, labels, _, shapes = jpegs(tree)
+    records = sorted(os.path.join(path, f) for f in os.listdir(path) if f.startswith("train-"))
+
+    def build(stage):
+        if crop_pipelines.STAGES[stage] == "load":
+            return crop_dataset("load_rrc", path)
+        decode, output, from_records = crop_pipelines.STAGES[stage]
+        return crop_pipelines.bare_crops(datas, shapes, labels, SIZE, BATCH, "random", decode,
+                                         output, records if from_records else None)
+
+    pipelines = {stage: build(stage) for stage in crop_pipelines.STAGES}
+    for ds in pipelines.values():
+        next(iter(ds))  # traced, untimed
+    cpu = interleaved_cpu(pipelines.__getitem__, pipelines, rounds, len(datas))
+    cuts = np.concatenate([cut for cut, _ in pipelines["seeds and window alone"]
+                           .as_numpy_iterator()])
+    area = cuts[:, 2] * cuts[:, 3] / np.prod(np.array(shapes), 1)
+    short = [min(h, w) for h, w in shapes]
+    central = np.array([int(crop_pipelines.FRACTION * s) for s in short])
+    print(f"\n{len(datas)} JPEGs (400-800 px), random windows of one epoch: area median "
+          f"{np.median(area):.2f} of the image; at 1/2 or less (short side >= "
+          f"{2 * SIZE[0]} px): {np.mean(cuts[:, 2:].min(1) >= 2 * SIZE[0]):.0%} of random "
+          f"windows, {np.mean(central >= 2 * SIZE[0]):.0%} of central ones")
+    print(f"CPU us per image: median of {rounds} epochs (range)\n")
+    print("| stage | CPU us/image |\n|---|---|")
+    for stage, values in cpu.items():
+        print(f"| {stage} | {statistics.median(values):.0f} ({spread(values)}) |")
+
+
 def decode_options(tree: str, rounds: int, compared: int) -> None:
     """CPU per image of each of DECODE_OPTIONS (a parallel map over the bytes in memory,
     `rounds` epochs each, interleaved), and how far the resized ones' pixels are from
@@ -244,15 +299,8 @@ def decode_options(tree: str, rounds: int, compared: int) -> None:
         ds = tf.data.Dataset.from_tensor_slices((datas[:count], scales[:count]))
         return ds.map(pixels(option), num_parallel_calls=tf.data.AUTOTUNE).batch(BATCH)
 
-    cpu = {option: [] for option in DECODE_OPTIONS}
-    for _ in range(rounds):
-        for option in DECODE_OPTIONS:
-            before = os.times()
-            for _ in run(option, len(datas)):
-                pass
-            after = os.times()
-            cpu[option].append(1e6 * (after.user + after.system - before.user - before.system)
-                               / len(datas))
+    cpu = interleaved_cpu(lambda option: run(option, len(datas)), DECODE_OPTIONS, rounds,
+                          len(datas))
     found = {option: np.concatenate(list(run(option, compared).as_numpy_iterator())
                                     ).astype(np.int16)
              for option in DECODE_OPTIONS if DECODE_OPTIONS[option][3]}
@@ -315,7 +363,7 @@ def crop_dataset(name: str, path: str):
     datas, labels, _, shapes = jpegs(path)
     return crop_pipelines.bare_crops(datas, shapes, labels, SIZE, BATCH,
                                      crop="center" if "center" in name else "random",
-                                     in_decode=name.startswith("ceiling"))
+                                     decode="window" if name.startswith("ceiling") else "whole")
 
 
 def epochs(name: str, path: str, expected: int, number: int) -> list[tuple[float, float]]:
@@ -448,6 +496,8 @@ def main():
                              "pixels' differences over this many images")
     parser.add_argument("--crops", action="store_true",
                         help="instead: the training and evaluation crops (module doc)")
+    parser.add_argument("--crop-stages", action="store_true",
+                        help="instead: CPU per image of a random-resized crop's parts")
     parser.add_argument("--large-images", type=int, default=1000,
                         help="with --crops: photos of 2000-3000 px for the written-for-"
                              "training rows (0: none)")
@@ -463,6 +513,10 @@ def main():
         crops(args, table)
         return
     tree = label_tree(table, os.path.join(args.out, "by_label"))
+    if args.crop_stages:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        crop_stages(tree, convert(tree, os.path.join(args.out, "load_as_is")), args.epochs)
+        return
     if args.decode_options:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         decode_options(tree, args.epochs, args.decode_options)

@@ -37,43 +37,78 @@ def window(shape, crop: str, seed=None):
     return tf.concat([offset, tf.fill([2], tf.cast(side, tf.int32))], 0)
 
 
-def bare_crops(datas: list[bytes], shapes: list[tuple[int, int]], labels: list[int],
-               size: tuple[int, int], batch: int, crop: str, in_decode: bool):
-    """The bare pipeline of a crop (`crop`: "random" or "center"): the JPEG bytes in
-    memory, with each image's (height, width) beside them (as a record's features hold
-    them), a parallel map, batch, prefetch; float32 pixels, as `tf.image.resize` gives.
-
-    `in_decode` False decodes the whole image (`decode_jpeg`) and slices the window out
-    of it; True decodes the window alone (`decode_and_crop_jpeg`, ratio 1): the ceiling
-    of a crop made in the decode without DCT scaling. The random windows are drawn from
-    one seed per element (as `load()` draws them, a `Dataset.random` stream), so both
-    ways crop the same windows."""
+def cropped(data, shape, seed, size: tuple[int, int], crop: str, decode: str,
+            output: str):
+    """One image of a crop pipeline: `crop` "random" (its window drawn with `seed`, then
+    flipped half the time) or "center"; `decode` "whole" (`decode_jpeg`, the window
+    sliced out), "window" (`decode_and_crop_jpeg`, ratio 1) or "scaled" (the window at
+    `load()`'s DCT ratio); `output` "float32" (as `tf.image.resize` gives), "uint8"
+    (rounded, as `load()`), or, to time a part alone, "window" or "decoded" (the decoded
+    pixels' shape)."""
     import tensorflow as tf
 
-    def decoded(data, shape, label, seed=None):
-        if seed is not None:
-            window_seed, flip_seed = tf.unstack(
-                tf.random.experimental.stateless_split(seed, 2))
-        if in_decode:
-            cut = window(shape, crop, None if seed is None else window_seed)
-            image = tf.io.decode_and_crop_jpeg(data, cut, channels=3)
-        else:
-            image = tf.io.decode_jpeg(data, channels=3)
-            cut = window(tf.shape(image)[:2], crop, None if seed is None else window_seed)
-            image = image[cut[0]:cut[0] + cut[2], cut[1]:cut[1] + cut[3]]
-        image = tf.image.resize(image, size)
-        if seed is not None:
-            image = tf.image.stateless_random_flip_left_right(image, flip_seed)
-        return image, label
+    window_seed = flip_seed = None
+    if crop == "random":
+        window_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+    if decode == "whole":
+        image = tf.io.decode_jpeg(data, channels=3)
+        if output == "decoded":
+            return tf.shape(image)
+        cut = window(tf.shape(image)[:2], crop, window_seed)
+        image = image[cut[0]:cut[0] + cut[2], cut[1]:cut[1] + cut[3]]
+    else:
+        cut = window(shape, crop, window_seed)
+        if output == "window":
+            return cut
+        image = scaled_crop_decode(data, cut, size) if decode == "scaled" else \
+            tf.io.decode_and_crop_jpeg(data, cut, channels=3)
+        if output == "decoded":
+            return tf.shape(image)
+    image = tf.image.resize(image, size)
+    if output == "uint8":
+        image = tf.cast(image + 0.5, tf.uint8)
+    if crop == "random":
+        image = tf.image.stateless_random_flip_left_right(image, flip_seed)
+    return image
 
-    ds = tf.data.Dataset.from_tensor_slices((datas, tf.constant(shapes, tf.int32), labels))
+
+def bare_crops(datas: list[bytes], shapes: list[tuple[int, int]], labels: list[int],
+               size: tuple[int, int], batch: int, crop: str, decode: str,
+               output: str = "float32", records: str | None = None):
+    """A bare pipeline of `cropped` images: the JPEG bytes in memory, with each image's
+    (height, width) beside them (as a record's features hold them), or, with `records`
+    (a shard of the default layout), the same read and parsed from the shard (`output`
+    "parsed": that alone); a parallel map, batch, prefetch.
+
+    The random windows are drawn from one seed per element, a `Dataset.random` stream as
+    `load()` draws them, so every pipeline here crops the same windows."""
+    import tensorflow as tf
+
+    def one(data, shape, label, seed=None):
+        return cropped(data, shape, seed, size, crop, decode, output), label
+
+    def parsed(serialized, seed=None):
+        features = tf.io.parse_single_example(serialized, {
+            name: tf.io.FixedLenFeature([], tf.string if name == "image" else tf.int64)
+            for name in ("image", "image_height", "image_width", "label")})
+        if output == "parsed":
+            return features["image_height"], features["label"]
+        shape = tf.cast(tf.stack([features["image_height"], features["image_width"]]),
+                        tf.int32)
+        return one(features["image"], shape, features["label"], seed)
+
+    if records is not None:
+        ds, function = tf.data.TFRecordDataset(records), parsed
+    else:
+        ds = tf.data.Dataset.from_tensor_slices((datas, tf.constant(shapes, tf.int32), labels))
+        function = one
     if crop == "random":
         seeds = tf.data.Dataset.random(seed=0, rerandomize_each_iteration=True).batch(2)
-        ds = tf.data.Dataset.zip((ds, seeds)).map(
-            lambda element, seed: decoded(*element, seed),
-            num_parallel_calls=tf.data.AUTOTUNE)
+        ds = tf.data.Dataset.zip((ds, seeds))
+        ds = ds.map(lambda element, seed: function(*tf.nest.flatten(element), seed),
+                    num_parallel_calls=tf.data.AUTOTUNE)
     else:
-        ds = ds.map(decoded, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.map(function, num_parallel_calls=tf.data.AUTOTUNE)
     return ds.batch(batch).prefetch(tf.data.AUTOTUNE)
 
 
@@ -102,3 +137,37 @@ def model_garden(path: str, size: tuple[int, int], batch: int, training: bool):
     ds = ds.map(decoder.decode, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.map(parser.parse_fn(is_training=training), num_parallel_calls=tf.data.AUTOTUNE)
     return ds.batch(batch).prefetch(tf.data.AUTOTUNE)
+
+
+def scaled_crop_decode(data, cut, size: tuple[int, int]):
+    """The window `cut` decoded alone at the DCT ratio `load()` picks for it: the largest
+    of 1, 2, 4, 8 at which the window still covers `size`."""
+    import tensorflow as tf
+
+    short = tf.minimum(cut[2] * size[1], cut[3] * size[0])
+    scale = tf.reduce_sum(tf.cast(tf.stack([short >= r * size[0] * size[1] for r in (2, 4, 8)]),
+                                  tf.int32))
+
+    def at(ratio):
+        return lambda: tf.io.decode_and_crop_jpeg(
+            data, tf.stack([cut[0] // ratio, cut[1] // ratio, tf.maximum(cut[2] // ratio, 1),
+                            tf.maximum(cut[3] // ratio, 1)]), channels=3, ratio=ratio)
+
+    return tf.switch_case(scale, [at(r) for r in (1, 2, 4, 8)])
+
+
+# --crop-stages: what a random-resized crop's pipeline is made of; bare_crops' arguments
+# (decode, output, from the records), and "load" for load() itself.
+STAGES = {
+    "seeds and window alone": ("window", "window", False),
+    "records read and parsed (image, size, label), nothing decoded": ("window", "parsed", True),
+    "full decode alone (the decode-then-crop pipelines')": ("whole", "decoded", False),
+    "crop-decode alone, ratio 1 (the ceiling's)": ("window", "decoded", False),
+    "crop-decode alone at load()'s DCT ratio": ("scaled", "decoded", False),
+    "bare decode-then-crop, resize, flip (float32)": ("whole", "float32", False),
+    "ceiling: crop-decode (ratio 1), resize, flip (float32)": ("window", "float32", False),
+    "ceiling rounded to uint8": ("window", "uint8", False),
+    "ceiling rounded to uint8, from the records": ("window", "uint8", True),
+    "the same at load()'s DCT ratio": ("scaled", "uint8", True),
+    "load(augment=\"random_resized_crop\")": "load",
+}
