@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 import test_keypoints
 from detection_data import CLASSES, HEIGHT, WIDTH, detection_frame, write_segmentation
+from helpers import image_bytes
 from PIL import Image
 
 # test_keypoints' fixtures: its marked scenes (`scenes`, the name its `written` asks for),
@@ -38,6 +39,7 @@ from tfrecorder.format.layouts import (
 )
 from tfrecorder.read.augmentation import seeded
 from tfrecorder.read.crops import RandomResizedCrop, objects_in_window, random_window
+from tfrecorder.read.decoding import decoded_record
 
 LAYOUTS = ("tfrecorder", "tf_models")
 SIZE = (24, 32)  # image_size: windows are shrunk or enlarged to it
@@ -85,6 +87,26 @@ def test_objects_in_window_clips_boxes_and_leaves_out_objects_mostly_outside():
         np.testing.assert_allclose(found[KEYPOINTS], [points[i][0] for i in kept], atol=1e-6)
         assert found[KEYPOINT_VISIBILITY].tolist() == [points[i][1] for i in kept]
         assert found[NUM_KEYPOINTS].tolist() == [sum(map(bool, points[i][1])) for i in kept]
+
+
+@pytest.mark.parametrize("window, size", [((12, 12, 175, 175), (20, 20)),  # DCT ratio 8
+                                          ((13, 5, 150, 150), (30, 30)),  # 4
+                                          ((3, 3, 190, 190), (60, 60))])  # 2
+def test_a_jpegs_boxes_stay_on_its_pixels_at_a_dct_ratio(window, size):
+    """A JPEG decoded at a DCT ratio r shows whole r x r blocks: its window starts up to
+    r - 1 pixels before the one drawn, and the boxes are of what it shows."""
+    pixels = np.full((200, 200, 3), 30, np.uint8)
+    pixels[100:150, 60:140] = 220
+    features = {"image": tf.constant(image_bytes(Image.fromarray(pixels), "JPEG", quality=100)),
+                "image_format": tf.constant("jpeg"), BBOX: tf.constant([[0.5, 0.3, 0.75, 0.7]]),
+                **{f"image_{k}": tf.constant(v, tf.int64) for k, v in [
+                    ("height", 200), ("width", 200), ("channels", 3)]}}
+    found = decoded_record(features, size, 3, None, tf.constant(window), 0.3)
+    bright = (found["image"].numpy()[:, size[1] // 2, 0] - 30) / 190  # a column's profile
+    (ymin, _, ymax, _), = found[BBOX].numpy() * size[0]
+    rows = np.arange(size[0]) + 0.5
+    assert abs(bright.sum() - (ymax - ymin)) < 0.25
+    assert abs((rows * bright).sum() / bright.sum() - (ymin + ymax) / 2) < 0.25
 
 
 # --- load(): the scenes, written once per module --------------------------------------------
