@@ -167,6 +167,22 @@ def test_augment_changes_only_the_train_split(dataset):
     assert all(f["image"].shape == (32, 32, 3) for f in preset)
 
 
+def test_basic_augmentation_repeats_with_its_seed_record_by_record(dataset):
+    """Each record draws its own seed, in record order: the same seed gives the same
+    augmentation of every record, however the parallel map schedules them."""
+    def epochs(seed):
+        ds = tfrecorder.load(dataset, "train", augment="basic", image_size=(24, 24),
+                             seed=seed)
+        return [[f["image"].numpy() for f in ds] for _ in range(2)]
+
+    first = epochs(2)
+    for _ in range(3):
+        again = epochs(2)
+        for epoch, repeated in zip(first, again):
+            np.testing.assert_array_equal(np.stack(epoch), np.stack(repeated))
+    assert not np.array_equal(np.stack(first[0]), np.stack(first[1]))  # a new epoch
+
+
 def test_supervised_pairs_train_a_keras_model(dataset):
     train = tfrecorder.load(dataset, "train", batch_size=8, image_size=(16, 16),
                             as_supervised=True)

@@ -115,10 +115,15 @@ def center_window(features: dict, crop: CenterCrop, image_size: Sequence[int]):
     (rounded down), the offset half the rest (rounded down)."""
     tf = tensorflow()
 
-    stored = tf.cast(stored_size(features), tf.float32)
-    shape = tf.constant(image_size, tf.float32)
-    size = crop.fraction * shape * tf.reduce_min(stored / shape)
-    offset = tf.cast((stored - size) / 2.0, tf.int32)
+    height, width = image_size
+    stored = tf.cast(stored_size(features), tf.int64)
+    # The largest window of image_size's shape is (span / width, span / height): integers
+    # divided once, in float64, so that a square window's side is exactly the short side
+    # and fraction x side rounds down as Model Garden's does (a float32 ratio of the
+    # sides, reordered by graph optimizations, can fall a pixel short).
+    span = tf.cast(tf.minimum(stored[0] * width, stored[1] * height), tf.float64)
+    size = crop.fraction * span / tf.constant([width, height], tf.float64)
+    offset = tf.cast((tf.cast(stored, tf.float64) - size) / 2.0, tf.int32)
     return tf.concat([offset, tf.maximum(tf.cast(size, tf.int32), 1)], 0)
 
 
