@@ -23,25 +23,18 @@ from test_keypoints import written as keypoint_folders  # noqa: F401
 
 import tfrecorder
 from tfrecorder.format.keypoints import COCO_KEYPOINT_NAMES, flip_order
-from tfrecorder.format.layouts import (
-    AREA,
-    BBOX,
-    DIFFICULT,
-    IS_CROWD,
-    KEYPOINT_VISIBILITY,
-    KEYPOINTS,
-    MASK,
-    NUM_KEYPOINTS,
-    OBJECT_LABEL,
-    SEGMENTATION_MASK,
-    TRUNCATED,
-    VIEW,
-)
 from tfrecorder.read.augmentation import seeded
 from tfrecorder.read.crops import RandomResizedCrop, objects_in_window, random_window
 from tfrecorder.read.decoding import decoded_record
 
 LAYOUTS = ("tfrecorder", "tf_models")
+# The elements' names (`load()`'s documented ones), and Pascal VOC's per-object flags.
+BBOX, OBJECT_LABEL, AREA, IS_CROWD, MASK = (
+    "objects/bbox", "objects/label", "objects/area", "objects/is_crowd", "objects/mask")
+KEYPOINTS, KEYPOINT_VISIBILITY, NUM_KEYPOINTS = (
+    "objects/keypoints", "objects/keypoint_visibility", "objects/num_keypoints")
+DIFFICULT, TRUNCATED, VIEW = "objects/difficult", "objects/truncated", "objects/view"
+SEGMENTATION_MASK = "segmentation_mask"
 SIZE = (24, 32)  # image_size: windows are shrunk or enlarged to it
 SEED = 3
 CENTER = (3, 4, 42, 56)  # the central 0.875 of 48x64 in 24x32's shape: by hand
@@ -191,13 +184,19 @@ def mirrored(boxes: np.ndarray) -> np.ndarray:
     return np.stack([boxes[:, 0], 1 - boxes[:, 3], boxes[:, 2], 1 - boxes[:, 1]], -1)
 
 
+def flipped(image: np.ndarray, scene: dict, window) -> bool:
+    """Whether the image is the scene's window flipped; it must be that window."""
+    reference = resized(scene["pixels"], window)
+    flip = not np.array_equal(image, reference)
+    np.testing.assert_array_equal(image, reference[:, ::-1] if flip else reference)
+    return flip
+
+
 def check_detection(element: dict, scene: dict, window) -> tuple[bool, int, int]:
     """The element is the scene seen through `window`, flipped or not (its pixels say
     which). Returns whether it was flipped, and how many objects were left out and
     clipped."""
-    image, reference = element["image"], resized(scene["pixels"], window)
-    flip = not np.array_equal(image, reference)
-    np.testing.assert_array_equal(image, reference[:, ::-1] if flip else reference)
+    image, flip = element["image"], flipped(element["image"], scene, window)
     keep, boxes, visible = expected_objects(in_pixels(scene["boxes"]), window)
     n = int(keep.sum())
     for name in (BBOX, OBJECT_LABEL, AREA, IS_CROWD, MASK):  # one row an object kept
@@ -228,9 +227,7 @@ def check_detection(element: dict, scene: dict, window) -> tuple[bool, int, int]
 def check_segmentation(element: dict, scene: dict, window) -> bool:
     """The element is the scene seen through `window`, its class ids where the image is
     bright. Returns whether it was flipped."""
-    image, reference = element["image"], resized(scene["pixels"], window)
-    flip = not np.array_equal(image, reference)
-    np.testing.assert_array_equal(image, reference[:, ::-1] if flip else reference)
+    image, flip = element["image"], flipped(element["image"], scene, window)
     mask = resized(scene["mask"][..., None], window, "nearest")
     np.testing.assert_array_equal(element[SEGMENTATION_MASK], mask[:, ::-1] if flip else mask)
     assert (image[element[SEGMENTATION_MASK][..., 0] > 0] >= scene["pixels"].min() + 10).all()
