@@ -350,3 +350,28 @@ def test_a_voc_folder_in_a_bucket(gcs_store, tmp_path):
     convert(voc, tmp_path / "local")
     convert(prefix, tmp_path / "remote")
     assert records(tmp_path / "remote") == records(tmp_path / "local")
+
+
+def test_load_pads_and_crops_difficult_truncated_and_view_with_their_boxes(tmp_path):
+    """Pascal VOC's per-object flags stay one a box: padded with max_boxes (0, 0, ""),
+    and left out with their object by a crop."""
+    out = tmp_path / "out"
+    convert(labelimg_folder(tmp_path / "flat"), out)
+    names = ["difficult", "truncated", "view"]
+    for split, ds in tfrecorder.load(str(out), max_boxes=2, shuffle=False).items():
+        for element in ds:
+            stem = element["image_name"].numpy().decode()[0]
+            objects = OBJECTS[stem][:2]
+            assert int(element["objects/num"]) == len(objects)
+            expected = [[o[5] for o in objects], [o[6] for o in objects],
+                        [o[7].encode() for o in objects]]
+            for name, values, fill in zip(names, expected, [0, 0, b""]):
+                assert element[f"objects/{name}"].numpy().tolist() == \
+                    values + [fill] * (2 - len(values)), (split, stem, name)
+    cropped = tfrecorder.load(str(out), image_size=(16, 16), augment="random_resized_crop",
+                              crop="center", batch_size=2, seed=0)
+    for ds in cropped.values():
+        for batch in ds:
+            lengths = batch["objects/bbox"].row_lengths().numpy().tolist()
+            for name in names:
+                assert batch[f"objects/{name}"].row_lengths().numpy().tolist() == lengths

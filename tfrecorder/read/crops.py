@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import OptionError
+from tfrecorder.format import layouts
 from tfrecorder.format.layouts import (
     AREA,
     BBOX,
-    IS_CROWD,
     KEYPOINT_VISIBILITY,
     KEYPOINTS,
     MASK,
@@ -28,9 +28,9 @@ from tfrecorder.format.layouts import (
     OBJECT_LABEL,
 )
 
-# A record's per-object features: what leaving an object out takes it out of.
-OBJECT_FEATURES = (BBOX, OBJECT_LABEL, AREA, IS_CROWD, MASK, KEYPOINTS, KEYPOINT_VISIBILITY,
-                   NUM_KEYPOINTS)
+# A record's per-object features: what leaving an object out takes it out of (Pascal
+# VOC's difficult, truncated and view too, or they would describe other objects).
+OBJECT_FEATURES = (OBJECT_LABEL, *layouts.OBJECT_FEATURES)
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,8 @@ def decoded_record(features: dict, image_size: Sequence[int] | None, channels: i
             window is None or BBOX not in features):
         return features
     kept = None
+    if window is not None:
+        window = _window_shown(features, window, image_size, formats)
     if window is not None and BBOX in features:
         features, kept = objects_in_window(features, window, min_visible, stored)
     seen = stored if window is None else window[2:]  # the pixels resized to image_size
@@ -114,6 +116,34 @@ def decoded_record(features: dict, image_size: Sequence[int] | None, channels: i
         scale = image_size[0] * image_size[1] / tf.cast(tf.reduce_prod(seen), tf.float32)
         features[AREA] = features[AREA] * scale
     return features
+
+
+def _window_shown(features: dict, window, image_size: Sequence[int],
+                  formats: frozenset[str] | None):
+    """The window of stored pixels that `_decoded` shows for `window`, which boxes and
+    masks are cut to, so that they stay on their pixels: a JPEG decoded at a DCT ratio r
+    shows whole r x r blocks, from (y // r, x // r), (height // r, width // r) of them,
+    which start up to r - 1 pixels and end up to 2r - 2 before the window asked for
+    (about a pixel of the image as loaded at r = 8)."""
+    tf = tensorflow()
+
+    if image_size is None or (formats and "jpeg" not in formats):
+        return window
+    ratio = tf.bitwise.left_shift(1, _dct_scale(window[2], window[3], image_size))
+    blocks = tf.concat([window[:2] // ratio, tf.maximum(window[2:] // ratio, 1)], 0)
+    return tf.where(tf.equal(features["image_format"], "jpeg"), blocks * ratio, window)
+
+
+def _dct_scale(height, width, image_size: Sequence[int]):
+    """The largest DCT scale (int32 0 to 3: a ratio of 1/2**scale) whose decode of
+    `height` x `width` stored pixels still covers `image_size`."""
+    tf = tensorflow()
+
+    short = tf.minimum(tf.cast(height, tf.int64) * image_size[1],
+                       tf.cast(width, tf.int64) * image_size[0])
+    target = tf.cast(image_size[0] * image_size[1], tf.int64)
+    return tf.reduce_sum(tf.cast(
+        tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]), tf.int32))
 
 
 def _object_masks(pngs, stored):
@@ -198,14 +228,7 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
     branches = [exact] + ([resized(exact)] if others else [])
     index = tf.where(same_size, 0, 1)
     if formats is None or "jpeg" in formats:
-        # The largest DCT scale whose output still covers the target size: 1/2**scale.
-        short = tf.minimum(tf.cast(window_height, tf.int64) * width,
-                           tf.cast(window_width, tf.int64) * height)
-        target = tf.cast(height * width, tf.int64)
-        scale = tf.reduce_sum(tf.cast(
-            tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]),
-            tf.int32))
-        at_scale = len(branches) + scale
+        at_scale = len(branches) + _dct_scale(window_height, window_width, image_size)
         if others:
             at_scale = tf.where(tf.equal(features["image_format"], "jpeg"), at_scale, 1)
         index = tf.where(same_size, 0, at_scale)

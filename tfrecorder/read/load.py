@@ -35,6 +35,7 @@ from tfrecorder.errors import OptionError
 from tfrecorder.format.layouts import (
     AREA,
     BBOX,
+    DIFFICULT,
     IS_CROWD,
     KEYPOINT_VISIBILITY,
     KEYPOINTS,
@@ -42,6 +43,8 @@ from tfrecorder.format.layouts import (
     NUM_KEYPOINTS,
     OBJECT_LABEL,
     SEGMENTATION_MASK,
+    TRUNCATED,
+    VIEW,
     Layout,
     layout_of,
 )
@@ -74,9 +77,11 @@ NUM_OBJECTS = "objects/num"  # with max_boxes: how many of the padded objects ar
 # classes and areas, as Keras (`MaxNumBoundingBoxes`, KerasCV's `to_dense`) and Model
 # Garden (`pad_groundtruths_to_fixed_size`) pad them, so their losses skip such rows;
 # 0 for is_crowd (as Model Garden) and for masks (no pixel); keypoints at -1 like boxes,
-# of visibility 0 (not labelled: what every keypoint loss skips) and none labelled.
+# of visibility 0 (not labelled: what every keypoint loss skips) and none labelled;
+# Pascal VOC's difficult and truncated 0 and view "", as no object.
 OBJECT_PADDING = {BBOX: -1, OBJECT_LABEL: -1, AREA: -1, IS_CROWD: 0, MASK: 0,
-                  KEYPOINTS: -1, KEYPOINT_VISIBILITY: 0, NUM_KEYPOINTS: 0}
+                  KEYPOINTS: -1, KEYPOINT_VISIBILITY: 0, NUM_KEYPOINTS: 0,
+                  DIFFICULT: 0, TRUNCATED: 0, VIEW: ""}
 # Features of pixels: batched densely, so all of a batch must share their size.
 _PIXELS = ("image", SEGMENTATION_MASK)
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
@@ -161,8 +166,9 @@ def load(
         max_boxes: for detection datasets: pad each record's objects to this many (or
             keep its first this many), so that batches stack densely, as TPUs and most
             detection losses want: boxes, classes and areas are padded with -1 (as Keras
-            and Model Garden pad them), is_crowd and masks with 0, and `objects/num`
-            says how many are real. By default batches hold RaggedTensors.
+            and Model Garden pad them), is_crowd, masks and Pascal VOC's difficult and
+            truncated with 0 (its view with ""), and `objects/num` says how many are
+            real. By default batches hold RaggedTensors.
         drop_remainder: drop a last, smaller batch.
         with_info: also return the dataset's `DatasetInfo` (as `tfrecorder.info`).
         host: (index, count): read only this host's share, for `count` hosts (or
@@ -433,7 +439,7 @@ def _padded_objects(features: dict, max_boxes: int) -> dict:
             value = features[name][:max_boxes]
             padding = [[0, max_boxes - tf.shape(value)[0]]] + [[0, 0]] * (value.shape.rank - 1)
             found[name] = tf.ensure_shape(
-                tf.pad(value, padding, constant_values=tf.cast(fill, value.dtype)),
+                tf.pad(value, padding, constant_values=tf.constant(fill, value.dtype)),
                 [max_boxes, *value.shape[1:]])
     found[NUM_OBJECTS] = tf.minimum(count, max_boxes)
     return found
