@@ -131,9 +131,9 @@ def objects_in_window(features: dict, window, min_visible: float, stored
                       ) -> tuple[dict, object]:
     """A detection record's objects seen through `window`: boxes and keypoints in the
     window's fractions, boxes clipped to it, and objects with less than `min_visible` of
-    their box inside left out of every per-object feature. `stored`: the image's
-    (height, width) as stored. Keypoints outside the window
-    become not labelled (visibility 0, at (0, 0), as COCO stores those). Areas shrink in
+    their box inside left out of every per-object feature (`stored`: the image's
+    (height, width) as stored). Keypoints outside the window become not labelled
+    (visibility 0, at (0, 0), as COCO stores those). Areas shrink in
     proportion to the box's visible part: an estimate, as an object's pixels are not
     stored (the caller rescales them to the image as loaded). Returns the features and
     which objects are kept (bool [n]): instance masks are cut by the caller, which
@@ -164,16 +164,16 @@ def objects_in_window(features: dict, window, min_visible: float, stored
         found[AREA] = features[AREA] * tf.math.divide_no_nan(inside, whole)
     if KEYPOINTS in features:
         points = in_window(features[KEYPOINTS])
-        inside = tf.reduce_all((points >= 0) & (points <= 1), -1)
+        seen = tf.reduce_all((points >= 0) & (points <= 1), -1)
         if KEYPOINT_VISIBILITY in features:
-            inside = inside & (features[KEYPOINT_VISIBILITY] > 0)
+            seen = seen & (features[KEYPOINT_VISIBILITY] > 0)
             found[KEYPOINT_VISIBILITY] = tf.where(
-                inside, features[KEYPOINT_VISIBILITY],
+                seen, features[KEYPOINT_VISIBILITY],
                 tf.zeros_like(features[KEYPOINT_VISIBILITY]))
             if NUM_KEYPOINTS in features:
                 found[NUM_KEYPOINTS] = tf.reduce_sum(
-                    tf.cast(inside, features[NUM_KEYPOINTS].dtype), -1)
-        found[KEYPOINTS] = tf.where(inside[..., None], points, tf.zeros_like(points))
+                    tf.cast(seen, features[NUM_KEYPOINTS].dtype), -1)
+        found[KEYPOINTS] = tf.where(seen[..., None], points, tf.zeros_like(points))
     for name in OBJECT_FEATURES:
         if name in found and name != MASK:
             found[name] = tf.boolean_mask(found[name], keep)
