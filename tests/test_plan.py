@@ -234,14 +234,17 @@ def test_unlabeled_error_names_the_label_column_as_the_source_spells_it():
 
 def _photo_folder_without_test(root, per_class=8):
     """A folder of cat/ and dog/ photos whose names a hash split puts in train and
-    validation only, as a small folder's often are."""
+    validation only (one in validation a class), as a small folder's often are. The
+    hash is of the whole path, so the names are chosen under `root`, wherever it is."""
     from PIL import Image
 
     for label in ("cat", "dog"):
         (root / label).mkdir(parents=True)
-        names = (root / label / f"{i}.png" for i in range(1000))
-        kept = [p for p in names if split_by_hash(str(p), (0.8, 0.1, 0.1)) != Split.TEST]
-        for i, path in enumerate(kept[:per_class]):
+        names = [root / label / f"{i}.png" for i in range(1000)]
+        split = {p: split_by_hash(str(p), (0.8, 0.1, 0.1)) for p in names}
+        kept = ([p for p in names if split[p] == Split.VALIDATION][:1]
+                + [p for p in names if split[p] == Split.TRAIN][:per_class - 1])
+        for i, path in enumerate(kept):
             Image.new("RGB", (8, 8), (i * 20, 100, 0)).save(path)
     return str(root)
 
