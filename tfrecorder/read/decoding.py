@@ -130,8 +130,16 @@ def _window_shown(features: dict, window, image_size: Sequence[int],
     if image_size is None or (formats and "jpeg" not in formats):
         return window
     ratio = tf.bitwise.left_shift(1, _dct_scale(window[2], window[3], image_size))
-    blocks = tf.concat([window[:2] // ratio, tf.maximum(window[2:] // ratio, 1)], 0)
-    return tf.where(tf.equal(features["image_format"], "jpeg"), blocks * ratio, window)
+    return tf.where(tf.equal(features["image_format"], "jpeg"),
+                    _scaled_window(window, ratio) * ratio, window)
+
+
+def _scaled_window(window, ratio):
+    """`window` (y, x, height, width) in the pixels of the image decoded at `ratio`:
+    whole r x r blocks, at least one."""
+    tf = tensorflow()
+
+    return tf.concat([window[:2] // ratio, tf.maximum(window[2:] // ratio, 1)], 0)
 
 
 def _dct_scale(height, width, image_size: Sequence[int]):
@@ -209,12 +217,10 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
         jpeg_channels = channels if channels != 4 else 3
         if window is None:
             image = tf.io.decode_jpeg(features["image"], ratio=ratio, channels=jpeg_channels)
-        else:  # the window in the scaled image's pixels
-            image = tf.io.decode_and_crop_jpeg(
-                features["image"], tf.stack([y // ratio, x // ratio,
-                                             tf.maximum(window_height // ratio, 1),
-                                             tf.maximum(window_width // ratio, 1)]),
-                ratio=ratio, channels=jpeg_channels)
+        else:
+            image = tf.io.decode_and_crop_jpeg(features["image"],
+                                               _scaled_window(window, ratio), ratio=ratio,
+                                               channels=jpeg_channels)
         return _convert_channels(image, channels) if channels == 4 else image
 
     def resized(decode: Callable) -> Callable:
