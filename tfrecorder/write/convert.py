@@ -152,7 +152,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     resume = options.output.resume
     with _sigterm_as_interrupt(), output.claim(output_dir, run_id, resume=resume,
                                                overwrite=options.output.overwrite) as folder:
-        order = shuffled_order(len(table.rows), options.split.seed)  # drawn once
+        order = shuffled_order(table, options.split.seed)  # drawn once
         record_bytes = prefetch.mean_record_bytes(
             sample_rows(table, order), options, stored_features(table, options.image,
                                                                 labels[0]))
