@@ -145,7 +145,9 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     if files is not None:  # the pipeline reads and plans them; this process, never a row
         from tfrecorder.write.engines.beam_plan import convert_in_pipeline
 
-        return convert_in_pipeline(files, output_dir, options, started)
+        with _sigterm_as_interrupt():
+            manifest, run = convert_in_pipeline(files, output_dir, options)
+        return _result(output_dir, options, manifest, run, time.perf_counter() - started)
     table = load_table(source, **vars(options.table))
     release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image

@@ -37,7 +37,6 @@ import bisect
 import contextlib
 import logging
 import pickle
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -61,8 +60,8 @@ from tfrecorder.write.engines.beam import (
     _new_temp_folders,
     _options,
     _WriteShard,
-    check_runner,
-    temp_location_for,
+    submission_options,
+    with_worker_package,
 )
 from tfrecorder.write.finish import (
     RejectionLimit,
@@ -498,31 +497,21 @@ def _in_job(step, error_file: str | None):
 # --- the launcher -----------------------------------------------------------------------
 
 
-def convert_in_pipeline(files: list[str], output_dir: str, options: ConvertOptions,
-                        started: float):
+def convert_in_pipeline(files: list[str], output_dir: str, options: ConvertOptions
+                        ) -> tuple[Manifest | None, EngineRun]:
     """`convert` for a source of many files on a Beam runner: checks the options, claims
-    the folder, submits the job; with `wait`, returns its result once it is done."""
-    from tfrecorder.write.convert import _result, _sigterm_as_interrupt
-
+    the folder, submits the job; with `wait`, returns its manifest once it is done (else
+    None)."""
     check_pipeline_options(options)
-    beam_settings = options.beam
-    pipeline_options = beam_settings.pipeline_options()
-    runner = beam_settings.runner
-    dataflow = runner == "DataflowRunner"
-    if dataflow:
-        from tfrecorder.write.engines.beam import _check_remote
-
-        _check_remote("output_dir", output_dir)
-        pipeline_options.setdefault("temp_location", None)
-        if not pipeline_options["temp_location"]:
-            pipeline_options["temp_location"] = temp_location_for(output_dir)
-    check_runner(runner, pipeline_options)
+    runner = options.beam.runner
+    pipeline_options = submission_options(runner, output_dir, options.beam.pipeline_options())
     dry_run = bool(pipeline_options.get("dry_run"))
-    wait = beam_settings.waits and not dry_run
+    wait = options.beam.waits and not dry_run
     run_id = output.new_run_id()
     fs.check_access([], output_dir, f".tfrecorder-probe-{run_id}")
-    with _sigterm_as_interrupt(), output.claim(output_dir, run_id, resume=False,
-                                               overwrite=options.output.overwrite) as folder, \
+    with output.claim(output_dir, run_id, resume=False,
+                      overwrite=options.output.overwrite) as folder, \
+            with_worker_package(runner, pipeline_options) as pipeline_options, \
             contextlib.ExitStack() as stack:
         folder.clear(folder.existing)
         journal = Journal(folder, run_id, resumable=False)
@@ -535,7 +524,7 @@ def convert_in_pipeline(files: list[str], output_dir: str, options: ConvertOptio
         result, made = None, []
         try:
             pipeline = _pipeline(files, folder, journal, options, runner, pipeline_options,
-                                 error_file, output_dir if dataflow else None)
+                                 error_file, output_dir if runner == "DataflowRunner" else None)
             with _new_temp_folders() as made:
                 result = _run(pipeline, wait, error_file)
             folder.handed_over = not wait and not dry_run
@@ -552,8 +541,7 @@ def convert_in_pipeline(files: list[str], output_dir: str, options: ConvertOptio
                     fs.delete([error_file])
     manifest = read_manifest(output_dir) if wait else None
     job_id = result.job_id() if hasattr(result, "job_id") else None
-    run = EngineRun(_written_of(manifest), job_id, result)
-    return _result(output_dir, options, manifest, run, time.perf_counter() - started)
+    return manifest, EngineRun(_written_of(manifest), job_id, result)
 
 
 def _run(pipeline: beam.Pipeline, wait: bool, error_file: str | None):
