@@ -88,6 +88,12 @@ def test_any_other_source_is_left_to_the_readers(tmp_path):
         assert table_files(source) is None
 
 
+def test_a_file_whose_name_holds_a_glob_character_is_that_file(tmp_path, images):
+    frames(images, files=1)[0].to_csv(tmp_path / "rows[1].csv", index=False)
+    assert table_files(str(tmp_path / "rows[1].csv")) is None
+    assert len(load_table(str(tmp_path / "rows[1].csv")).rows) == 6
+
+
 def test_a_glob_without_a_match_is_not_found(tmp_path):
     with pytest.raises(SourceNotFoundError, match=r"no file matches .*rows.\*\.csv"):
         table_files(str(tmp_path / "rows" / "*.csv"))

@@ -49,7 +49,8 @@ _FOLDER_FORMATS = {"CSV": (".csv",), "JSONL": (".jsonl",)}
 def table_files(source) -> list[str] | None:
     """The files of a source of many table files, sorted; None for any other source.
 
-    A source of many files is a path or URI with glob characters (`*`, `?`, `[`), or a
+    A source of many files is a path or URI with glob characters (`*`, `?`, `[`) that
+    names no file or folder itself, or a
     folder holding, beside hidden files (`.crc`, Spark's `_SUCCESS`), only CSV files or
     only JSONL files and no folders. Only lists: the Beam launcher calls this, and holds
     no table.
@@ -61,7 +62,8 @@ def table_files(source) -> list[str] | None:
     if not isinstance(source, (str, os.PathLike)):
         return None
     pattern = fs.local_path(os.fspath(source))
-    if _GLOB.search(pattern):
+    # A file or folder whose own name holds `[` (`data[1].csv`) is that file or folder.
+    if _GLOB.search(pattern) and not fs.exists(pattern) and not fs.is_folder(pattern):
         files = fs.glob(pattern)
         if not files:
             raise SourceNotFoundError(
