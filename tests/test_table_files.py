@@ -231,3 +231,12 @@ def test_files_of_one_base_name_are_named_by_their_folder(tmp_path, images):
     table = load_table(str(tmp_path / "rows" / "*" / "part.csv"))
     assert table.rows.index.tolist() == ["d0/part.csv[2]", "d0/part.csv[3]",
                                          "d1/part.csv[2]", "d1/part.csv[3]"]
+
+
+def test_a_jsonl_line_that_is_not_an_object_is_named(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"image_uri": "x.jpg", "label": "a"}\n\n[1, 2]\n')
+    (tmp_path / "b.jsonl").write_bytes(b'{"image_uri": "\xff.jpg"}\n')
+    for name, line in [("a", 3), ("b", 1)]:
+        with pytest.raises(SchemaError, match=rf"^{name}\.jsonl: line {line} of the JSONL "
+                                              "file .* is not a JSON object in UTF-8"):
+            load_table(str(tmp_path / f"[{name}].jsonl"))  # a glob: the single file is Vertex AI's

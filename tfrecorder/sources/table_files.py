@@ -175,27 +175,26 @@ def _is_plain_jsonl(path: str) -> bool:
 def _plain_jsonl_table(path: str, options: TableOptions) -> Table:
     """A JSONL file of plain columns: each line one row, an object of its cells, typed
     as a DataFrame's (JSON numbers stay numbers), its rows named by their line."""
-    try:
-        text = fs.read_bytes(path).decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise SchemaError(f"the JSONL file {path!r} is not UTF-8 (byte {error.start}). "
-                          "Save it as UTF-8.") from None
-    lines, rows = [], []
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            row = error
-        if not isinstance(row, dict):
-            raise SchemaError(
-                f"line {number} of the JSONL file {path!r} is not a JSON object: "
-                f"{line.strip()[:120]!r}. A JSONL table holds one object a line, its "
-                'cells by column: {"image_uri": ..., "label": ...}.', rows=[number])
-        lines.append(number)
-        rows.append(row)
-    if not rows:
+    # Lines of bytes, each decoded by `json.loads`: a byte that is not UTF-8 is an error
+    # of its line.
+    numbered = [(number, line) for number, line in
+                enumerate(fs.read_bytes(path).split(b"\n"), 1) if line.strip()]
+    if not numbered:
         raise SchemaError(f"the JSONL file {path!r} has no lines.")
-    frame = pd.DataFrame.from_records(rows, index=pd.Index(lines, name=LINE))
+    frame = pd.DataFrame.from_records(
+        [_row(path, number, line) for number, line in numbered],
+        index=pd.Index([number for number, _ in numbered], name=LINE))
     return tables.frame_table(frame, fs.dirname(path), options)
+
+
+def _row(path: str, number: int, line: bytes) -> dict:
+    """Line `number`'s object of cells."""
+    with contextlib.suppress(ValueError):  # not JSON, or not UTF-8
+        row = json.loads(line)
+        if isinstance(row, dict):
+            return row
+    shown = line.strip()[:120].decode("utf-8", errors="replace")
+    raise SchemaError(
+        f"line {number} of the JSONL file {path!r} is not a JSON object in UTF-8: "
+        f"{shown!r}. A JSONL table holds one object a line, its cells by column: "
+        '{"image_uri": ..., "label": ...}.', rows=[number])
