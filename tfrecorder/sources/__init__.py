@@ -92,8 +92,9 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             partitions such as `split=TRAIN/`); an image folder laid out as `label/file`
             or `split/label/file`; an AutoML object-detection CSV, a Vertex AI JSONL file,
             a COCO JSON file, a folder of Pascal VOC XML files or one of them, or a
-            YOLO data.yaml (or its folder) (docs/detection.md); or images in memory
-            (`memory`).
+            YOLO data.yaml (or its folder) (docs/detection.md); a glob of CSV, Parquet
+            or JSONL files, or a folder of only CSV or only JSONL files, read as one
+            table in sorted path order (`table_files`); or images in memory (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
             task, image_root, difficult).
 
@@ -201,7 +202,7 @@ def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str],
                 raise SchemaError(
                     f"{names[key]!r} and {names[first_key]!r} are not of one kind: "
                     f"{what.format(getattr(part, field_name))} and "
-                    f"{what.format(getattr(first, field_name))}. The splits of a dataset "
+                    f"{what.format(getattr(first, field_name))}. The files of one dataset "
                     "hold the same kind of rows.", option="source")
         _check_label_kinds(first_key, first, key, part, names)
         _check_inputs(first_key, first, key, part, names)
@@ -265,7 +266,7 @@ def _check_inputs(first_key: str, first: Table, key: str, part: Table,
         differ = sorted(ours.keys() ^ theirs.keys())
         raise SchemaError(
             f"{names[key]!r} and {names[first_key]!r} have different columns: "
-            f"{differ}. The parts of a dataset hold the same features: drop the extra "
+            f"{differ}. The files of one dataset hold the same features: drop the extra "
             "ones with ", Option("schema", dict.fromkeys(differ)), ".", option="schema")
 
 
