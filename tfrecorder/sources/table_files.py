@@ -50,10 +50,10 @@ def table_files(source) -> list[str] | None:
     """The files of a source of many table files, sorted; None for any other source.
 
     A source of many files is a path or URI with glob characters (`*`, `?`, `[`) that
-    names no file or folder itself, or a
-    folder holding, beside hidden files (`.crc`, Spark's `_SUCCESS`), only CSV files or
-    only JSONL files and no folders. Only lists: the Beam launcher calls this, and holds
-    no table.
+    names no file or folder itself, or a folder holding, beside hidden files (`.crc`,
+    Spark's `_SUCCESS`), only CSV files or only JSONL files and no folders. Only lists:
+    the Beam launcher calls this, and holds no table. A path named as a table file
+    (`x.csv`) is one file: no request asks whether it is a folder.
 
     Raises:
         SourceNotFoundError: for a glob no file matches.
@@ -61,7 +61,11 @@ def table_files(source) -> list[str] | None:
     """
     if not isinstance(source, (str, os.PathLike)):
         return None
-    pattern = fs.local_path(os.fspath(source))
+    pattern = os.fspath(source)
+    try:
+        pattern = fs.local_path(pattern)
+    except ValueError:
+        return None  # a file:// URI that names no file: `load_table` says why
     # A file or folder whose own name holds `[` (`data[1].csv`) is that file or folder.
     if _GLOB.search(pattern) and not fs.exists(pattern) and not fs.is_folder(pattern):
         files = fs.glob(pattern)
@@ -69,7 +73,8 @@ def table_files(source) -> list[str] | None:
             raise SourceNotFoundError(
                 f"no file matches {pattern!r}. Check the pattern: a glob of CSV, Parquet "
                 "or JSONL files, such as 'rows/*.csv' or 'gs://bucket/rows/*.parquet'.")
-    elif fs.is_folder(pattern) and not fs.list_dir(pattern, folders=True):
+    elif file_format(pattern) is None and fs.is_folder(pattern) and not fs.list_dir(
+            pattern, folders=True):
         files = [fs.join(pattern, name) for name in fs.list_dir(pattern)
                  if not name.startswith((".", "_"))]
         if not files or not any(all(name.lower().endswith(ends) for name in files)
