@@ -129,14 +129,15 @@ def file_table(path: str, options: TableOptions, name: str | None = None) -> Tab
 def files_table(paths: list[str], options: TableOptions) -> Table:
     """Every file's `file_table`, in the order given, as one table (`concat_tables`:
     one kind of rows, the same inputs of the same types, one label map)."""
-    names = _names(paths)
+    names = file_names(paths)
     parts = {name: file_table(path, options, name) for name, path in zip(names, paths)}
     return sources.concat_tables(parts, dict(zip(names, names)), name_rows=False)
 
 
-def _names(paths: list[str]) -> list[str]:
-    """The files' base names; their paths below their common folder where two share a
-    base name (`a/part-0.csv`, `b/part-0.csv`)."""
+def file_names(paths: list[str]) -> list[str]:
+    """What messages and row names call each of a source's files (`file_table`'s
+    `name`, which the Beam pipeline passes too): its base name, or where two files
+    share one (`a/part-0.csv`, `b/part-0.csv`), its path below their common folder."""
     names = [fs.basename(path) for path in paths]
     if len(set(names)) == len(names):
         return names
