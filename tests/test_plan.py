@@ -1,5 +1,7 @@
 from collections import Counter
 
+import numpy as np
+
 import pandas as pd
 import pytest
 
@@ -9,6 +11,7 @@ from tfrecorder.options import ConvertOptions, shards_for_size
 from tfrecorder.sources import load_table
 from tfrecorder.write.plan import (
     make_plan,
+    order_keys,
     plan_labels,
     shard_boundaries,
     shuffled_order,
@@ -93,12 +96,36 @@ def test_hashed_split_depends_only_on_the_uri():
     assert a.splits == b.splits  # the seed shuffles, it never moves images between splits
 
 
-def test_shuffle_is_deterministic_and_seeded():
-    assert list(shuffled_order(10, 0)) == list(shuffled_order(10, 0))
-    assert list(shuffled_order(10, 0)) != list(shuffled_order(10, 1))
-    assert sorted(shuffled_order(10, 0)) == list(range(10))
-    # NumPy's legacy stream is frozen: this exact order must never change.
-    assert list(shuffled_order(6, 0)) == [5, 2, 1, 3, 0, 4]
+def test_shuffle_is_deterministic_seeded_and_each_rows_own():
+    table = load_table(pd.DataFrame({"image_uri": [f"/img/{i}.jpg" for i in range(10)]}))
+    order = shuffled_order(table, 0)
+    assert list(order) == list(shuffled_order(table, 0))
+    assert list(order) != list(shuffled_order(table, 1))
+    assert sorted(order) == list(range(10))
+    # The rule is frozen (format version 2): these exact keys and this order never change.
+    assert order_keys(np.array([0, 1, 2**64 - 1], dtype=np.uint64), 42).tolist() == [
+        6332618229526065668, 17532488217563185893, 14714397866638982195] == [
+        _splitmix64(word ^ _splitmix64(42)) for word in (0, 1, 2**64 - 1)]
+    assert list(order) == [9, 8, 0, 5, 1, 2, 6, 4, 7, 3]
+    # A row's place comes from its own URI: the rows in another order keep their order.
+    backwards = load_table(pd.DataFrame({"image_uri": [f"/img/{i}.jpg" for i in range(9, -1, -1)]}))
+    assert [9 - p for p in shuffled_order(backwards, 0)] == list(order)
+
+
+def _splitmix64(word: int) -> int:
+    """SplitMix64's finalizer in Python's integers: the reference `order_keys` follows."""
+    mask = 2**64 - 1
+    word = (word + 0x9E3779B97F4A7C15) & mask
+    word = ((word ^ (word >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    word = ((word ^ (word >> 27)) * 0x94D049BB133111EB) & mask
+    return word ^ (word >> 31)
+
+
+def test_copies_of_one_image_keep_their_table_order():
+    table = load_table(pd.DataFrame({"image_uri": ["/a.jpg", "/b.jpg", "/a.jpg", "/a.jpg"],
+                                     "label": [0, 1, 2, 3]}))
+    order = list(shuffled_order(table, 7))
+    assert [p for p in order if p != 1] == [0, 2, 3]
 
 
 def test_shards_cover_every_row_once_in_balanced_contiguous_pieces():

@@ -3,6 +3,7 @@ the CSV, the images and the dataset on a store, reads overlapped with decoding, 
 one clear error before any work, and resuming a killed run."""
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -473,6 +474,22 @@ def test_resume_needs_an_interrupted_run_of_the_same_table(image_table, tmp_path
     # Without resume, the leftovers are refused with the way forward.
     with pytest.raises(tfrecorder.DatasetExistsError, match="resume=True"):
         tfrecorder.convert(image_table, str(out), num_shards=2, progress=False)
+
+
+def test_resume_refuses_a_journal_of_format_1_saying_what_to_do(image_table, tmp_path):
+    out = tmp_path / "out"
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"not an image")
+    with pytest.raises(tfrecorder.ImageError):
+        tfrecorder.convert(image_table.assign(image_uri=lambda t: t.image_uri.where(
+            t.index != 23, str(broken))), str(out), num_shards=2, on_error="raise",
+            progress=False, resume=True)
+    state = json.loads((out / "resume.json").read_text())  # as a format-1 run left it
+    state["header"] = {**state["header"], "format_version": 1, "created_by": "tfrecorder 0.0.9"}
+    (out / "resume.json").write_text(json.dumps(state))
+    with pytest.raises(ResumeError, match=r"started by tfrecorder 0\.0\.9, which writes "
+                       r"format 1 .* pass overwrite=True \(without resume\)"):
+        tfrecorder.convert(image_table, str(out), num_shards=2, progress=False, resume=True)
 
 
 def test_shards_are_uploaded_while_images_are_still_read(store, tmp_path):

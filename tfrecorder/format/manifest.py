@@ -40,7 +40,9 @@ TFDS_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 TFDS_LABEL_NAMES = {"label": "label.labels.txt", "objects/label": "objects-label.labels.txt"}
 TFDS_FILES = (TFDS_INFO, TFDS_FEATURES, *TFDS_LABEL_NAMES.values())
-FORMAT_VERSION = 1
+# 2: records in the order of a seeded hash of each row (`plan.order_keys`), which a
+# pipeline computes row by row; 1: a permutation drawn from NumPy's RandomState.
+FORMAT_VERSION = 2
 # The layout (`tfrecorder.format.layouts`) of a manifest that names none: `layout` is written
 # only when it is another.
 DEFAULT_LAYOUT = "tfrecorder"

@@ -1,7 +1,8 @@
 """Stable 64-bit hashes of a table's cells and rows, computed a column at a time.
 
-Two decisions rest on them: the split of an UNASSIGNED row of a table without images
-(`plan.split_points`), which must never change between runs, machines or versions, and
+Two decisions rest on them: a row's identity (`plan.row_identities`), from which its
+split (for an UNASSIGNED row) and its place in the shuffled order are drawn, which must
+never change between runs, machines or versions, and
 the digest that tells a resumed run it is converting the same table (`resume`). Every
 cell becomes one 64-bit word, defined value by value (so a row's word never depends on
 the other rows) but computed with NumPy wherever a column allows:
@@ -19,6 +20,7 @@ millions of rows takes seconds (docs/performance.md, "Hashes of cells and rows")
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Iterable, Sequence
 from operator import methodcaller
@@ -31,6 +33,20 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _ROW_SEED = 0x243F6A8885A308D3
 _LIST_SEED = 0x13198A2E03707344
 _LIST_TYPES = (list, tuple, np.ndarray)
+
+
+def uri_words(uris: Sequence[str]) -> np.ndarray:
+    """Each URI's word: the first 8 bytes of its BLAKE2b, big-endian (a row's identity
+    when its image is a file)."""
+    digest = b"".join(hashlib.blake2b(uri.encode(), digest_size=8).digest() for uri in uris)
+    return np.frombuffer(digest, ">u8").astype(np.uint64)
+
+
+def seeded(words: np.ndarray, seed: int) -> np.ndarray:
+    """`words` mixed with `seed` (`_mix` of each word xor the seed's mix): another seed,
+    other words, each from its own word alone."""
+    seed_word = _mix(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
+    return _mix(np.asarray(words, dtype=np.uint64) ^ seed_word)
 
 
 def _mix(words: np.ndarray) -> np.ndarray:

@@ -137,6 +137,12 @@ class Table:
         return image_cells.image_words(self.rows["image"])
 
     @functools.cached_property
+    def uri_hashes(self) -> np.ndarray:
+        """Each image URI's word (`hashing.uri_words`), for a table of image files: the
+        rows' identities. Computed once (0.6 s a million rows)."""
+        return hashing.uri_words(self.rows["image_uri"].tolist())
+
+    @functools.cached_property
     def value_hashes(self) -> np.ndarray:
         """Each row's 64-bit hash of its values besides its split (`hashing`): what a
         table without images draws UNASSIGNED rows' splits from, and what a resumed run
@@ -148,8 +154,9 @@ class Table:
         return hashing.row_hashes(words, len(self.rows))
 
     def forget_hashes(self) -> None:
-        """Lets `value_hashes` and `image_hashes` go (8 bytes a row each) once the plan
-        and the journal's digest are made: nothing later reads them."""
+        """Lets `value_hashes`, `image_hashes` and `uri_hashes` go (8 bytes a row each)
+        once the plan and the journal's digest are made: nothing later reads them."""
+        self.__dict__.pop("uri_hashes", None)
         self.__dict__.pop("value_hashes", None)
         self.__dict__.pop("image_hashes", None)
 

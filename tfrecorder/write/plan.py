@@ -4,9 +4,13 @@ Label ids, the split of every row, the shuffled order and the shard of every row
 decided here and nowhere else. Both engines execute the same `Plan`, which is why their
 outputs are byte-identical, and why tests can check all of it without writing a file.
 
-Decisions are stable across runs, machines and library versions: UNASSIGNED rows get a
-split from a hash of their URI (so an image never changes split between runs), and the
-shuffle uses NumPy's frozen legacy `RandomState` stream with a recorded seed. Text labels
+Decisions are stable across runs, machines and library versions, and each is a rule of
+one row at a time, so that a Beam pipeline can apply it to rows it never holds together:
+a row's identity is a 64-bit hash of its image URI (or of its image, or of its values);
+an UNASSIGNED row's split is drawn from that identity (so an image never changes split
+between runs), and the rows' shuffled order is that of `order_keys`, the identity mixed
+with the recorded seed, ties kept in table order. Shards are contiguous runs of that
+order, of sizes within one of each other. Text labels
 are numbered in sorted order, or in the order of a given vocabulary (`label_vocabulary`,
 read by `tfrecorder.format.vocabulary`), which keeps a model's ids from one conversion to the
 next.
@@ -14,7 +18,6 @@ next.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,6 +50,7 @@ from tfrecorder.options import (
     RecordOptions,
     SplitOptions,
 )
+from tfrecorder.sources import hashing
 from tfrecorder.sources.table import Table, rows_at
 from tfrecorder.wording import count, name_rows
 from tfrecorder.write.rows import Row
@@ -336,27 +340,28 @@ def ids_in(values: list, vocabulary: Sequence[str], lists: bool) -> tuple:
     return tuple(index[v] for v in values)
 
 
+def row_identities(table: Table) -> np.ndarray:
+    """Each row's identity, a uint64 that its split and its place in the order are drawn
+    from: a hash of its image URI (`Table.uri_hashes`), of its image held in memory
+    (exact copies share it), or for a table without images, of its values
+    (`Table.value_hashes`). It is the row's own, whatever the table around it."""
+    if table.images_in_memory:
+        return np.asarray(table.image_hashes, dtype=np.uint64)
+    if table.has_images:
+        return table.uri_hashes
+    return np.asarray(table.value_hashes, dtype=np.uint64)
+
+
 def split_points(table: Table, wanted: np.ndarray) -> np.ndarray:
     """Each `wanted` row's point in [0, 1), from which an UNASSIGNED row's split is drawn
-    (`split_codes`): a hash of its image URI, of its image held in memory, or for a table
-    without images, of its values (`Table.value_hashes`), so a row keeps its split from
-    run to run, whatever its order."""
-    if table.images_in_memory:  # the image's content: exact copies share a split
-        return table.image_hashes[wanted] / 2**64
-    if table.has_images:
-        return _uri_points(table.rows["image_uri"][wanted].tolist())
-    return table.value_hashes[wanted] / 2**64
-
-
-def _uri_points(uris: Sequence[str]) -> np.ndarray:
-    """Each URI's point in [0, 1): the first 8 bytes of its BLAKE2b, as a fraction."""
-    digest = b"".join(hashlib.blake2b(uri.encode(), digest_size=8).digest() for uri in uris)
-    return np.frombuffer(digest, ">u8") / 2**64
+    (`split_codes`): its identity (`row_identities`) as a fraction, so a row keeps its
+    split from run to run, whatever its order."""
+    return row_identities(table)[wanted] / 2**64
 
 
 def split_by_hash(uri: str, fractions: Sequence[float]) -> Split:
     """A split for an UNASSIGNED row, stable for its URI across runs and machines."""
-    return SPLITS[int(_split_codes(_uri_points([uri]), fractions)[0])]
+    return SPLITS[int(_split_codes(hashing.uri_words([uri]) / 2**64, fractions)[0])]
 
 
 def _split_codes(points: np.ndarray, fractions: Sequence[float]) -> np.ndarray:
@@ -369,9 +374,18 @@ def _split_codes(points: np.ndarray, fractions: Sequence[float]) -> np.ndarray:
     return codes
 
 
-def shuffled_order(num_rows: int, seed: int) -> np.ndarray:
-    """A permutation of range(num_rows); the legacy RandomState stream never changes."""
-    return np.random.RandomState(seed).permutation(num_rows)
+def order_keys(identities: np.ndarray, seed: int) -> np.ndarray:
+    """Each row's key in the shuffled order: its identity mixed with the seed
+    (`hashing.seeded`), so that another seed gives another order and a row's key is its
+    own: a pipeline computes it row by row. Ties (the same image twice) keep table order
+    (`shuffled_order`)."""
+    return hashing.seeded(identities, seed)
+
+
+def shuffled_order(table: Table, seed: int) -> np.ndarray:
+    """The table's positions in the shuffled order: by `order_keys`, ties in table order
+    (a stable sort). Every engine writes every split's rows in this order."""
+    return np.argsort(order_keys(row_identities(table), seed), kind="stable")
 
 
 def shard_boundaries(num_rows: int, num_shards: int) -> list[int]:
@@ -424,7 +438,7 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
                     for c in table.inputs if c.kind == "categorical"}
 
     if order is None:
-        order = shuffled_order(len(codes), seed)
+        order = shuffled_order(table, seed)
     ordered_codes = codes[order]
     shards = []
     for code, split in enumerate(SPLITS):
@@ -446,10 +460,11 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
 
 
 def split_codes(table: Table, fractions: Sequence[float],
-                strata: np.ndarray | None = None) -> np.ndarray:
+                strata: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
     """Each row's split, as its index in SPLITS: the table's, or for an UNASSIGNED row,
     drawn from its hash (`split_points`); with `strata` (`stratify=True`), cut exactly
-    at the fractions within each stratum (`stratified_codes`)."""
+    at the fractions within each stratum (`stratified_codes`). `warn`: of a split left
+    empty (`warn_of_empty_splits`), which a part of the table cannot tell."""
     given = table.rows["split"].astype("category").cat
     by_category = np.array([-1 if c == UNASSIGNED else SPLITS.index(Split(c))
                             for c in given.categories.tolist()], dtype=np.int8)
@@ -459,16 +474,17 @@ def split_codes(table: Table, fractions: Sequence[float],
         points = split_points(table, unassigned)
         codes[unassigned] = _split_codes(points, fractions) if strata is None else \
             stratified_codes(points, strata[unassigned], fractions)
-        _warn_of_empty_splits(codes, int(unassigned.sum()), fractions, strata is not None)
+        if warn:
+            warn_of_empty_splits(np.bincount(codes, minlength=len(SPLITS)),
+                                 int(unassigned.sum()), fractions, strata is not None)
     return codes
 
 
-def _warn_of_empty_splits(codes: np.ndarray, num_unassigned: int,
-                          fractions: Sequence[float], stratified: bool) -> None:
+def warn_of_empty_splits(counts: Sequence[int], num_unassigned: int,
+                         fractions: Sequence[float], stratified: bool) -> None:
     """Warns of a split that was meant to get rows without a split and got none: a hash
     split of a small table can leave test empty, and evaluating on nothing goes unseen
-    until training."""
-    counts = np.bincount(codes, minlength=len(SPLITS))
+    until training. `counts`: the rows of each split."""
     empty = [str(split) for split, n, fraction in zip(SPLITS, counts, fractions)
              if fraction > 0 and not n]
     if not empty:

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, ResumeError
-from tfrecorder.format.manifest import RECEIPT_SUFFIX, RUN_STATE
+from tfrecorder.format.manifest import FORMAT_VERSION, RECEIPT_SUFFIX, RUN_STATE
 from tfrecorder.format.tfrecord import CorruptRecordError, file_sha256, open_read, read_records
 from tfrecorder.sources.table import Table
 from tfrecorder.storage import fs
@@ -124,6 +124,7 @@ def _resume(journal: Journal, header: dict, plan: Plan, existing: list[str]) -> 
             "there is nothing to resume. Pass ", Option("overwrite", True),
             " to start again.", option="resume")
     state = json.loads(fs.read_bytes(fs.join(output_dir, STATE)))
+    _check_format(output_dir, state["header"])
     differences = _differences(state["header"], header)
     if not differences and state["digest"] != journal.digest:
         differences = ["the table's rows (or their order) differ from the interrupted run's"]
@@ -152,6 +153,21 @@ def _resume(journal: Journal, header: dict, plan: Plan, existing: list[str]) -> 
         journal.committed[shard_name] = (written, [Rejection(*r) for r in receipt["rejections"]])
     logger.info("Resuming in %s: %d of %d shards were committed and check out.", output_dir,
                 len(journal.committed), len(plan.shards))
+
+
+def _check_format(output_dir: str, header: dict) -> None:
+    """Refuses a journal of a version that planned another order of records (format 1
+    drew a permutation; format 2 sorts by a seeded hash): its shards are not this run's."""
+    version = header.get("format_version")
+    if version == FORMAT_VERSION:
+        return
+    raise ResumeError(
+        f"cannot resume the run in {output_dir!r}: it was started by "
+        f"{header.get('created_by') or 'an older tfrecorder'}, which writes format "
+        f"{version} (records in another order), and this version writes format "
+        f"{FORMAT_VERSION}. Its shards cannot be continued: pass ", Option("overwrite", True),
+        " (without ", Option("resume"), ") to convert again, or resume it with the version "
+        "that started it.", option="resume")
 
 
 def _differences(before: dict, now: dict) -> list[str]:

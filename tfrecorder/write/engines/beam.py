@@ -52,6 +52,7 @@ from tfrecorder.write.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.write.finish import (
     RejectionLimit,
     SourceReport,
+    SourceRows,
     Written,
     WrittenShard,
     finish,
@@ -320,7 +321,8 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
         source = source.assign(**{table.image_column: image_cells.described(
             source[table.image_column])})
     references = list(table.image_references) if table.has_images else None
-    fs.write_bytes(source_path, pickle.dumps((source, references, table.image_column,
+    # Images held in cells are described already: the rows need no image column.
+    fs.write_bytes(source_path, pickle.dumps((SourceRows(source, references),
                                               SourceReport.of(table))),
                    temp_suffix=folder.temp_suffix)
     return rows_path, source_path, written_path
@@ -387,7 +389,12 @@ class _WriteShard(beam.DoFn):
         # Reads still in flight here are of a step that stopped (Ctrl-C): not waited for.
         self.prefetcher.close()
 
-    def process(self, element):
+    def process(self, element, plan=None):
+        """`plan`: a plan made in the pipeline (`beam_plan.PipelinePlan`), a side input
+        that names the shards and their encoding, where the driver did not."""
+        if plan is not None:
+            self.shards, self.options = plan.shards, plan.encoder
+            self.compression = plan.header.compression
         try:
             yield from self._write_shard(element)
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, not a failure of the step
