@@ -51,7 +51,7 @@ from tfrecorder.format.splits import SPLITS
 from tfrecorder.options import ConvertOptions, RecordOptions
 from tfrecorder.sources import concat_tables
 from tfrecorder.sources.table import Table
-from tfrecorder.sources.table_files import file_table
+from tfrecorder.sources.table_files import file_names, file_table
 from tfrecorder.storage import fs
 from tfrecorder.write import output
 from tfrecorder.write.engines import EngineRun
@@ -123,8 +123,9 @@ class FileFacts:
 
     index: int
     path: str
+    name: str  # as messages name it (`table_files.file_names`)
     num_rows: int = 0
-    head: Table | None = None  # the file's table without its rows: its kind and columns
+    head: Table | None = None  # the file's table with one row: its kind and columns
     labels: list = field(default_factory=list)  # each distinct label once
     categories: dict = field(default_factory=dict)  # categorical column -> its values
     split_counts: tuple[int, ...] = (0, 0, 0)
@@ -143,10 +144,11 @@ class FilePlaces:
     keys: np.ndarray  # uint64, `plan.order_keys`
 
 
-def _file_plan(path: str, index: int, options: ConvertOptions
+def _file_plan(path: str, name: str, options: ConvertOptions
                ) -> tuple[Table, tuple, np.ndarray, np.ndarray]:
-    """One file's table, labels, split codes and order keys, by the local engine's rules."""
-    table = file_table(path, options.table)
+    """One file's table, labels, split codes and order keys, by the local engine's rules
+    (`name`: the file's, as the local engine names it: `table_files.file_names`)."""
+    table = file_table(path, options.table, name)
     labels = plan_labels(table, options.split)
     codes = split_codes(table, options.split.fractions, warn=False)
     keys = order_keys(row_identities(table), options.split.seed)
@@ -162,21 +164,21 @@ class _CheckFile(beam.DoFn):
         self.options, self.check_dataflow = options, check_dataflow
 
     def process(self, element):
-        index, path = element
+        index, (path, name) = element
         try:
-            table, (vocabulary, _), codes, keys = _file_plan(path, index, self.options)
+            table, _, codes, keys = _file_plan(path, name, self.options)
             if self.check_dataflow is not None:
                 from tfrecorder.write.engines.beam import check_dataflow
 
                 check_dataflow(self.check_dataflow, table)
         except TFRecorderError as error:
-            yield FileFacts(index, path, error=error)
+            yield FileFacts(index, path, name, error=error)
             return
         order = np.argsort(keys, kind="stable")
         sample = [(int(keys[row.position]), row.position, row)
                   for row in sample_rows(table, order)]
         yield FileFacts(
-            index, path, len(table.rows), _head(table), _distinct_labels(table),
+            index, path, name, len(table.rows), _head(table), _distinct_labels(table),
             {c.name: _distinct(table.rows[c.name], bool(c.shape))
              for c in table.inputs if c.kind == "categorical"},
             tuple(np.bincount(codes, minlength=len(SPLITS)).tolist()),
@@ -186,10 +188,16 @@ class _CheckFile(beam.DoFn):
 
 
 def _head(table: Table) -> Table:
-    """The table without its rows: what its kind, columns and label map are."""
-    return replace(table, rows=table.rows.iloc[:0], source=table.source.iloc[:0],
+    """The table with one row, a labelled one if it has any: what its kind, columns,
+    labels' kind and label map are (`concat_tables` checks the files alike by them)."""
+    first = 0
+    if table.has_labels and not table.multi_label:
+        labelled = np.flatnonzero(table.rows[LABEL].notna().to_numpy())
+        first = int(labelled[0]) if len(labelled) else 0
+    keep = slice(first, first + 1)
+    return replace(table, rows=table.rows.iloc[keep], source=table.source.iloc[keep],
                    rejected_rows=None, skipped_annotations=None, cell_words={},
-                   number_grids={name: grid[:0] for name, grid in table.number_grids.items()})
+                   number_grids={name: grid[keep] for name, grid in table.number_grids.items()})
 
 
 def _distinct(column: pd.Series, lists: bool) -> list:
@@ -209,6 +217,7 @@ class PipelinePlan:
     """What every later step needs, from every file's facts: no row."""
 
     paths: tuple[str, ...]
+    names: tuple[str, ...]  # as messages name them (`table_files.file_names`)
     offsets: tuple[int, ...]  # each file's first row's position in the table
     vocabulary: tuple[str, ...] | None
     vocabularies: dict
@@ -251,8 +260,8 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     failed = next((f for f in facts if f.error is not None), None)
     if failed is not None:
         raise failed.error
-    heads = {f.path: f.head for f in facts}
-    head = concat_tables(heads, {path: path for path in heads}) if len(heads) > 1 \
+    heads = {f.name: f.head for f in facts}
+    head = concat_tables(heads, {name: name for name in heads}) if len(heads) > 1 \
         else next(iter(heads.values()))
     vocabulary, num_classes = _labels(head, facts, options)
     vocabularies = {c.name: c.categories or tuple(sorted(
@@ -288,9 +297,9 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     if limit.exceeded(0):
         raise limit.error([])
     ids_given = options.split.class_names is not None or head.class_names is not None
-    return PipelinePlan(tuple(f.path for f in facts), offsets, vocabulary, vocabularies,
-                        encoder, counts, shard_counts, header, limit, report,
-                        vocabulary is not None and not ids_given)
+    return PipelinePlan(tuple(f.path for f in facts), tuple(f.name for f in facts), offsets,
+                        vocabulary, vocabularies, encoder, counts, shard_counts, header,
+                        limit, report, vocabulary is not None and not ids_given)
 
 
 def _labels(head: Table, facts: list[FileFacts], options: ConvertOptions
@@ -394,11 +403,11 @@ def _by_split(found: list, plan: PipelinePlan) -> dict[int, list]:
 def _rows_to_shards(element, options: ConvertOptions, plan: PipelinePlan, starts: dict):
     """Step 4: a file read again, each row built as the local engine builds it, keyed by
     its shard, with its (key, position) to sort by."""
-    index, path = element
+    index, (path, name) = element
     if plan.numbers_labels:  # by the dataset's vocabulary, not the file's own
         options = replace(options, split=replace(
             options.split, label_vocabulary=plan.vocabulary, new_labels="error"))
-    table, (_, label_ids), codes, keys = _file_plan(path, index, options)
+    table, (_, label_ids), codes, keys = _file_plan(path, name, options)
     planned = PlannedTable(plan.file_plan(table, label_ids), table)
     offset = plan.offsets[index]
     for code, split in enumerate(SPLITS):
@@ -435,7 +444,8 @@ class FileRows:
 
     def _table(self, index: int) -> Table:
         if index not in self._tables:
-            self._tables[index] = file_table(self.plan.paths[index], self.options.table)
+            self._tables[index] = file_table(self.plan.paths[index], self.options.table,
+                                             self.plan.names[index])
         return self._tables[index]
 
     def _where(self, position: int) -> tuple[int, int]:
@@ -596,7 +606,7 @@ def _pipeline(files: list[str], folder: OutputFolder, journal: Journal,
 
     pipeline = beam.Pipeline(options=_options(runner, pipeline_options))
     listed = (pipeline
-              | "ListedFiles" >> beam.Create(list(enumerate(files)))
+              | "ListedFiles" >> beam.Create(list(enumerate(zip(files, file_names(files)))))
               | "SpreadFiles" >> beam.Reshuffle())
     checked = listed | "CheckFiles" >> beam.ParDo(
         _CheckFile(options, dataflow_output)).with_outputs(_CheckFile.PLACES, main="facts")
