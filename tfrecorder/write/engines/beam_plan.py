@@ -48,7 +48,7 @@ from tfrecorder.errors import ConversionAborted, Option, OptionError, TFRecorder
 from tfrecorder.format.layouts import record_layout
 from tfrecorder.format.manifest import LABEL, Manifest, read_manifest
 from tfrecorder.format.splits import SPLITS
-from tfrecorder.options import ConvertOptions, RecordOptions
+from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, RecordOptions
 from tfrecorder.sources import concat_tables
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.table_files import file_names, file_table
@@ -277,7 +277,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
         warn_of_empty_splits(counts, num_unassigned, options.split.fractions, False)
     sample = [row for _, _, row in sorted(
         ((key, (f.index, position), row) for f in facts for key, position, row in f.sample),
-        key=lambda item: item[:2])][:max(len(f.sample) for f in facts)]
+        key=lambda item: item[:2])][:SIZE_SAMPLE]
     record_bytes = mean_record_bytes(sample, options, stored_features(
         head, options.image, vocabulary))
     shard_counts = tuple(options.shards.count(split, n, record_bytes)
@@ -573,7 +573,7 @@ def _run(pipeline: beam.Pipeline, wait: bool, error_file: str | None):
                 result.cancel()
         if isinstance(error, Exception) and error_file is not None and fs.exists(error_file):
             raise pickle.loads(fs.read_bytes(error_file)) from None
-        raise
+        raise  # an ImageError of `on_error="raise"` as it is: it names the image
 
 
 def _written_of(manifest: Manifest | None) -> Written | None:
