@@ -46,7 +46,7 @@ import pandas as pd
 
 from tfrecorder.errors import ConversionAborted, Option, OptionError, TFRecorderError
 from tfrecorder.format.layouts import record_layout
-from tfrecorder.format.manifest import LABEL, Manifest, read_manifest
+from tfrecorder.format.manifest import LABEL, Manifest, read_manifest, shard_filename
 from tfrecorder.format.splits import SPLITS
 from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, RecordOptions
 from tfrecorder.sources import concat_tables
@@ -82,6 +82,7 @@ from tfrecorder.write.plan import (
     row_identities,
     sample_rows,
     shard_boundaries,
+    shuffled_order,
     split_codes,
     stored_features,
     warn_of_empty_splits,
@@ -174,9 +175,8 @@ class _CheckFile(beam.DoFn):
         except TFRecorderError as error:
             yield FileFacts(index, path, name, error=error)
             return
-        order = np.argsort(keys, kind="stable")
-        sample = [(int(keys[row.position]), row.position, row)
-                  for row in sample_rows(table, order)]
+        sample = [(int(keys[row.position]), row.position, row) for row
+                  in sample_rows(table, shuffled_order(table, self.options.split.seed))]
         yield FileFacts(
             index, path, name, len(table.rows), _head(table), _distinct_labels(table),
             {c.name: _distinct(table.rows[c.name], bool(c.shape))
@@ -238,8 +238,6 @@ class PipelinePlan:
     @property
     def shards(self) -> list[tuple[str, str]]:
         """(split, file name) of every shard, in writing order."""
-        from tfrecorder.format.manifest import shard_filename
-
         return [(split, shard_filename(split, index, count, self.header.compression))
                 for split, count in zip(SPLITS, self.shard_counts)
                 for index in range(count)]
