@@ -301,7 +301,11 @@ def test_keypoints_are_cropped_and_flipped_with_their_pixels(
     by_name = {os.path.basename(s["image_uri"]): s for s in scenes}
     order = flip_order(COCO_KEYPOINT_NAMES, K)
     flips, cut = set(), 0
-    for seed in (1, 2):
+    # Seeds until a flipped and an unflipped window have shown keypoints: which records
+    # draw a flip depends on their order, a hash of their (temporary) paths.
+    for seed in range(1, 9):
+        if seed > 2 and flips == {False, True}:
+            break
         for element in tfrecorder.load(keypoint_folders[layout], "train", shuffle=False,
                                        augment=crop, image_size=(h, w),
                                        seed=seed).as_numpy_iterator():

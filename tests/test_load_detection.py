@@ -338,47 +338,68 @@ def problems(folder: str) -> list:
     return caught.value.report.problems
 
 
-def test_verify_names_bad_boxes_and_objects_in_tfrecorder_records(written, tmp_path):
-    def edit(examples):
-        boxes = examples[1]["objects/bbox"]
-        boxes[0], boxes[2] = boxes[2], boxes[0]  # ymin > ymax
-        examples[2]["objects/bbox"][1] = 1.5  # xmin outside the image
-        examples[3]["objects/label"].append(0)  # a class without a box
-        examples[4]["objects/label"][:1] = [7]
+def records_holding(folder: str, key: str, *counts) -> list[int]:
+    """The first record of the train split with each of `counts` objects (by the length
+    of its `key` list; "+" any but none), each a different record: tampering tests edit
+    records by what they hold, not by their place in the shuffled order."""
+    lengths = [len(example[key]) for example in examples_of(folder, "train")]
+    found: list[int] = []
+    for wanted in counts:
+        found.append(next(i for i, n in enumerate(lengths) if i not in found and i > 0
+                          and (n > 0 if wanted == "+" else n == wanted)))
+    return found
 
-    folder = tampered(written("detection", "tfrecorder"), tmp_path, edit)
+
+def test_verify_names_bad_boxes_and_objects_in_tfrecorder_records(written, tmp_path):
+    original = written("detection", "tfrecorder")
+    a, b, c, d = records_holding(original, "objects/label", "+", "+", 3, "+")
+
+    def edit(examples):
+        boxes = examples[a]["objects/bbox"]
+        boxes[0], boxes[2] = boxes[2], boxes[0]  # ymin > ymax
+        examples[b]["objects/bbox"][1] = 1.5  # xmin outside the image
+        examples[c]["objects/label"].append(0)  # a class without a box
+        examples[d]["objects/label"][:1] = [7]
+
+    folder = tampered(original, tmp_path, edit)
     found = problems(folder)
-    assert [(p.file, p.record, p.check) for p in found] == [
-        (SHARD, 1, "boxes"), (SHARD, 2, "boxes"), (SHARD, 3, "objects"), (SHARD, 4, "ids")]
-    box = ", ".join(f"{v:.6g}" for v in np.float32(examples_of(folder, "train")[1][
+    assert [(p.file, p.record, p.check) for p in found] == sorted(
+        [(SHARD, a, "boxes"), (SHARD, b, "boxes"), (SHARD, c, "objects"), (SHARD, d, "ids")],
+        key=lambda problem: problem[1])
+    found = {p.record: p for p in found}
+    box = ", ".join(f"{v:.6g}" for v in np.float32(examples_of(folder, "train")[a][
         "objects/bbox"][:4]).tolist())
-    assert str(found[0]).endswith(": 1 box of objects/bbox is not (ymin, xmin, ymax, xmax) "
+    assert str(found[a]).endswith(": 1 box of objects/bbox is not (ymin, xmin, ymax, xmax) "
                                   "inside [0, 1] with ymin < ymax and xmin < xmax: "
                                   f"[{box}]")
-    assert str(found[2]).endswith(": 3 boxes, but 4 objects/label: each object has one box "
+    assert str(found[c]).endswith(": 3 boxes, but 4 objects/label: each object has one box "
                                   "and one of each of its values")
-    assert str(found[3]).endswith(": objects/label id 7 is outside the 3 classes of the "
+    assert str(found[d]).endswith(": objects/label id 7 is outside the 3 classes of the "
                                   "manifest's labels (ids 0 to 2)")
 
 
 def test_verify_names_bad_boxes_classes_and_masks_in_tf_models_records(written, tmp_path):
-    def edit(examples):
-        examples[1]["image/object/bbox/xmax"][0] = -0.25
-        examples[2]["image/object/class/label"][0] = 0  # the background
-        examples[3]["image/object/mask"][0] = examples[0]["image/encoded"][0]  # RGB
-        examples[5]["image/object/bbox/ymin"].append(0.5)  # coordinates that differ
-
     original = written("detection", "tf_models")
+    a, b, c, d = records_holding(original, "image/object/class/label", "+", "+", "+", 0)
+
+    def edit(examples):
+        examples[a]["image/object/bbox/xmax"][0] = -0.25
+        examples[b]["image/object/class/label"][0] = 0  # the background
+        examples[c]["image/object/mask"][0] = examples[0]["image/encoded"][0]  # RGB
+        examples[d]["image/object/bbox/ymin"].append(0.5)  # coordinates that differ
+
     folder = tampered(original, tmp_path, edit)
     found = problems(folder)
-    assert [(p.file, p.record, p.check) for p in found] == [
-        (SHARD, 1, "boxes"), (SHARD, 2, "ids"), (SHARD, 3, "mask"), (SHARD, 5, "parse")]
-    assert str(found[0]).endswith(", -0.25]")
-    assert str(found[1]).endswith(": objects/label id -1 (as load() reads image/object/"
+    assert [(p.file, p.record, p.check) for p in found] == sorted(
+        [(SHARD, a, "boxes"), (SHARD, b, "ids"), (SHARD, c, "mask"), (SHARD, d, "parse")],
+        key=lambda problem: problem[1])
+    found = {p.record: p for p in found}
+    assert str(found[a]).endswith(", -0.25]")
+    assert str(found[b]).endswith(": objects/label id -1 (as load() reads image/object/"
                                   "class/label) is outside the 3 classes of the manifest's "
                                   "labels (ids 0 to 2)")
-    assert f": objects/mask 0 is {HEIGHT}x{WIDTH}x3 with values up to " in str(found[2])
-    assert str(found[3]).endswith("; its lists hold 0 image/object/bbox/xmax, 0 image/"
+    assert f": objects/mask 0 is {HEIGHT}x{WIDTH}x3 with values up to " in str(found[c])
+    assert str(found[d]).endswith("; its lists hold 0 image/object/bbox/xmax, 0 image/"
                                   "object/bbox/xmin, 0 image/object/bbox/ymax, 1 image/"
                                   "object/bbox/ymin, 0 image/object/class/label, 0 image/"
                                   "object/class/text, 0 image/object/mask")
