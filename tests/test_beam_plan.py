@@ -191,6 +191,17 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _wait_for(port: int, seconds: float = 30) -> None:
+    """Until a server listens on `port`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert time.monotonic() < deadline, f"nothing listens on port {port}"
+        time.sleep(0.1)
+
+
 def _serve(*args: str) -> subprocess.Popen:
     """A Beam service in a process of its own; its workers start as `python`, which must
     be this environment's."""
@@ -222,7 +233,8 @@ def test_a_job_whose_launcher_is_killed_after_submitting_leaves_a_whole_dataset(
         _serve("apache_beam.runners.worker.worker_pool_main",
                f"--service_port={worker_port}")]
     try:
-        time.sleep(3)
+        for port in (job_port, worker_port):
+            _wait_for(port)
         out = tmp_path / "beam"
         launcher = subprocess.Popen(
             [sys.executable, "-c", LAUNCHER, pattern, str(out), f"localhost:{job_port}",
@@ -230,7 +242,7 @@ def test_a_job_whose_launcher_is_killed_after_submitting_leaves_a_whole_dataset(
         assert launcher.stdout.readline().strip() == "submitted"
         launcher.send_signal(signal.SIGKILL)
         launcher.wait()
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 120
         while not (out / "dataset.json").exists() and time.monotonic() < deadline:
             time.sleep(1)
         time.sleep(1)  # the lock goes after the manifest
