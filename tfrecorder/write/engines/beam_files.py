@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import pickle
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,20 +65,27 @@ def check_pipeline_options(options: ConvertOptions) -> None:
 
 class FileRows:
     """The source's rows by position (as `finish.SourceRows` gives them), looked up in
-    its files: only the files that hold a row a report names are read again, each once."""
+    its files: only the files that hold a row a report names are read again, and only
+    the last few are kept (the finish step must not come to hold the table)."""
 
     image_column = None  # rows come described (`SourceRows.at`)
+    _FILES_KEPT = 8
 
     def __init__(self, plan: PipelinePlan, options: ConvertOptions):
-        self.plan, self.options, self._tables = plan, options, {}
+        self.plan, self.options = plan, options
+        self._tables: OrderedDict[int, Table] = OrderedDict()
         has_images = bool(plan.paths) and self._table(0).has_images
         self.image_uris = _ByPosition(self, lambda table, row: table.image_references[row]) \
             if has_images else None
 
     def _table(self, index: int) -> Table:
-        if index not in self._tables:
+        if index in self._tables:
+            self._tables.move_to_end(index)
+        else:
             self._tables[index] = file_table(self.plan.paths[index], self.options.table,
                                              self.plan.names[index])
+            if len(self._tables) > self._FILES_KEPT:
+                self._tables.popitem(last=False)
         return self._tables[index]
 
     def _where(self, position: int) -> tuple[int, int]:
