@@ -8,9 +8,12 @@ A contender runs in a fresh process, as a user's script would, and times only it
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 
@@ -55,3 +58,92 @@ def median(results: list[dict[str, float]], name: str) -> float:
 def median_ratio(results: list[dict[str, float]], name: str, reference: str,
                  factor: float = 1.0) -> float:
     return statistics.median(r[name] / (factor * r[reference]) for r in results)
+
+
+# ---- Memory of a process tree, sampled from /proc. ----
+
+def descendants(pid: int) -> list[int]:
+    """The processes started by `pid`, their children and so on (any thread's children)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:  # it has exited
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    children = [int(child) for child in f.read().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
+def _rss_kb(pid: int) -> tuple[str, int, int]:
+    """A process's name, its RSS and the part of it no other process shares (Private_*
+    of smaps_rollup: a forked worker's RSS also counts the pages it shares with its
+    parent, which cost nothing more)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        words = f.read().split(b"\0")
+    name = " ".join(word.decode(errors="replace") for word in words[:4] if word)[:120]
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        private = sum(int(line.split()[1]) for line in f if line.startswith("Private_"))
+    return name, rss, private
+
+
+class TreePeaks:
+    """Every process of a tree (a root and all it starts), sampled every `every` seconds
+    from a thread while the tree runs: each pid's name, its largest RSS and its largest
+    private memory, in kB. A process that lives less than `every` may be missed."""
+
+    def __init__(self, root: int, every: float = 0.2):
+        self.root, self.every = root, every
+        self.peaks: dict[int, dict] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while True:
+            for pid in [self.root, *descendants(self.root)]:
+                try:
+                    name, rss, private = _rss_kb(pid)
+                except (OSError, StopIteration, ValueError):  # exited meanwhile
+                    continue
+                peak = self.peaks.setdefault(pid, {"name": name, "rss_kb": 0,
+                                                   "private_kb": 0})
+                peak["rss_kb"] = max(peak["rss_kb"], rss)
+                peak["private_kb"] = max(peak["private_kb"], private)
+            if self._done.wait(self.every):
+                return
+
+    def stop(self) -> dict[int, dict]:
+        self._done.set()
+        self._thread.join()
+        return self.peaks
+
+
+def sampled_in_fresh_process(command: Sequence[str], timeout: float, every: float = 0.2
+                             ) -> tuple[str | None, dict[int, dict]]:
+    """Runs `command`, sampling the memory of it and of every process it starts
+    (`TreePeaks`); stops the whole tree after `timeout` seconds. Returns the last line it
+    printed (None if it was stopped) and the peaks of its processes."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    peaks = TreePeaks(process.pid, every)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # its own session: the tree, nothing else
+        process.communicate()
+        return None, peaks.stop()
+    found = peaks.stop()
+    if process.returncode:
+        sys.stderr.write(stderr[-5000:])  # why it failed
+        raise subprocess.CalledProcessError(process.returncode, command)
+    return stdout.strip().splitlines()[-1], found
