@@ -33,6 +33,7 @@ every 0.2 s).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import platform
@@ -128,8 +129,8 @@ def linked_files(folder: str, files: int, rows: int) -> str:
     first = os.path.join(folder, "part-00000.parquet")
     if not os.path.exists(first):
         os.makedirs(folder, exist_ok=True)
-        image_table_file(first + ".tmp", rows)
-        os.replace(first + ".tmp", first)
+        image_table_file(folder + ".tmp", rows)  # outside: the folder holds only the table
+        os.replace(folder + ".tmp", first)
     for index in range(1, files):
         path = os.path.join(folder, f"part-{index:05d}.parquet")
         if not os.path.exists(path):
@@ -143,7 +144,8 @@ def table_without_images(folder: str, rows: int, files: int) -> str:
     import numpy as np
     import pandas as pd
 
-    if os.path.exists(os.path.join(folder, "done")):
+    done = folder + ".done"  # outside: the folder holds only the table
+    if os.path.exists(done):
         return folder
     os.makedirs(folder, exist_ok=True)
     bounds = np.linspace(0, rows, files + 1, dtype=np.int64)
@@ -158,14 +160,13 @@ def table_without_images(folder: str, rows: int, files: int) -> str:
             "key": [f"customer-{i}" for i in index.tolist()],
             "city": np.array(["Lyon", "Oslo", "Quito", "Pune", "Perth"])[index % 5],
         }).to_parquet(os.path.join(folder, f"part-{part:05d}.parquet"))
-    open(os.path.join(folder, "done"), "w").close()
+    open(done, "w").close()
     return folder
 
 
 def launcher(source: str, out: str, anonymous: bool = True) -> dict:
     """In the fresh process: a Dataflow dry run of `source`, imports not timed."""
-    import tfrecorder.write.engines.beam  # noqa: F401  (imports Beam: not timed)
-
+    importlib.import_module("tfrecorder.write.engines.beam")  # and Beam: not timed
     if anonymous:
         stores.use_anonymous_gcs_credentials()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -180,7 +181,7 @@ def launcher(source: str, out: str, anonymous: bool = True) -> dict:
 def without_images(engine: str, source: str, out: str) -> dict:
     """In the fresh process: one conversion of the table without images."""
     if engine == "direct":
-        import tfrecorder.write.engines.beam  # noqa: F401  (imports Beam: not timed)
+        importlib.import_module("tfrecorder.write.engines.beam")  # and Beam: not timed
     output = os.path.join(out, f"no-images-{engine}")
     shutil.rmtree(output, ignore_errors=True)
     start = time.perf_counter()
@@ -211,6 +212,16 @@ def gcs_emulator():
             yield url
     finally:
         stores._stop(proc)
+
+
+def _role(command: str) -> str:
+    """What a process of the tree is, from its command line."""
+    words = command.split()
+    if words[0].endswith("sh"):
+        return "shell starting a worker"
+    if "-m" in words[:-1]:
+        return f"`{words[words.index('-m') + 1].rsplit('.', 1)[-1]}` worker"
+    return "forked worker"
 
 
 def _machine() -> str:
@@ -264,7 +275,7 @@ def no_images_main(args) -> None:
                  else f"did not finish in {args.timeout:.0f} s | ")
         for pid in sorted(peaks):
             peak = peaks[pid]
-            what = "launcher" if pid == min(peaks) else f"`{peak['name'][:60]}`"
+            what = "launcher" if pid == min(peaks) else _role(peak["name"])
             print(f"| {names[engine]} | {speed} | {what} | {peak['rss_kb'] / 1024:,.0f} MB "
                   f"| {peak['private_kb'] / 1024:,.0f} MB |", flush=True)
             names[engine], speed = "", " | "
