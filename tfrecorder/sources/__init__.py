@@ -15,6 +15,7 @@ dispatcher that picks one.
     yolo.py         YOLO (Ultralytics) datasets: a data.yaml and its label files
     detection.py    what detection sources share: the objects' columns and checks
     segmentation.py tables of images and their masks (`mask_uri`)
+    table_files.py  a glob or folder of CSV, Parquet or JSONL files, read as one table
     validate.py     the checks every source shares (with labels.py, image_paths.py)
 
 A file format is a module with two functions: `claims(path, folder)`, whether the path
@@ -32,6 +33,7 @@ another task than the one asked, saying what that task needs.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 from collections.abc import Mapping
 
@@ -50,6 +52,7 @@ from tfrecorder.sources import (
     memory,
     parquet,
     pascal_voc,
+    table_files,
     tables,
     vertex_jsonl,
     yolo,
@@ -89,8 +92,9 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             partitions such as `split=TRAIN/`); an image folder laid out as `label/file`
             or `split/label/file`; an AutoML object-detection CSV, a Vertex AI JSONL file,
             a COCO JSON file, a folder of Pascal VOC XML files or one of them, or a
-            YOLO data.yaml (or its folder) (docs/detection.md); or images in memory
-            (`memory`).
+            YOLO data.yaml (or its folder) (docs/detection.md); a glob of CSV, Parquet
+            or JSONL files, or a folder of only CSV or only JSONL files, read as one
+            table in sorted path order (`table_files`); or images in memory (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
             task, image_root, difficult).
 
@@ -112,7 +116,17 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             f"source must be a DataFrame, the path of a CSV file, Parquet file or image "
             f"folder, NumPy arrays (images, labels), a dict of columns or of splits, or a "
             f"Hugging Face Dataset; not {shown(source)}.")
-    path = os.fspath(source)
+    files = table_files.table_files(source)  # a glob, or a folder of CSV or JSONL files
+    if files is not None:
+        return _for_task(table_files.files_table(files, options), options,
+                         repr(os.fspath(source)))
+    return read_path(os.fspath(source), options)
+
+
+def read_path(path: str, options: TableOptions) -> Table:
+    """The table of one path (a file, a folder, their URIs), read by the first of
+    `FILE_FORMATS` that claims it: what `load_table` reads a path with, and each file
+    of a source of many files (`table_files`)."""
     if fs.is_file_uri(path):
         try:
             path = fs.file_uri_path(path)
@@ -165,15 +179,19 @@ def _files_by_split(source: Mapping, options: TableOptions) -> Table:
     return concat_tables(parts, {key: os.fspath(path) for key, path in source.items()})
 
 
-def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str]) -> Table:
-    """Tables of one kind as one: their rows named `key[row]` ("train[21]"), under their
-    index's name where the parts share one (`train[21]` stays line 21 of a CSV file, in
-    messages and rejected.csv), their source's own label maps merged (the same id names
-    the same class in every part).
+def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str],
+                  name_rows: bool = True) -> Table:
+    """Tables of one kind as one: their rows named `key[row]` (`named_table`), their
+    source's own label maps merged (the same id names the same class in every part).
 
     Args:
         parts: each part's table, by the key the user gave it.
         names: each part's source, for messages.
+        name_rows: False for parts whose rows `named_table` has named already.
+
+    Raises:
+        SchemaError: for parts not of one kind: another task, labels or none, text
+            labels and integer ones, other input columns or types.
     """
     first_key, first = next(iter(parts.items()))
     for key, part in parts.items():
@@ -184,37 +202,104 @@ def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str]) -> Table
                 raise SchemaError(
                     f"{names[key]!r} and {names[first_key]!r} are not of one kind: "
                     f"{what.format(getattr(part, field_name))} and "
-                    f"{what.format(getattr(first, field_name))}. The splits of a dataset "
+                    f"{what.format(getattr(first, field_name))}. The files of one dataset "
                     "hold the same kind of rows.", option="source")
-        ours = {(c.name, c.dtype) for c in part.inputs}
-        theirs = {(c.name, c.dtype) for c in first.inputs}
-        if ours != theirs:
-            differ = sorted(name for name, _ in ours ^ theirs)
-            raise SchemaError(
-                f"{names[key]!r} and {names[first_key]!r} have different columns or types: "
-                f"{differ}. The splits of a dataset hold the same features: drop the extra "
-                "ones with ", Option("schema", dict.fromkeys(differ)), ".", option="schema")
+        _check_label_kinds(first_key, first, key, part, names)
+        _check_inputs(first_key, first, key, part, names)
+    if name_rows:
+        parts = {key: named_table(part, key) for key, part in parts.items()}
 
-    def named(frame: pd.DataFrame, key: str) -> pd.DataFrame:
-        frame = frame.copy(deep=False)
-        frame.index = pd.Index([f"{key}[{label}]" for label in frame.index.tolist()],
-                               name=frame.index.name)
-        return frame
-
-    def joined(frames: dict) -> pd.DataFrame | None:
-        found = [named(frame, key) for key, frame in frames.items() if frame is not None]
+    def joined(frames: list) -> pd.DataFrame | None:
+        found = [frame for frame in frames if frame is not None]
         return pd.concat(found) if found else None
 
     grids = {name: np.concatenate([part.number_grids[name] for part in parts.values()])
              for name in first.number_grids
              if all(name in part.number_grids for part in parts.values())}
     return dataclasses.replace(
-        first, rows=joined({k: p.rows for k, p in parts.items()}),
-        source=joined({k: p.source for k, p in parts.items()}),
+        first, rows=joined([p.rows for p in parts.values()]),
+        source=joined([p.source for p in parts.values()]),
         label_map=_merged_label_maps({k: p.label_map for k, p in parts.items()}, names),
-        rejected_rows=joined({k: p.rejected_rows for k, p in parts.items()}),
-        skipped_annotations=joined({k: p.skipped_annotations for k, p in parts.items()}),
+        rejected_rows=joined([p.rejected_rows for p in parts.values()]),
+        skipped_annotations=joined([p.skipped_annotations for p in parts.values()]),
         cell_words={}, number_grids=grids)
+
+
+def named_table(table: Table, key: str) -> Table:
+    """The table with its rows named `key[row]` ("train[21]", "rows-00014.csv[7]"),
+    under its index's name: `train[21]` stays line 21 of a CSV file, in messages and
+    rejected.csv."""
+
+    def named(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        if frame is None:
+            return None
+        frame = frame.copy(deep=False)
+        frame.index = pd.Index([f"{key}[{label}]" for label in frame.index.tolist()],
+                               name=frame.index.name)
+        return frame
+
+    return dataclasses.replace(
+        table, rows=named(table.rows), source=named(table.source),
+        rejected_rows=named(table.rejected_rows),
+        skipped_annotations=named(table.skipped_annotations))
+
+
+def _check_inputs(first_key: str, first: Table, key: str, part: Table,
+                  names: Mapping[str, str]) -> None:
+    """Raises for parts whose input columns differ, or hold another type (a column of
+    whole numbers in one file, with fractions in another)."""
+    ours = {c.name: c.dtype for c in part.inputs}
+    theirs = {c.name: c.dtype for c in first.inputs}
+    retyped = sorted(name for name in ours.keys() & theirs.keys()
+                     if ours[name] != theirs[name])
+    if retyped:
+        column = retyped[0]
+        raise SchemaError(
+            f"column {column!r} holds {ours[column]} values in {names[key]!r} and "
+            f"{theirs[column]} values in {names[first_key]!r}: a column has one type in "
+            "every file of a table. Give it one with ",
+            Option("schema", {column: _TYPE_FOR[{ours[column], theirs[column]}
+                                               <= {"int64", "float32"}]}),
+            " (the values are read as that type in every file).", column=column,
+            option="schema")
+    if ours.keys() != theirs.keys():
+        differ = sorted(ours.keys() ^ theirs.keys())
+        raise SchemaError(
+            f"{names[key]!r} and {names[first_key]!r} have different columns: "
+            f"{differ}. The files of one dataset hold the same features: drop the extra "
+            "ones with ", Option("schema", dict.fromkeys(differ)), ".", option="schema")
+
+
+# The type two parts' kinds of a column are both read as: numbers as floats, else text.
+_TYPE_FOR = {True: "FloatInput", False: "StringInput"}
+
+
+def _check_label_kinds(first_key: str, first: Table, key: str, part: Table,
+                       names: Mapping[str, str]) -> None:
+    """Raises for text labels in one part and integer labels in another: ids and class
+    names cannot be told apart in one vocabulary."""
+    ours, theirs = _label_kind(part), _label_kind(first)
+    if ours and theirs and ours != theirs:
+        column = part.label_column or "label"
+        raise SchemaError(
+            f"{names[key]!r} has {ours} labels and {names[first_key]!r} {theirs} labels "
+            f"(column {column!r}): the labels of a table are all class names or all class "
+            "ids. Write them one way in every file, or read them all as names with ",
+            Option("schema", {column: "StringLabel"}), ".", column=column, option="schema")
+
+
+def _label_kind(table: Table) -> str | None:
+    """'text' or 'integer': what the table's labels are (`labels.row_labels` makes them
+    all one or the other); None without labels."""
+    if not table.has_labels:
+        return None
+    for value in table.rows["label"]:
+        for label in value if table.multi_label else [value]:
+            if isinstance(label, str):
+                return "text"
+            if isinstance(label, numbers.Integral):
+                return "integer"
+    return None
 
 
 def _merged_label_maps(maps: Mapping[str, LabelMap | None], names: Mapping[str, str]

@@ -482,6 +482,18 @@ def list_files(root: str) -> Iterator[str]:
     yield from sorted(_with_protocol(root, path) for path in found)
 
 
+def glob(pattern: str) -> list[str]:
+    """The files and folders matching a glob pattern (`*`, `?`, `[...]`; `**` crosses
+    folders), sorted."""
+    if not is_remote(pattern):
+        import glob as globbing  # here: the name is this function's
+
+        return sorted(globbing.glob(local_path(pattern), recursive=True))
+    with storage_errors(pattern):
+        found = filesystem(pattern).glob(pattern)
+    return sorted(_with_protocol(pattern, path) for path in found)
+
+
 def makedirs(uri: str) -> None:
     """Creates a local folder; object stores have no folders to create."""
     if not is_remote(uri):

@@ -23,7 +23,6 @@ import pandas as pd
 
 from tfrecorder.errors import (
     DatasetWarning,
-    ImageError,
     Option,
     Terminated,
     TooManyRejectedError,
@@ -37,6 +36,7 @@ from tfrecorder.run_options import BeamOptions
 from tfrecorder.sources import load_table
 from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
 from tfrecorder.sources.table import Table
+from tfrecorder.sources.table_files import table_files
 from tfrecorder.storage import fs
 from tfrecorder.write import output, prefetch
 from tfrecorder.write import resume as resume_journal
@@ -44,9 +44,11 @@ from tfrecorder.write.engines import EngineRun, engine_for
 from tfrecorder.write.finish import (
     RejectionLimit,
     SourceReport,
+    SourceRows,
     finish,
     image_error,
     manifest_header,
+    source_rejection_error,
 )
 from tfrecorder.write.heap import release_freed_memory
 from tfrecorder.write.plan import (
@@ -139,6 +141,13 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     output_dir = os.fspath(output_dir)
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
+    files = table_files(source) if options.beam.runner is not None else None
+    if files is not None:  # the pipeline reads and plans them; this process, never a row
+        from tfrecorder.write.engines.beam_plan import convert_in_pipeline
+
+        with _sigterm_as_interrupt():
+            manifest, run = convert_in_pipeline(files, output_dir, options)
+        return _result(output_dir, options, manifest, run, time.perf_counter() - started)
     table = load_table(source, **vars(options.table))
     release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image
@@ -172,11 +181,8 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
                                limit=limit)
             manifest = None
             if run.written is not None:
-                manifest = finish(
-                    folder, header, run.written, journal, limit, table.source,
-                    # By position, as stored (not a Python string a row).
-                    table.image_references if table.has_images else None,
-                    table.image_column, SourceReport.of(table))
+                manifest = finish(folder, header, run.written, journal, limit,
+                                  SourceRows.of(table), SourceReport.of(table))
             elif not folder.handed_over:  # a dry run: nothing ran, nothing stays
                 folder.clean_up(keep_committed=False)
         except BaseException as error:
@@ -289,11 +295,7 @@ def _check_source_rejections(table: Table, limit: RejectionLimit, on_error: str)
     if rows is None or not len(rows):
         return
     if on_error == "raise":
-        first = rows.iloc[0]
-        raise ImageError(f"row {rows.index[0]!r} of the source ({first.drop('reason').to_dict()}"
-                         f"): {first['reason']}. Fix or drop it, or use ",
-                         Option("on_error", "reject"), " to list such rows in rejected.csv.",
-                         rows=[rows.index[0]], option="on_error")
+        raise source_rejection_error(rows)
     if limit.exceeded(0):
         raise limit.error([])
 

@@ -175,21 +175,36 @@ def image_error(table: Table, rejection: Rejection) -> ImageError:
         column=table.image_column or "image_uri", rows=[row], option="on_error")
 
 
-def manifest_header(plan: Plan, table: Table, options: dict) -> Manifest:
+def source_rejection_error(rows: pd.DataFrame) -> ImageError:
+    """What stops a run with `on_error="raise"` when the source rejected rows itself
+    (`Table.rejected_rows`, with their `reason`): the first of them."""
+    first = rows.iloc[0]
+    return ImageError(f"row {rows.index[0]!r} of the source ({first.drop('reason').to_dict()}"
+                      f"): {first['reason']}. Fix or drop it, or use ",
+                      Option("on_error", "reject"), " to list such rows in rejected.csv.",
+                      rows=[rows.index[0]], option="on_error")
+
+
+def manifest_header(plan: Plan, table: Table, options: dict, *,
+                    num_rows: int | None = None, num_classes: int | None = None,
+                    report: SourceReport | None = None) -> Manifest:
     """Everything the manifest says that is known before writing, as small plain data
     (engines that run elsewhere carry this, never the plan itself). `options` are those
-    the manifest records (`ConvertOptions.recorded`)."""
-    report = SourceReport.of(table)
+    the manifest records (`ConvertOptions.recorded`). A pipeline's plan holds no row
+    (`beam_plan`): it gives the numbers of rows and classes and the source's report,
+    and `table` is one file's."""
+    report = report if report is not None else SourceReport.of(table)
     labels = None
     if table.has_labels:
         labels = Labels(
             type="integer" if plan.label_vocabulary is None else "text",
             vocabulary=plan.label_vocabulary or None,
             multi_label=table.multi_label,
-            num_classes=_num_classes(plan),
+            num_classes=num_classes if num_classes is not None else _num_classes(plan),
             model_ids=plan.model_ids)
     return Manifest(compression=plan.compression, features=dict(plan.features),
-                    num_source_rows=plan.num_rows + report.num_rejected_rows,
+                    num_source_rows=(plan.num_rows if num_rows is None else num_rows)
+                    + report.num_rejected_rows,
                     options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
                     task=table.task, layout=plan.image_options.layout,
@@ -206,9 +221,38 @@ def _num_classes(plan: Plan) -> int:
     return max(ids, default=-1) + 1
 
 
+@dataclass(frozen=True)
+class SourceRows:
+    """The source's rows by position, which the report of rejected rows and of
+    duplicates names: here a table's, held whole (a pipeline that never holds the table
+    looks them up in its files instead: `beam_plan.FileRows`)."""
+
+    source: pd.DataFrame  # the rows as the user gave them
+    image_uris: Sequence[str] | None  # the images, by position; None: no images
+    image_column: str | None = None  # the source's column of images held in memory
+
+    @classmethod
+    def of(cls, table: Table) -> SourceRows:
+        # By position, as stored (not a Python string a row).
+        return cls(table.source, table.image_references if table.has_images else None,
+                   table.image_column)
+
+    @property
+    def index(self) -> pd.Index:
+        """The rows' labels, by position (`index[position]`), and their name."""
+        return self.source.index
+
+    def at(self, positions: Sequence[int]) -> pd.DataFrame:
+        """The rows at `positions`, as given (images held in cells described, never
+        their bytes)."""
+        rows = rows_at(self.source, positions)
+        if self.image_column is not None:
+            rows[self.image_column] = image_cells.described(rows[self.image_column])
+        return rows
+
+
 def finish(folder, header: Manifest, written: Written, journal, limit: RejectionLimit,
-           source: pd.DataFrame, image_uris: Sequence[str] | None,
-           image_column: str | None = None, report: SourceReport | None = None) -> Manifest:
+           rows: SourceRows, report: SourceReport | None = None) -> Manifest:
     """The last step of every run, whichever engine wrote the shards (a Beam job that the
     driver did not wait for runs it itself): refuses a run that rejected too many rows;
     finds images stored more than once and warns, drops or refuses them as the header's
@@ -216,21 +260,20 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     (`tfds_metadata`), then the manifest with the records' statistics, into the run's
     `output.OutputFolder` (each under a temporary name first, so it is either absent or
     complete), and deletes the run's journal. Returns the
-    manifest. `image_uris` name the table's images, by position (None: no images);
-    `image_column` is the source's column of images held in memory, if any; `report`,
+    manifest. `rows` are the source's rows by position, which reports name; `report`,
     what the source set aside itself (its rejected rows join rejected.csv, its skipped
     annotations go to `SKIPPED_ANNOTATIONS`)."""
     report = report or SourceReport()
     if limit.exceeded(len(written.rejections)):
         raise limit.error(written.rejections)
-    found = _duplicates(folder, header, written, source.index, image_uris)
+    found = _duplicates(folder, header, written, rows)
     policy = header.options.get("duplicates", "warn")
     if found and policy == "error":
         raise _duplicates_error([duplicate for duplicate, _ in found])
     duplicates = tuple(duplicate for duplicate, _ in found)
     if found and policy == "drop":
         written, duplicates = _drop_copies(folder, header.compression, written, found)
-    _write_rejected(folder, source, written.rejections, image_column, report.rejected_rows)
+    _write_rejected(folder, rows, written.rejections, report.rejected_rows)
     if report.skipped_annotations is not None:
         folder.write_bytes(SKIPPED_ANNOTATIONS,
                            report.skipped_annotations.to_csv(index=False).encode())
@@ -258,17 +301,18 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     return manifest
 
 
-def _duplicates(folder, header: Manifest, written: Written, index: pd.Index,
-                image_uris: Sequence[str] | None) -> list[tuple[Duplicate, list[Located]]]:
+def _duplicates(folder, header: Manifest, written: Written, rows: SourceRows
+                ) -> list[tuple[Duplicate, list[Located]]]:
     """Every image stored more than once, with where each copy is: candidates by their
     content hashes, confirmed by their bytes."""
-    if image_uris is None:
+    if rows.image_uris is None:
         return []
     shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
     image_key = layout_of(header).key("image")
     confirmed = _same_bytes(folder, header.compression, shards, candidate_duplicates(shards),
                             image_key)
-    return describe_duplicates(confirmed, shards, index, image_uris, header.labels)
+    return describe_duplicates(confirmed, shards, rows.index, rows.image_uris,
+                               header.labels)
 
 
 def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]],
@@ -360,15 +404,12 @@ def _drop_copies(folder, compression: str | None, written: Written, found
     return Written(shards, rejections), duplicates
 
 
-def _write_rejected(folder, source: pd.DataFrame, rejections: Sequence[Rejection],
-                    image_column: str | None, from_source: pd.DataFrame | None = None
-                    ) -> None:
+def _write_rejected(folder, source: SourceRows, rejections: Sequence[Rejection],
+                    from_source: pd.DataFrame | None = None) -> None:
     """The rejected rows as given, plus a `reason` column; then the rows the source
     rejected itself (`from_source`, with their `reason`)."""
     rejections = sorted(rejections)
-    rows = rows_at(source, [r.position for r in rejections])
-    if image_column is not None:  # images held in cells: described, never their bytes
-        rows[image_column] = image_cells.described(rows[image_column])
+    rows = source.at([r.position for r in rejections])
     reason = "reason" if "reason" not in rows.columns else "rejection_reason"
     rows[reason] = [r.reason for r in rejections]
     rows.index.name = rows.index.name or "row"

@@ -460,10 +460,11 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
 
 
 def split_codes(table: Table, fractions: Sequence[float],
-                strata: np.ndarray | None = None) -> np.ndarray:
+                strata: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
     """Each row's split, as its index in SPLITS: the table's, or for an UNASSIGNED row,
     drawn from its hash (`split_points`); with `strata` (`stratify=True`), cut exactly
-    at the fractions within each stratum (`stratified_codes`)."""
+    at the fractions within each stratum (`stratified_codes`). `warn`: of a split left
+    empty (`warn_of_empty_splits`), which a part of the table cannot tell."""
     given = table.rows["split"].astype("category").cat
     by_category = np.array([-1 if c == UNASSIGNED else SPLITS.index(Split(c))
                             for c in given.categories.tolist()], dtype=np.int8)
@@ -473,16 +474,17 @@ def split_codes(table: Table, fractions: Sequence[float],
         points = split_points(table, unassigned)
         codes[unassigned] = _split_codes(points, fractions) if strata is None else \
             stratified_codes(points, strata[unassigned], fractions)
-        _warn_of_empty_splits(codes, int(unassigned.sum()), fractions, strata is not None)
+        if warn:
+            warn_of_empty_splits(np.bincount(codes, minlength=len(SPLITS)),
+                                 int(unassigned.sum()), fractions, strata is not None)
     return codes
 
 
-def _warn_of_empty_splits(codes: np.ndarray, num_unassigned: int,
-                          fractions: Sequence[float], stratified: bool) -> None:
+def warn_of_empty_splits(counts: Sequence[int], num_unassigned: int,
+                         fractions: Sequence[float], stratified: bool) -> None:
     """Warns of a split that was meant to get rows without a split and got none: a hash
     split of a small table can leave test empty, and evaluating on nothing goes unseen
-    until training."""
-    counts = np.bincount(codes, minlength=len(SPLITS))
+    until training. `counts`: the rows of each split."""
     empty = [str(split) for split, n, fraction in zip(SPLITS, counts, fractions)
              if fraction > 0 and not n]
     if not empty:

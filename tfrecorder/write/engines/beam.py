@@ -52,6 +52,7 @@ from tfrecorder.write.engines.shipping import build_worker_wheel, needs_package
 from tfrecorder.write.finish import (
     RejectionLimit,
     SourceReport,
+    SourceRows,
     Written,
     WrittenShard,
     finish,
@@ -140,12 +141,21 @@ class BeamEngine:
         self.progress = options.run.progress
 
     def check(self, output_dir: str, table: Table) -> None:
-        self.pipeline_options = self.options.pipeline_options()
         if self.options.runner == "DataflowRunner":
             check_dataflow(output_dir, table)  # needs no network: first
-            if not self.pipeline_options.get("temp_location"):
-                self.pipeline_options["temp_location"] = temp_location_for(output_dir)
-        check_runner(self.options.runner, self.pipeline_options)
+        self.pipeline_options = submission_options(self.options.runner, output_dir,
+                                                   self.options.pipeline_options())
+
+
+def submission_options(runner: str, output_dir: str, pipeline_options: dict) -> dict:
+    """The options a job is submitted with, checked (`check_runner`); for Dataflow, an
+    output its workers can reach and a `temp_location` (`temp_location_for`)."""
+    if runner == "DataflowRunner":
+        _check_remote("output_dir", output_dir)
+        if not pipeline_options.get("temp_location"):
+            pipeline_options["temp_location"] = temp_location_for(output_dir)
+    check_runner(runner, pipeline_options)
+    return pipeline_options
 
     def write(self, plan: Plan, table: Table, folder: OutputFolder, *, header: Manifest,
               journal: Journal, limit: RejectionLimit) -> EngineRun:
@@ -173,24 +183,33 @@ def write_beam(
     """Runs the plan as a Beam pipeline; with `wait`, until it is done, and returns what
     it wrote. Without, the job finishes the dataset (`finish.finish`) and releases the
     folder's lock itself."""
+    wait = wait and not (beam_options or {}).get("dry_run")  # a dry run builds the job only
+    with with_worker_package(runner, beam_options) as beam_options, \
+            contextlib.ExitStack() as stack:
+        temp_root = beam_options.get("temp_location")
+        if temp_root is not None:
+            staging = fs.join(temp_root, f"tfrecorder-{folder.run_id}")
+        elif wait or beam_options.get("dry_run"):
+            staging = stack.enter_context(private_temp_dir("staging"))
+        else:  # the job reads it after we return; swept once this process is gone
+            staging = output.new_private_dir("staging")
+        progress = Progress(folder.run_id, plan.num_rows, progress and wait)
+        with progress.bar():
+            return _run(plan, table, folder, staging, header, journal, limit, runner,
+                        beam_options, on_error, wait, progress)
+
+
+@contextlib.contextmanager
+def with_worker_package(runner: str, beam_options: Mapping | None) -> Iterator[dict]:
+    """`beam_options` with tfrecorder's own wheel among `extra_packages` where the
+    runner's workers need it (`shipping`), for as long as the job is being submitted
+    (`run()` has staged the wheel by the time the block exits)."""
     beam_options = dict(beam_options or {})
-    wait = wait and not beam_options.get("dry_run")  # a dry run builds the job, runs nothing
-    with private_temp_dir("wheel") as wheel_dir:  # run() has staged (uploaded) it by exit
+    with private_temp_dir("wheel") as wheel_dir:
         if needs_package(runner, beam_options):
             beam_options["extra_packages"] = [*(beam_options.get("extra_packages") or []),
                                               str(build_worker_wheel(wheel_dir))]
-        with contextlib.ExitStack() as stack:
-            temp_root = beam_options.get("temp_location")
-            if temp_root is not None:
-                staging = fs.join(temp_root, f"tfrecorder-{folder.run_id}")
-            elif wait or beam_options.get("dry_run"):
-                staging = stack.enter_context(private_temp_dir("staging"))
-            else:  # the job reads it after we return; swept once this process is gone
-                staging = output.new_private_dir("staging")
-            progress = Progress(folder.run_id, plan.num_rows, progress and wait)
-            with progress.bar():
-                return _run(plan, table, folder, staging, header, journal, limit, runner,
-                            beam_options, on_error, wait, progress)
+        yield beam_options
 
 
 def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, runner,
@@ -320,7 +339,8 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
         source = source.assign(**{table.image_column: image_cells.described(
             source[table.image_column])})
     references = list(table.image_references) if table.has_images else None
-    fs.write_bytes(source_path, pickle.dumps((source, references, table.image_column,
+    # Images held in cells are described already: the rows need no image column.
+    fs.write_bytes(source_path, pickle.dumps((SourceRows(source, references),
                                               SourceReport.of(table))),
                    temp_suffix=folder.temp_suffix)
     return rows_path, source_path, written_path
@@ -387,7 +407,12 @@ class _WriteShard(beam.DoFn):
         # Reads still in flight here are of a step that stopped (Ctrl-C): not waited for.
         self.prefetcher.close()
 
-    def process(self, element):
+    def process(self, element, plan=None):
+        """`plan`: a plan made in the pipeline (`beam_plan.PipelinePlan`), a side input
+        that names the shards and their encoding, where the driver did not."""
+        if plan is not None:
+            self.shards, self.options = plan.shards, plan.encoder
+            self.compression = plan.header.compression
         try:
             yield from self._write_shard(element)
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, not a failure of the step

@@ -1,0 +1,217 @@
+"""A source of many table files on a Beam runner: the pipeline reads and plans it (the
+launcher lists the files only), and writes the local engine's dataset, byte for byte."""
+
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+import tfrecorder
+from tfrecorder.errors import OptionError, SchemaError, TooManyRejectedError
+
+FILES = 20
+ROWS = int(os.environ.get("TFRECORDER_BEAM_PLAN_ROWS", 100_000))
+IMAGES = 400  # distinct images in the bucket; rows name them in turn
+DIRECT = {"runner": "DirectRunner",
+          "beam_options": {"direct_running_mode": "multi_processing", "direct_num_workers": 2}}
+PORTABLE = {"runner": "PortableRunner",
+            "beam_options": {"job_endpoint": "embed", "environment_type": "LOOPBACK"}}
+
+
+@pytest.fixture(scope="module")
+def bucket_images(gcs_store, tmp_path_factory) -> list[str]:
+    """IMAGES small PNGs and JPEGs in the emulator's bucket, and one missing object."""
+    folder = tmp_path_factory.mktemp("plan-images")
+    rng = np.random.default_rng(42)
+    uris = []
+    for i in range(IMAGES):
+        pixels = rng.integers(0, 255, (8 + i % 5, 8, 3), dtype=np.uint8)
+        data = io.BytesIO()
+        Image.fromarray(pixels).save(data, "PNG" if i % 2 else "JPEG")
+        path = folder / f"{i:04d}.{'png' if i % 2 else 'jpg'}"
+        path.write_bytes(data.getvalue())
+        uris.append(gcs_store.upload(path, f"{gcs_store.root}/plan/{path.name}"))
+    return uris
+
+
+def rows_table(uris: list[str], num_rows: int) -> pd.DataFrame:
+    """Rows of every kind of split, text labels, a number and a category; one row names
+    a missing object (rejected), and images repeat (the duplicates report)."""
+    n = np.arange(num_rows)
+    image_uris = [uris[i % len(uris)] for i in range(num_rows)]
+    image_uris[num_rows // 3] = uris[0].rsplit("/", 1)[0] + "/missing.png"
+    return pd.DataFrame({
+        "split": np.array(["TRAIN", "VALIDATION", "TEST", "UNASSIGNED"])[n * 7 % 4],
+        "image_uri": image_uris,
+        "label": np.array(["cat", "dog", "emu", "fox", "gnu"])[n * 3 % 5],
+        "weight": (n * 37 % 101) / 10,
+        "colour": np.array(["red", "green", "blue"])[n % 3],
+    })
+
+
+def write_parts(table: pd.DataFrame, folder: Path, fmt: str, parts: int = FILES) -> str:
+    """The table in `parts` files of `fmt` in `folder`; their glob."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, part in enumerate(np.array_split(np.arange(len(table)), parts)):
+        rows = table.iloc[part]
+        path = folder / f"part-{index:05d}.{fmt}"
+        if fmt == "csv":
+            rows.to_csv(path, index=False)
+        else:
+            rows.reset_index(drop=True).to_parquet(path)
+    return str(folder / f"*.{fmt}")
+
+
+def dataset(folder) -> dict[str, bytes]:
+    """Every file of a dataset folder, by its path in it."""
+    root = Path(folder)
+    return {str(path.relative_to(root)): path.read_bytes()
+            for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+@pytest.fixture(scope="module", params=["parquet", "csv"])
+def source(request, bucket_images, tmp_path_factory):
+    """(format, glob of FILES files of ROWS rows, the local engine's dataset of it)."""
+    root = tmp_path_factory.mktemp(f"plan-{request.param}")
+    pattern = write_parts(rows_table(bucket_images, ROWS), root / "rows", request.param)
+    local = root / "local"
+    tfrecorder.convert(pattern, str(local), progress=False, num_workers=2)
+    return request.param, pattern, dataset(local)
+
+
+@pytest.mark.parametrize("engine", [DIRECT, PORTABLE], ids=["direct", "portable"])
+def test_the_pipeline_writes_the_local_engines_bytes(source, engine, tmp_path):
+    fmt, pattern, local = source
+    if engine is PORTABLE and fmt == "csv":
+        pytest.skip("one format is enough for the second runner")
+    out = tmp_path / "beam"
+    result = tfrecorder.convert(pattern, str(out), progress=False, **engine)
+    written = dataset(out)
+    assert written.keys() == local.keys()
+    assert [name for name in written if written[name] != local[name]] == []
+    assert result.num_records == ROWS - 1 and result.num_rejected == 1
+    tfrecorder.verify(str(out))
+
+
+def test_table_errors_in_the_15th_file_stop_the_job_before_any_image_is_read(
+        bucket_images, gcs_store, tmp_path):
+    table = rows_table(bucket_images, 400)
+    pattern = write_parts(table, tmp_path / "rows", "csv")
+    bad = tmp_path / "rows" / "part-00014.csv"
+    lines = bad.read_text().splitlines()
+    lines[6] = lines[6].replace(lines[6].split(",")[0], "TRIAN", 1)  # line 7 of the file
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SchemaError) as local:
+        tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False)
+    gcs_store.reset_stats()
+    with pytest.raises(SchemaError) as job:
+        tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False, **DIRECT)
+    assert "part-00014.csv" in str(job.value) and "line 7" in str(job.value)
+    assert "TRIAN" in str(job.value)
+    assert str(job.value) == str(local.value)
+    reads = [line for line in gcs_store.stats()["log"] if line.startswith("GET")]
+    assert reads == []  # not one image was read
+    assert not (tmp_path / "beam" / "dataset.json").exists()
+    assert [p for p in (tmp_path / "beam").rglob("*") if p.is_file()] == []
+
+
+def test_options_the_pipeline_cannot_honour_are_refused_at_submit(bucket_images, tmp_path):
+    pattern = write_parts(rows_table(bucket_images, 40), tmp_path / "rows", "parquet", 2)
+    for options, said in (({"stratify": True}, "stratify=True ranks every UNASSIGNED row"),
+                          ({"resume": True}, "resume=True checks the interrupted run")):
+        with pytest.raises(OptionError, match=said):
+            tfrecorder.convert(pattern, str(tmp_path / "out"), progress=False,
+                               **options, **DIRECT)
+        assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("options", [
+    {"duplicates": "drop", "num_shards": 3},
+    {"hosts": 4, "shard_size_mb": 0.001},  # shards sized by the sample, then rounded up
+    {"num_shards": {"train": 7, "validation": 2, "test": 150}},  # more shards than rows
+    {"unassigned_split": (0.5, 0.25, 0.25), "seed": 7, "compression": "gzip"},
+], ids=["drop", "hosts", "empty-shards", "fractions-seed-gzip"])
+def test_options_give_the_local_engines_bytes(bucket_images, tmp_path, options):
+    pattern = write_parts(rows_table(bucket_images, 600), tmp_path / "rows", "parquet", 5)
+    tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False, **options)
+    tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False, **options, **DIRECT)
+    local, written = dataset(tmp_path / "local"), dataset(tmp_path / "beam")
+    assert written.keys() == local.keys()
+    assert [name for name in written if written[name] != local[name]] == []
+
+
+def test_too_many_rejected_rows_fail_the_job_as_they_fail_a_local_run(bucket_images,
+                                                                       tmp_path):
+    table = rows_table(bucket_images, 60)
+    table.loc[::3, "image_uri"] = bucket_images[0].rsplit("/", 1)[0] + "/gone.png"
+    pattern = write_parts(table, tmp_path / "rows", "csv", 3)
+    with pytest.raises(TooManyRejectedError) as local:
+        tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False,
+                           max_rejected=0.1)
+    with pytest.raises(TooManyRejectedError) as job:
+        tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False,
+                           max_rejected=0.1, **DIRECT)
+    assert job.value.num_rejected == local.value.num_rejected == 20
+    assert not (tmp_path / "beam" / "dataset.json").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _serve(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+LAUNCHER = """
+import sys, tfrecorder
+tfrecorder.convert(sys.argv[1], sys.argv[2], runner="PortableRunner", progress=False,
+                   wait=False, beam_options={"job_endpoint": sys.argv[3],
+                   "environment_type": "EXTERNAL", "environment_config": sys.argv[4]})
+print("submitted", flush=True)
+import time; time.sleep(600)  # killed here
+"""
+
+
+def test_a_job_whose_launcher_is_killed_after_submitting_leaves_a_whole_dataset(
+        bucket_images, tmp_path):
+    table = rows_table(bucket_images, 300)
+    pattern = write_parts(table, tmp_path / "rows", "parquet", 4)
+    tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False)
+    job_port, worker_port = _free_port(), _free_port()
+    servers = [
+        _serve("apache_beam.runners.portability.local_job_service_main",
+               f"--port={job_port}"),
+        _serve("apache_beam.runners.worker.worker_pool_main",
+               f"--service_port={worker_port}")]
+    try:
+        time.sleep(3)
+        out = tmp_path / "beam"
+        launcher = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER, pattern, str(out), f"localhost:{job_port}",
+             f"localhost:{worker_port}"], stdout=subprocess.PIPE, text=True)
+        assert launcher.stdout.readline().strip() == "submitted"
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait()
+        deadline = time.monotonic() + 240
+        while not (out / "dataset.json").exists() and time.monotonic() < deadline:
+            time.sleep(1)
+        time.sleep(1)  # the lock goes after the manifest
+        tfrecorder.verify(str(out))
+        assert dataset(out) == dataset(tmp_path / "local")
+    finally:
+        for server in servers:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
