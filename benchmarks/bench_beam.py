@@ -296,9 +296,10 @@ def main():
     parser.add_argument("--files", type=lambda text: [int(n) for n in text.split(",")],
                         help="--launcher: the sources' file counts (10,1000); --no-images: "
                              "the table's (10)")
-    parser.add_argument("--source", default="{dir}/",
-                        help="how the source is named, {dir} its folder (the Beam engine's)")
-    parser.add_argument("--local-source", default="{dir}/",
+    parser.add_argument("--source", default="{dir}/*.parquet",
+                        help="how the source is named, {dir} its folder (a glob is planned "
+                             "by the pipeline; a folder of Parquet files, by the launcher)")
+    parser.add_argument("--local-source", default="{dir}/*.parquet",
                         help="--no-images: the same, for the local engine")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a run may take")
     parser.add_argument("--credentials-wait", action="store_true",
