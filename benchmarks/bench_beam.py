@@ -192,13 +192,14 @@ def without_images(engine: str, source: str, out: str) -> dict:
             "peak_mb": _status_kb("VmHWM") / 1024}
 
 
-def child(args, contender_name: str, source: str, out: str, timeout: float):
-    """Runs one contender in a fresh process; its JSON (None if it was stopped) and the
-    peaks of its processes."""
+def child(args, contender_name: str, source: str, out: str):
+    """Runs one contender in a fresh process; its JSON (None if it was stopped), the
+    peaks of its processes and why it was stopped."""
     command = [sys.executable, __file__, "--contender", contender_name, "--input", source,
                "--out", out]
-    line, peaks = harness.sampled_in_fresh_process(command, timeout)
-    return (json.loads(line) if line else None), peaks
+    line, peaks, stopped = harness.sampled_in_fresh_process(
+        command, args.timeout, limit_mb=args.memory_limit_mb)
+    return (json.loads(line) if line else None), peaks, stopped
 
 
 @contextlib.contextmanager
@@ -243,14 +244,13 @@ def launcher_main(args) -> None:
             source = args.source.format(dir=linked_files(f"{folder}-{files}", files,
                                                          args.rows_per_file))
             out = f"gs://{BUCKET}/out-{files}-{time.time_ns()}"  # a stopped run's lock stays
-            found, peaks = child(args, name, source, out, args.timeout)
+            found, peaks, stopped = child(args, name, source, out)
             rows = f"{files * args.rows_per_file:,}"
             label = f"{files:,}" + (" (Beam's credentials lookup)" if name != "launcher"
                                     else "")
             if found is None:
                 peak = peaks.get(min(peaks), {}).get("rss_kb", 0) / 1024 if peaks else 0
-                print(f"| {label} | {rows} | did not finish in {args.timeout:.0f} s "
-                      f"| >= {peak:,.0f} MB | |", flush=True)
+                print(f"| {label} | {rows} | {stopped} | >= {peak:,.0f} MB | |", flush=True)
             else:
                 print(f"| {label} | {rows} | {found['seconds']:.1f} "
                       f"| {found['peak_mb']:,.0f} MB | {found['before_mb']:,.0f} MB |",
@@ -268,11 +268,10 @@ def no_images_main(args) -> None:
     print("|---|---|---|---|---|---|", flush=True)
     names = {"local": "local engine, 2 workers",
              "direct": "Beam engine, DirectRunner multi-processing, 2 workers"}
-    for engine in ("local", "direct"):
-        found, peaks = child(args, f"no-images-{engine}", sources[engine], args.out,
-                             args.timeout)
+    for engine in args.engines:
+        found, peaks, stopped = child(args, f"no-images-{engine}", sources[engine], args.out)
         speed = (f"{args.rows / found['seconds']:,.0f} | {found['seconds']:.0f}" if found
-                 else f"did not finish in {args.timeout:.0f} s | ")
+                 else f"{stopped} | ")
         for pid in sorted(peaks):
             peak = peaks[pid]
             rss = peak["rss_kb"] / 1024
@@ -302,6 +301,10 @@ def main():
     parser.add_argument("--local-source", default="{dir}/*.parquet",
                         help="--no-images: the same, for the local engine")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a run may take")
+    parser.add_argument("--engines", type=lambda text: text.split(","),
+                        default=["local", "direct"], help="--no-images: local, direct or both")
+    parser.add_argument("--memory-limit-mb", type=float, default=16_000,
+                        help="stop a run whose processes' RSS adds up to more")
     parser.add_argument("--credentials-wait", action="store_true",
                         help="--launcher: one more run with Beam's own credentials lookup")
     args = parser.parse_args()

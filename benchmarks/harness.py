@@ -99,17 +99,21 @@ def _rss_kb(pid: int) -> tuple[str, int, int]:
 class TreePeaks:
     """Every process of a tree (a root and all it starts), sampled every `every` seconds
     from a thread while the tree runs: each pid's name, its largest RSS and its largest
-    private memory, in kB. A process that lives less than `every` may be missed."""
+    private memory, in kB. A process that lives less than `every` may be missed. With
+    `limit_mb`, the tree (a session of its own) is killed once its RSS adds up to more,
+    before it takes a shared machine's memory: `stopped` then says so."""
 
-    def __init__(self, root: int, every: float = 0.2):
-        self.root, self.every = root, every
+    def __init__(self, root: int, every: float = 0.2, limit_mb: float | None = None):
+        self.root, self.every, self.limit_kb = root, every, (limit_mb or 0) * 1024
         self.peaks: dict[int, dict] = {}
+        self.stopped: str | None = None
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
         while True:
+            total = 0
             for pid in [self.root, *descendants(self.root)]:
                 try:
                     name, rss, private = _rss_kb(pid)
@@ -119,6 +123,10 @@ class TreePeaks:
                                                    "private_kb": 0})
                 peak["rss_kb"] = max(peak["rss_kb"], rss)
                 peak["private_kb"] = max(peak["private_kb"], private)
+                total += rss
+            if self.limit_kb and total > self.limit_kb and not self.stopped:
+                self.stopped = f"stopped at {total / 1024:,.0f} MB, its processes' RSS"
+                os.killpg(self.root, signal.SIGKILL)
             if self._done.wait(self.every):
                 return
 
@@ -128,22 +136,26 @@ class TreePeaks:
         return self.peaks
 
 
-def sampled_in_fresh_process(command: Sequence[str], timeout: float, every: float = 0.2
-                             ) -> tuple[str | None, dict[int, dict]]:
-    """Runs `command`, sampling the memory of it and of every process it starts
-    (`TreePeaks`); stops the whole tree after `timeout` seconds. Returns the last line it
-    printed (None if it was stopped) and the peaks of its processes."""
+def sampled_in_fresh_process(command: Sequence[str], timeout: float, every: float = 0.2,
+                             limit_mb: float | None = None
+                             ) -> tuple[str | None, dict[int, dict], str | None]:
+    """Runs `command` in a session of its own, sampling the memory of it and of every
+    process it starts (`TreePeaks`); stops the whole tree after `timeout` seconds, or
+    once it holds more than `limit_mb`. Returns the last line it printed, the peaks of
+    its processes, and why it was stopped (the line is None then)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
-    peaks = TreePeaks(process.pid, every)
+    peaks = TreePeaks(process.pid, every, limit_mb)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)  # its own session: the tree, nothing else
         process.communicate()
-        return None, peaks.stop()
+        return None, peaks.stop(), f"did not finish in {timeout:.0f} s"
     found = peaks.stop()
+    if peaks.stopped:
+        return None, found, peaks.stopped
     if process.returncode:
         sys.stderr.write(stderr[-5000:])  # why it failed
         raise subprocess.CalledProcessError(process.returncode, command)
-    return stdout.strip().splitlines()[-1], found
+    return stdout.strip().splitlines()[-1], found, None
