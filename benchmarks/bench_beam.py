@@ -24,8 +24,8 @@ retries `google.auth.default()` for 15-30 s (`--credentials-wait` measures it on
 `--no-images` converts a table without images (`--rows` rows in `--files` Parquet files:
 split UNASSIGNED, an int label, number and text columns) with the local engine (2
 workers) and the Beam engine on the DirectRunner (multi-processing, 2 workers): rows/s,
-and the peak memory of every process (the launcher and each worker, sampled from /proc
-every 0.2 s).
+and the peak memory of every process (the launcher and each worker: their VmHWM and
+private memory, read from /proc every 0.2 s).
 
     cd benchmarks && ../.venv/bin/python bench_beam.py --launcher [--rows-per-file 1000000]
     cd benchmarks && ../.venv/bin/python bench_beam.py --no-images [--rows 10000000]
@@ -275,7 +275,7 @@ def no_images_main(args) -> None:
         for pid in sorted(peaks):
             peak = peaks[pid]
             rss = peak["rss_kb"] / 1024
-            if pid == min(peaks) and found:  # the kernel's peak, not a sample's
+            if pid == min(peaks) and found:  # its peak as it returned
                 rss = max(rss, found["peak_mb"])
             what = "launcher" if pid == min(peaks) else _role(peak["name"])
             print(f"| {names[engine]} | {speed} | {what} | {rss:,.0f} MB "

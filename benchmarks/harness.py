@@ -82,24 +82,27 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def _rss_kb(pid: int) -> tuple[str, int, int]:
-    """A process's name, its RSS and the part of it no other process shares (Private_*
-    of smaps_rollup: a forked worker's RSS also counts the pages it shares with its
-    parent, which cost nothing more)."""
+def _rss_kb(pid: int) -> tuple[str, int, int, int]:
+    """A process's name, its RSS now, its peak RSS (VmHWM: kept by the kernel between
+    samples, and reset by fork and by exec) and the part of its RSS no other process
+    shares (Private_* of smaps_rollup: a forked worker's RSS also counts the pages it
+    shares with its parent, which cost nothing more)."""
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         words = f.read().split(b"\0")
     name = " ".join(word.decode(errors="replace") for word in words[:4] if word)[:120]
     with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        fields = dict(line.split(":", 1) for line in f)
+    rss, peak = (int(fields[name].split()[0]) for name in ("VmRSS", "VmHWM"))
     with open(f"/proc/{pid}/smaps_rollup") as f:
         private = sum(int(line.split()[1]) for line in f if line.startswith("Private_"))
-    return name, rss, private
+    return name, rss, peak, private
 
 
 class TreePeaks:
     """Every process of a tree (a root and all it starts), sampled every `every` seconds
-    from a thread while the tree runs: each pid's name, its largest RSS and its largest
-    private memory, in kB. A process that lives less than `every` may be missed. With
+    from a thread while the tree runs: each pid's name, its peak RSS (the kernel's, last
+    seen) and its largest private memory sampled, in kB. A process that lives less than
+    `every` may be missed. With
     `limit_mb`, the tree (a session of its own) is killed once its RSS adds up to more,
     before it takes a shared machine's memory: `stopped` then says so."""
 
@@ -116,12 +119,12 @@ class TreePeaks:
             total = 0
             for pid in [self.root, *descendants(self.root)]:
                 try:
-                    name, rss, private = _rss_kb(pid)
-                except (OSError, StopIteration, ValueError):  # exited meanwhile
+                    name, rss, hwm, private = _rss_kb(pid)
+                except (OSError, KeyError, ValueError):  # exited meanwhile
                     continue
                 peak = self.peaks.setdefault(pid, {"name": name, "rss_kb": 0,
                                                    "private_kb": 0})
-                peak["rss_kb"] = max(peak["rss_kb"], rss)
+                peak["rss_kb"] = max(peak["rss_kb"], hwm)
                 peak["private_kb"] = max(peak["private_kb"], private)
                 total += rss
             if self.limit_kb and total > self.limit_kb and not self.stopped:
