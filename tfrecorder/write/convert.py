@@ -143,7 +143,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     engine = engine_for(options)
     files = table_files(source) if options.beam.runner is not None else None
     if files is not None:  # the pipeline reads and plans them; this process, never a row
-        from tfrecorder.write.engines.beam_plan import convert_in_pipeline
+        from tfrecorder.write.engines.beam_files import convert_in_pipeline
 
         with _sigterm_as_interrupt():
             manifest, run = convert_in_pipeline(files, output_dir, options)

@@ -225,7 +225,7 @@ def _num_classes(plan: Plan) -> int:
 class SourceRows:
     """The source's rows by position, which the report of rejected rows and of
     duplicates names: here a table's, held whole (a pipeline that never holds the table
-    looks them up in its files instead: `beam_plan.FileRows`)."""
+    looks them up in its files instead: `beam_files.FileRows`)."""
 
     source: pd.DataFrame  # the rows as the user gave them
     image_uris: Sequence[str] | None  # the images, by position; None: no images

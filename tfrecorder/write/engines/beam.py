@@ -147,6 +147,15 @@ class BeamEngine:
                                                    self.options.pipeline_options())
 
 
+    def write(self, plan: Plan, table: Table, folder: OutputFolder, *, header: Manifest,
+              journal: Journal, limit: RejectionLimit) -> EngineRun:
+        return write_beam(plan, table, folder, header=header, journal=journal, limit=limit,
+                          runner=self.options.runner,
+                          beam_options=self.pipeline_options,
+                          on_error=self.on_error, wait=self.options.waits,
+                          progress=self.progress)
+
+
 def submission_options(runner: str, output_dir: str, pipeline_options: dict) -> dict:
     """The options a job is submitted with, checked (`check_runner`); for Dataflow, an
     output its workers can reach and a `temp_location` (`temp_location_for`)."""
@@ -156,14 +165,6 @@ def submission_options(runner: str, output_dir: str, pipeline_options: dict) -> 
             pipeline_options["temp_location"] = temp_location_for(output_dir)
     check_runner(runner, pipeline_options)
     return pipeline_options
-
-    def write(self, plan: Plan, table: Table, folder: OutputFolder, *, header: Manifest,
-              journal: Journal, limit: RejectionLimit) -> EngineRun:
-        return write_beam(plan, table, folder, header=header, journal=journal, limit=limit,
-                          runner=self.options.runner,
-                          beam_options=self.pipeline_options,
-                          on_error=self.on_error, wait=self.options.waits,
-                          progress=self.progress)
 
 
 def write_beam(

@@ -1,9 +1,8 @@
-"""The plan made by the pipeline: a source of many table files (`rows/*.parquet`) on a
-Beam runner, which the launcher never reads.
+"""The plan made by the pipeline's transforms, for a source of many table files on a
+Beam runner (`beam_files` runs the job): no process holds the table.
 
-The launcher lists the files and submits the graph; a billion rows cost it what ten do.
-The job applies `plan`'s rules, which each look at one row (or one file) at a time, so
-it writes the local engine's bytes without any process holding the table:
+`plan`'s rules each look at one row (or one file) at a time, so these steps apply them as
+the local engine does and give its bytes:
 
 1. **CheckFiles.** Each file is read and validated (`table_files.file_table`), its
    labels checked (`plan.plan_labels`), its rows' splits and order keys drawn
@@ -12,7 +11,7 @@ it writes the local engine's bytes without any process holding the table:
    rows' places: split, key and row, as arrays.
 2. **Plan.** One step over every file's facts. It is the gate: the first file's error
    stops the job here, and every step that reads an image takes its result as a side
-   input, so none starts before it. Otherwise: the files are checked to be of one kind
+   input, so none starts before it. Otherwise the files are checked to be of one kind
    (`concat_tables`' checks), the label vocabulary is made from the labels found, a
    row's position is its file's offset plus its row, and each split's shard count comes
    from the size of the records of the 32 rows first in the order (as the local engine
@@ -20,59 +19,37 @@ it writes the local engine's bytes without any process holding the table:
 3. **Boundaries.** Where each shard of each split starts in its order: keys are counted
    in 4,096 buckets of their top bits, and only the buckets that hold a boundary rank
    are sorted (`shard_boundaries`' ranks: contiguous shards, within one of each other).
-4. **Rows.** Each file is read again and its rows built as the local engine builds them
-   (`PlannedTable`), sent to their shards, sorted there by (key, position) and written
-   by the Beam engine's `_WriteShard`.
-5. **Finish.** The manifest, statistics, duplicates, rejected rows and TFDS files are
-   written by `finish.finish` in the job, so the dataset is complete whether or not the
-   launcher is still there. Reports look their rows up in the files (`FileRows`).
-
-Reading each file twice costs a second read of the table (no image), which spares the
-shuffle the wide rows before their shard is known.
+4. **RowsToShards.** Each file is read again and its rows built as the local engine
+   builds them (`PlannedTable`), each keyed by its shard, with the (key, position) its
+   shard sorts it by. Reading each file twice costs a second read of the table (no
+   image), which spares the shuffle the wide rows before their shard is known.
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
-import logging
-import pickle
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import apache_beam as beam
 import numpy as np
 import pandas as pd
+from apache_beam.pvalue import AsSingleton
 
-from tfrecorder.errors import ConversionAborted, Option, OptionError, TFRecorderError
+from tfrecorder.errors import TFRecorderError
 from tfrecorder.format.layouts import record_layout
-from tfrecorder.format.manifest import LABEL, Manifest, read_manifest
+from tfrecorder.format.manifest import LABEL, Manifest, shard_filename
 from tfrecorder.format.splits import SPLITS
-from tfrecorder.options import ConvertOptions, RecordOptions
+from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, RecordOptions
 from tfrecorder.sources import concat_tables
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.table_files import file_table
-from tfrecorder.storage import fs
-from tfrecorder.write import output
-from tfrecorder.write.engines import EngineRun
-from tfrecorder.write.engines.beam import (
-    Progress,
-    _new_temp_folders,
-    _options,
-    _WriteShard,
-    submission_options,
-    with_worker_package,
-)
 from tfrecorder.write.finish import (
     RejectionLimit,
     SourceReport,
-    SourceRows,
-    Written,
-    finish,
     manifest_header,
     source_rejection_error,
 )
-from tfrecorder.write.output import OutputFolder, private_temp_dir
 from tfrecorder.write.plan import (
     Plan,
     RowColumn,
@@ -82,36 +59,50 @@ from tfrecorder.write.plan import (
     row_identities,
     sample_rows,
     shard_boundaries,
+    shuffled_order,
     split_codes,
     stored_features,
     warn_of_empty_splits,
 )
 from tfrecorder.write.planned_table import PlannedTable
 from tfrecorder.write.prefetch import mean_record_bytes
-from tfrecorder.write.resume import Journal
-
-logger = logging.getLogger(__name__)
 
 _BUCKET_SHIFT = np.uint64(52)  # keys' top 12 bits: 4,096 buckets
 _NUM_BUCKETS = 1 << 12
-_ERROR_FILE = "error.pkl"  # the job's error, for a launcher that waits
 
 
-def check_pipeline_options(options: ConvertOptions) -> None:
-    """Refuses, at submit time, what a plan made in the pipeline cannot do, with why."""
-    if options.split.stratify:
-        raise OptionError(
-            Option("stratify", True), " ranks every UNASSIGNED row of the table together, "
-            "which a pipeline that reads the table file by file does not do. Give the rows "
-            "a split column, leave ", Option("stratify"), " out (each row's split from its "
-            "own hash), or convert with the local engine (no ", Option("runner"), ").",
-            option="stratify")
-    if options.output.resume:
-        raise OptionError(
-            Option("resume", True), " checks the interrupted run's table row by row, "
-            "which the launcher of a pipeline never reads. Convert again with ",
-            Option("overwrite", True), "; Beam's runners retry failed work themselves.",
-            option="resume")
+class PlanFiles(beam.PTransform):
+    """Steps 1-4, on the listed files (`(index, (path, name))`, in the source's order).
+    Returns the plan (one `PipelinePlan`), every shard's index (so that an empty shard is
+    written too) and the rows keyed by their shard. `guard` wraps the plan step (its
+    error is the table's: `beam_files` hands it to a launcher that waits)."""
+
+    def __init__(self, options: ConvertOptions, dataflow_output: str | None,
+                 guard: Callable[[Callable], Callable]):
+        super().__init__()
+        self.options, self.dataflow_output, self.guard = options, dataflow_output, guard
+
+    def expand(self, listed):
+        checked = listed | "CheckFiles" >> beam.ParDo(
+            _CheckFile(self.options, self.dataflow_output)).with_outputs(
+                _CheckFile.PLACES, main="facts")
+        planned = (checked.facts
+                   | "AllFacts" >> beam.combiners.ToList()
+                   | "Plan" >> beam.Map(self.guard(_plan), self.options))
+        plan = AsSingleton(planned)
+        counts = AsSingleton(checked.places | "CountBuckets" >> beam.CombineGlobally(
+            _CountBuckets()))
+        starts = AsSingleton(
+            checked.places
+            | "KeysAtBoundaries" >> beam.FlatMap(_keys_in_wanted_buckets, plan, counts)
+            | "ByBucket" >> beam.GroupByKey()
+            | "Boundaries" >> beam.FlatMap(_boundaries_in_bucket, plan, counts)
+            | "AllBoundaries" >> beam.combiners.ToList()
+            | "BySplit" >> beam.Map(_by_split, plan))
+        rows = listed | "RowsToShards" >> beam.FlatMap(_rows_to_shards, self.options, plan,
+                                                       starts)
+        keys = planned | "ShardIndices" >> beam.FlatMap(_all_shards)
+        return planned, keys, rows
 
 
 # --- 1. each file's facts ---------------------------------------------------------------
@@ -123,8 +114,9 @@ class FileFacts:
 
     index: int
     path: str
+    name: str  # as messages name it (`table_files.file_names`)
     num_rows: int = 0
-    head: Table | None = None  # the file's table without its rows: its kind and columns
+    head: Table | None = None  # the file's table with one row: its kind and columns
     labels: list = field(default_factory=list)  # each distinct label once
     categories: dict = field(default_factory=dict)  # categorical column -> its values
     split_counts: tuple[int, ...] = (0, 0, 0)
@@ -143,10 +135,11 @@ class FilePlaces:
     keys: np.ndarray  # uint64, `plan.order_keys`
 
 
-def _file_plan(path: str, index: int, options: ConvertOptions
+def _file_plan(path: str, name: str, options: ConvertOptions
                ) -> tuple[Table, tuple, np.ndarray, np.ndarray]:
-    """One file's table, labels, split codes and order keys, by the local engine's rules."""
-    table = file_table(path, options.table)
+    """One file's table, labels, split codes and order keys, by the local engine's rules
+    (`name`: the file's, as the local engine names it: `table_files.file_names`)."""
+    table = file_table(path, options.table, name)
     labels = plan_labels(table, options.split)
     codes = split_codes(table, options.split.fractions, warn=False)
     keys = order_keys(row_identities(table), options.split.seed)
@@ -162,21 +155,20 @@ class _CheckFile(beam.DoFn):
         self.options, self.check_dataflow = options, check_dataflow
 
     def process(self, element):
-        index, path = element
+        index, (path, name) = element
         try:
-            table, (vocabulary, _), codes, keys = _file_plan(path, index, self.options)
+            table, _, codes, keys = _file_plan(path, name, self.options)
             if self.check_dataflow is not None:
                 from tfrecorder.write.engines.beam import check_dataflow
 
                 check_dataflow(self.check_dataflow, table)
         except TFRecorderError as error:
-            yield FileFacts(index, path, error=error)
+            yield FileFacts(index, path, name, error=error)
             return
-        order = np.argsort(keys, kind="stable")
-        sample = [(int(keys[row.position]), row.position, row)
-                  for row in sample_rows(table, order)]
+        sample = [(int(keys[row.position]), row.position, row) for row
+                  in sample_rows(table, shuffled_order(table, self.options.split.seed))]
         yield FileFacts(
-            index, path, len(table.rows), _head(table), _distinct_labels(table),
+            index, path, name, len(table.rows), _head(table), _distinct_labels(table),
             {c.name: _distinct(table.rows[c.name], bool(c.shape))
              for c in table.inputs if c.kind == "categorical"},
             tuple(np.bincount(codes, minlength=len(SPLITS)).tolist()),
@@ -186,10 +178,16 @@ class _CheckFile(beam.DoFn):
 
 
 def _head(table: Table) -> Table:
-    """The table without its rows: what its kind, columns and label map are."""
-    return replace(table, rows=table.rows.iloc[:0], source=table.source.iloc[:0],
+    """The table with one row, a labelled one if it has any: what its kind, columns,
+    labels' kind and label map are (`concat_tables` checks the files alike by them)."""
+    first = 0
+    if table.has_labels and not table.multi_label:
+        labelled = np.flatnonzero(table.rows[LABEL].notna().to_numpy())
+        first = int(labelled[0]) if len(labelled) else 0
+    keep = slice(first, first + 1)
+    return replace(table, rows=table.rows.iloc[keep], source=table.source.iloc[keep],
                    rejected_rows=None, skipped_annotations=None, cell_words={},
-                   number_grids={name: grid[:0] for name, grid in table.number_grids.items()})
+                   number_grids={name: grid[keep] for name, grid in table.number_grids.items()})
 
 
 def _distinct(column: pd.Series, lists: bool) -> list:
@@ -209,6 +207,7 @@ class PipelinePlan:
     """What every later step needs, from every file's facts: no row."""
 
     paths: tuple[str, ...]
+    names: tuple[str, ...]  # as messages name them (`table_files.file_names`)
     offsets: tuple[int, ...]  # each file's first row's position in the table
     vocabulary: tuple[str, ...] | None
     vocabularies: dict
@@ -229,8 +228,6 @@ class PipelinePlan:
     @property
     def shards(self) -> list[tuple[str, str]]:
         """(split, file name) of every shard, in writing order."""
-        from tfrecorder.format.manifest import shard_filename
-
         return [(split, shard_filename(split, index, count, self.header.compression))
                 for split, count in zip(SPLITS, self.shard_counts)
                 for index in range(count)]
@@ -251,8 +248,8 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     failed = next((f for f in facts if f.error is not None), None)
     if failed is not None:
         raise failed.error
-    heads = {f.path: f.head for f in facts}
-    head = concat_tables(heads, {path: path for path in heads}) if len(heads) > 1 \
+    heads = {f.name: f.head for f in facts}
+    head = concat_tables(heads, {name: name for name in heads}) if len(heads) > 1 \
         else next(iter(heads.values()))
     vocabulary, num_classes = _labels(head, facts, options)
     vocabularies = {c.name: c.categories or tuple(sorted(
@@ -268,7 +265,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
         warn_of_empty_splits(counts, num_unassigned, options.split.fractions, False)
     sample = [row for _, _, row in sorted(
         ((key, (f.index, position), row) for f in facts for key, position, row in f.sample),
-        key=lambda item: item[:2])][:max(len(f.sample) for f in facts)]
+        key=lambda item: item[:2])][:SIZE_SAMPLE]
     record_bytes = mean_record_bytes(sample, options, stored_features(
         head, options.image, vocabulary))
     shard_counts = tuple(options.shards.count(split, n, record_bytes)
@@ -288,9 +285,9 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     if limit.exceeded(0):
         raise limit.error([])
     ids_given = options.split.class_names is not None or head.class_names is not None
-    return PipelinePlan(tuple(f.path for f in facts), offsets, vocabulary, vocabularies,
-                        encoder, counts, shard_counts, header, limit, report,
-                        vocabulary is not None and not ids_given)
+    return PipelinePlan(tuple(f.path for f in facts), tuple(f.name for f in facts), offsets,
+                        vocabulary, vocabularies, encoder, counts, shard_counts, header,
+                        limit, report, vocabulary is not None and not ids_given)
 
 
 def _labels(head: Table, facts: list[FileFacts], options: ConvertOptions
@@ -394,11 +391,11 @@ def _by_split(found: list, plan: PipelinePlan) -> dict[int, list]:
 def _rows_to_shards(element, options: ConvertOptions, plan: PipelinePlan, starts: dict):
     """Step 4: a file read again, each row built as the local engine builds it, keyed by
     its shard, with its (key, position) to sort by."""
-    index, path = element
+    index, (path, name) = element
     if plan.numbers_labels:  # by the dataset's vocabulary, not the file's own
         options = replace(options, split=replace(
             options.split, label_vocabulary=plan.vocabulary, new_labels="error"))
-    table, (_, label_ids), codes, keys = _file_plan(path, index, options)
+    table, (_, label_ids), codes, keys = _file_plan(path, name, options)
     planned = PlannedTable(plan.file_plan(table, label_ids), table)
     offset = plan.offsets[index]
     for code, split in enumerate(SPLITS):
@@ -414,214 +411,5 @@ def _rows_to_shards(element, options: ConvertOptions, plan: PipelinePlan, starts
                 yield shard, (where, built._replace(position=offset + row))
 
 
-def _all_shards(_, plan: PipelinePlan):
+def _all_shards(plan: PipelinePlan):
     return [(index, None) for index in range(len(plan.shards))]
-
-
-# --- 5. the finish, in the job ------------------------------------------------------------
-
-
-class FileRows:
-    """The source's rows by position (as `finish.SourceRows` gives them), looked up in
-    its files: only the files that hold a row a report names are read again, each once."""
-
-    image_column = None  # rows come described (`SourceRows.at`)
-
-    def __init__(self, plan: PipelinePlan, options: ConvertOptions):
-        self.plan, self.options, self._tables = plan, options, {}
-        has_images = bool(plan.paths) and self._table(0).has_images
-        self.image_uris = _ByPosition(self, lambda table, row: table.image_references[row]) \
-            if has_images else None
-
-    def _table(self, index: int) -> Table:
-        if index not in self._tables:
-            self._tables[index] = file_table(self.plan.paths[index], self.options.table)
-        return self._tables[index]
-
-    def _where(self, position: int) -> tuple[int, int]:
-        """The file and the row in it of a position in the table."""
-        index = bisect.bisect_right(self.plan.offsets, position) - 1
-        return index, position - self.plan.offsets[index]
-
-    @property
-    def index(self):
-        return _ByPosition(self, lambda table, row: table.source.index[row],
-                           name=self._table(0).source.index.name)
-
-    def at(self, positions: Sequence[int]) -> pd.DataFrame:
-        by_file: dict[int, list[int]] = {}
-        for position in positions:
-            index, row = self._where(position)
-            by_file.setdefault(index, []).append(row)
-        parts = [SourceRows.of(self._table(index)).at(rows)
-                 for index, rows in by_file.items()]
-        return pd.concat(parts) if parts else SourceRows.of(self._table(0)).at([])
-
-
-class _ByPosition:
-    """A column of the source by position (`FileRows`), as reports index it."""
-
-    def __init__(self, rows: FileRows, value, name=None):
-        self.rows, self.value, self.name = rows, value, name
-
-    def __getitem__(self, position: int):
-        index, row = self.rows._where(int(position))
-        return self.value(self.rows._table(index), row)
-
-
-def _finish_in_job(results, plan: PipelinePlan, folder: OutputFolder, journal: Journal,
-                   options: ConvertOptions) -> None:
-    """Step 5: the dataset's last files, then the folder's lock released."""
-    results = sorted(results, key=lambda item: item[0])
-    written = Written([shard for _, shard, _ in results],
-                      [r for _, _, rejected in results for r in rejected])
-    finish(folder, plan.header, written, journal, plan.limit, FileRows(plan, options),
-           plan.report)
-    output.release(folder)
-
-
-def _in_job(step, error_file: str | None):
-    """`step`, whose error is also written to `error_file` for a launcher that waits (a
-    runner in other processes sends it back as text only)."""
-    def run(*args, **kwargs):
-        try:
-            return step(*args, **kwargs)
-        except TFRecorderError as error:
-            if error_file is not None:
-                with contextlib.suppress(Exception):
-                    fs.write_bytes(error_file, pickle.dumps(error))
-            raise
-    return run
-
-
-# --- the launcher -----------------------------------------------------------------------
-
-
-def convert_in_pipeline(files: list[str], output_dir: str, options: ConvertOptions
-                        ) -> tuple[Manifest | None, EngineRun]:
-    """`convert` for a source of many files on a Beam runner: checks the options, claims
-    the folder, submits the job; with `wait`, returns its manifest once it is done (else
-    None)."""
-    check_pipeline_options(options)
-    runner = options.beam.runner
-    pipeline_options = submission_options(runner, output_dir, options.beam.pipeline_options())
-    dry_run = bool(pipeline_options.get("dry_run"))
-    wait = options.beam.waits and not dry_run
-    run_id = output.new_run_id()
-    fs.check_access([], output_dir, f".tfrecorder-probe-{run_id}")
-    with output.claim(output_dir, run_id, resume=False,
-                      overwrite=options.output.overwrite) as folder, \
-            with_worker_package(runner, pipeline_options) as pipeline_options, \
-            contextlib.ExitStack() as stack:
-        folder.clear(folder.existing)
-        journal = Journal(folder, run_id, resumable=False)
-        error_file = None
-        if wait:
-            temp_root = pipeline_options.get("temp_location")
-            staging = (fs.join(temp_root, f"tfrecorder-{run_id}") if temp_root else
-                       stack.enter_context(private_temp_dir("staging")))
-            error_file = fs.join(staging, _ERROR_FILE)
-        result, made = None, []
-        try:
-            pipeline = _pipeline(files, folder, journal, options, runner, pipeline_options,
-                                 error_file, output_dir if runner == "DataflowRunner" else None)
-            with _new_temp_folders() as made:
-                result = _run(pipeline, wait, error_file)
-            folder.handed_over = not wait and not dry_run
-        except BaseException as error:
-            folder.clean_up(keep_committed=False)
-            if isinstance(error, (TFRecorderError, KeyboardInterrupt)):
-                raise
-            raise ConversionAborted(f"the Beam pipeline failed; no dataset was written to "
-                                    f"{output_dir!r}: {error}") from error
-        finally:
-            output.remove_empty_folders(made)
-            if error_file is not None and fs.is_remote(error_file):
-                with contextlib.suppress(Exception):
-                    fs.delete([error_file])
-    manifest = read_manifest(output_dir) if wait else None
-    job_id = result.job_id() if hasattr(result, "job_id") else None
-    return manifest, EngineRun(_written_of(manifest), job_id, result)
-
-
-def _run(pipeline: beam.Pipeline, wait: bool, error_file: str | None):
-    """Submits the job (a local runner runs it here) and with `wait`, waits for it. A
-    job that failed on purpose (a table error, too many rejected rows) raises its own
-    error, as the job wrote it; Ctrl-C cancels a job still running."""
-    result = None
-    try:
-        result = pipeline.run()
-        if wait:
-            result.wait_until_finish()
-            state = str(getattr(result, "state", ""))
-            if "FAILED" in state or "CANCELLED" in state:
-                raise ConversionAborted(f"the Beam job ended {state}")
-        return result
-    except BaseException as error:
-        if result is not None and isinstance(error, KeyboardInterrupt):
-            with contextlib.suppress(Exception):
-                result.cancel()
-        if isinstance(error, Exception) and error_file is not None and fs.exists(error_file):
-            raise pickle.loads(fs.read_bytes(error_file)) from None
-        raise
-
-
-def _written_of(manifest: Manifest | None) -> Written | None:
-    """What the job wrote, from its manifest (the launcher had no part in it)."""
-    if manifest is None:
-        return None
-    from tfrecorder.write.finish import WrittenShard
-
-    shards = [WrittenShard(split, shard.file, shard.num_records, shard.num_bytes, 0)
-              for split, shard in manifest.shards]
-    return _Counted(shards, [], manifest.rejected.num_rows)
-
-
-@dataclass(frozen=True)
-class _Counted(Written):
-    num_rejected: int = 0
-
-    @property
-    def metrics(self) -> dict[str, int]:
-        written = sum(shard.num_records for shard in self.shards)
-        return {"rows_read": written + self.num_rejected, "records_written": written,
-                "rows_rejected": self.num_rejected}
-
-
-def _pipeline(files: list[str], folder: OutputFolder, journal: Journal,
-              options: ConvertOptions, runner: str, pipeline_options: dict,
-              error_file: str | None, dataflow_output: str | None) -> beam.Pipeline:
-    """The job's graph: files in, dataset out (steps 1-5)."""
-    from apache_beam.pvalue import AsSingleton
-
-    pipeline = beam.Pipeline(options=_options(runner, pipeline_options))
-    listed = (pipeline
-              | "ListedFiles" >> beam.Create(list(enumerate(files)))
-              | "SpreadFiles" >> beam.Reshuffle())
-    checked = listed | "CheckFiles" >> beam.ParDo(
-        _CheckFile(options, dataflow_output)).with_outputs(_CheckFile.PLACES, main="facts")
-    plan = AsSingleton(checked.facts
-                       | "AllFacts" >> beam.combiners.ToList()
-                       | "Plan" >> beam.Map(_in_job(_plan, error_file), options))
-    counts = AsSingleton(checked.places | "CountBuckets" >> beam.CombineGlobally(
-        _CountBuckets()))
-    starts = AsSingleton(
-        checked.places
-        | "KeysAtBoundaries" >> beam.FlatMap(_keys_in_wanted_buckets, plan, counts)
-        | "ByBucket" >> beam.GroupByKey()
-        | "Boundaries" >> beam.FlatMap(_boundaries_in_bucket, plan, counts)
-        | "AllBoundaries" >> beam.combiners.ToList()
-        | "BySplit" >> beam.Map(_by_split, plan))
-    rows = listed | "RowsToShards" >> beam.FlatMap(_rows_to_shards, options, plan, starts)
-    keys = (pipeline | "Once" >> beam.Create([None])
-            | "ShardIndices" >> beam.FlatMap(_all_shards, plan))
-    written = ({"key": keys, "rows": rows}
-               | "GroupByShard" >> beam.CoGroupByKey()
-               | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
-                   folder, None, None, None, options.reject.on_error, journal,
-                   Progress(folder.run_id, 0, False)), plan))
-    _ = (written
-         | "AllShards" >> beam.combiners.ToList()
-         | "Finish" >> beam.Map(_in_job(_finish_in_job, error_file), plan, folder, journal,
-                                options))
-    return pipeline

@@ -1,0 +1,248 @@
+"""The Beam engine for a source of many table files (`rows/*.parquet`): the launcher
+lists the files and submits the job, which reads, plans (`beam_plan.PlanFiles`) and
+writes the dataset, and finishes it, so a billion rows cost the launcher what ten do.
+
+The shards are encoded and written by the Beam engine's `_WriteShard`; the manifest,
+statistics, duplicates, rejected rows and TFDS files by `finish.finish`, in the job, so
+the dataset is complete whether or not the launcher is still there. Reports look their
+rows up in the files (`FileRows`). An error the job raises on purpose (a table error at
+the gate, too many rejected rows) reaches a launcher that waits as itself.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import apache_beam as beam
+import pandas as pd
+from apache_beam.pvalue import AsSingleton
+
+from tfrecorder.errors import ConversionAborted, Option, OptionError, TFRecorderError
+from tfrecorder.format.manifest import Manifest, read_manifest
+from tfrecorder.options import ConvertOptions
+from tfrecorder.sources.table import Table
+from tfrecorder.sources.table_files import file_names, file_table
+from tfrecorder.storage import fs
+from tfrecorder.write import output
+from tfrecorder.write.engines import EngineRun
+from tfrecorder.write.engines.beam import (
+    Progress,
+    _new_temp_folders,
+    _options,
+    _WriteShard,
+    submission_options,
+    with_worker_package,
+)
+from tfrecorder.write.engines.beam_plan import PipelinePlan, PlanFiles
+from tfrecorder.write.finish import SourceRows, Written, WrittenShard, finish
+from tfrecorder.write.output import OutputFolder, private_temp_dir
+from tfrecorder.write.resume import Journal
+
+_ERROR_FILE = "error.pkl"  # the job's error, for a launcher that waits
+
+
+def check_pipeline_options(options: ConvertOptions) -> None:
+    """Refuses, at submit time, what a plan made in the pipeline cannot do, with why."""
+    if options.split.stratify:
+        raise OptionError(
+            Option("stratify", True), " ranks every UNASSIGNED row of the table together, "
+            "which a pipeline that reads the table file by file does not do. Give the rows "
+            "a split column, leave ", Option("stratify"), " out (each row's split from its "
+            "own hash), or convert with the local engine (no ", Option("runner"), ").",
+            option="stratify")
+    if options.output.resume:
+        raise OptionError(
+            Option("resume", True), " checks the interrupted run's table row by row, "
+            "which the launcher of a pipeline never reads. Convert again with ",
+            Option("overwrite", True), "; Beam's runners retry failed work themselves.",
+            option="resume")
+
+
+class FileRows:
+    """The source's rows by position (as `finish.SourceRows` gives them), looked up in
+    its files: only the files that hold a row a report names are read again, each once."""
+
+    image_column = None  # rows come described (`SourceRows.at`)
+
+    def __init__(self, plan: PipelinePlan, options: ConvertOptions):
+        self.plan, self.options, self._tables = plan, options, {}
+        has_images = bool(plan.paths) and self._table(0).has_images
+        self.image_uris = _ByPosition(self, lambda table, row: table.image_references[row]) \
+            if has_images else None
+
+    def _table(self, index: int) -> Table:
+        if index not in self._tables:
+            self._tables[index] = file_table(self.plan.paths[index], self.options.table,
+                                             self.plan.names[index])
+        return self._tables[index]
+
+    def _where(self, position: int) -> tuple[int, int]:
+        """The file and the row in it of a position in the table."""
+        index = bisect.bisect_right(self.plan.offsets, position) - 1
+        return index, position - self.plan.offsets[index]
+
+    @property
+    def index(self):
+        return _ByPosition(self, lambda table, row: table.source.index[row],
+                           name=self._table(0).source.index.name)
+
+    def at(self, positions: Sequence[int]) -> pd.DataFrame:
+        by_file: dict[int, list[int]] = {}
+        for position in positions:
+            index, row = self._where(position)
+            by_file.setdefault(index, []).append(row)
+        parts = [SourceRows.of(self._table(index)).at(rows)
+                 for index, rows in by_file.items()]
+        return pd.concat(parts) if parts else SourceRows.of(self._table(0)).at([])
+
+
+class _ByPosition:
+    """A column of the source by position (`FileRows`), as reports index it."""
+
+    def __init__(self, rows: FileRows, value, name=None):
+        self.rows, self.value, self.name = rows, value, name
+
+    def __getitem__(self, position: int):
+        index, row = self.rows._where(int(position))
+        return self.value(self.rows._table(index), row)
+
+
+def _finish_in_job(results, plan: PipelinePlan, folder: OutputFolder, journal: Journal,
+                   options: ConvertOptions) -> None:
+    """Step 5: the dataset's last files, then the folder's lock released."""
+    results = sorted(results, key=lambda item: item[0])
+    written = Written([shard for _, shard, _ in results],
+                      [r for _, _, rejected in results for r in rejected])
+    finish(folder, plan.header, written, journal, plan.limit, FileRows(plan, options),
+           plan.report)
+    output.release(folder)
+
+
+def _in_job(step, error_file: str | None):
+    """`step`, whose error is also written to `error_file` for a launcher that waits (a
+    runner in other processes sends it back as text only)."""
+    def run(*args, **kwargs):
+        try:
+            return step(*args, **kwargs)
+        except TFRecorderError as error:
+            if error_file is not None:
+                with contextlib.suppress(Exception):
+                    fs.write_bytes(error_file, pickle.dumps(error))
+            raise
+    return run
+
+
+def convert_in_pipeline(files: list[str], output_dir: str, options: ConvertOptions
+                        ) -> tuple[Manifest | None, EngineRun]:
+    """`convert` for a source of many files on a Beam runner: checks the options, claims
+    the folder, submits the job; with `wait`, returns its manifest once it is done (else
+    None)."""
+    check_pipeline_options(options)
+    runner = options.beam.runner
+    pipeline_options = submission_options(runner, output_dir, options.beam.pipeline_options())
+    dry_run = bool(pipeline_options.get("dry_run"))
+    wait = options.beam.waits and not dry_run
+    run_id = output.new_run_id()
+    fs.check_access([], output_dir, f".tfrecorder-probe-{run_id}")
+    with output.claim(output_dir, run_id, resume=False,
+                      overwrite=options.output.overwrite) as folder, \
+            with_worker_package(runner, pipeline_options) as pipeline_options, \
+            contextlib.ExitStack() as stack:
+        folder.clear(folder.existing)
+        journal = Journal(folder, run_id, resumable=False)
+        error_file = None
+        if wait:
+            temp_root = pipeline_options.get("temp_location")
+            staging = (fs.join(temp_root, f"tfrecorder-{run_id}") if temp_root else
+                       stack.enter_context(private_temp_dir("staging")))
+            error_file = fs.join(staging, _ERROR_FILE)
+        result, made = None, []
+        try:
+            pipeline = _pipeline(files, folder, journal, options, runner, pipeline_options,
+                                 error_file, output_dir if runner == "DataflowRunner" else None)
+            with _new_temp_folders() as made:
+                result = _run(pipeline, wait, error_file)
+            folder.handed_over = not wait and not dry_run
+        except BaseException as error:
+            folder.clean_up(keep_committed=False)
+            if isinstance(error, (TFRecorderError, KeyboardInterrupt)):
+                raise
+            raise ConversionAborted(f"the Beam pipeline failed; no dataset was written to "
+                                    f"{output_dir!r}: {error}") from error
+        finally:
+            output.remove_empty_folders(made)
+            if error_file is not None and fs.is_remote(error_file):
+                with contextlib.suppress(Exception):
+                    fs.delete([error_file])
+    manifest = read_manifest(output_dir) if wait else None
+    job_id = result.job_id() if hasattr(result, "job_id") else None
+    return manifest, EngineRun(_written_of(manifest), job_id, result)
+
+
+def _run(pipeline: beam.Pipeline, wait: bool, error_file: str | None):
+    """Submits the job (a local runner runs it here) and with `wait`, waits for it. A
+    job that failed on purpose (a table error, too many rejected rows) raises its own
+    error, as the job wrote it; Ctrl-C cancels a job still running."""
+    result = None
+    try:
+        result = pipeline.run()
+        if wait:
+            result.wait_until_finish()
+            state = str(getattr(result, "state", ""))
+            if "FAILED" in state or "CANCELLED" in state:
+                raise ConversionAborted(f"the Beam job ended {state}")
+        return result
+    except BaseException as error:
+        if result is not None and isinstance(error, KeyboardInterrupt):
+            with contextlib.suppress(Exception):
+                result.cancel()
+        if isinstance(error, Exception) and error_file is not None and fs.exists(error_file):
+            raise pickle.loads(fs.read_bytes(error_file)) from None
+        raise  # an ImageError of `on_error="raise"` as it is: it names the image
+
+
+def _written_of(manifest: Manifest | None) -> Written | None:
+    """What the job wrote, from its manifest (the launcher had no part in it)."""
+    if manifest is None:
+        return None
+    shards = [WrittenShard(split, shard.file, shard.num_records, shard.num_bytes, 0)
+              for split, shard in manifest.shards]
+    return _Counted(shards, [], manifest.rejected.num_rows)
+
+
+@dataclass(frozen=True)
+class _Counted(Written):
+    num_rejected: int = 0
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        written = sum(shard.num_records for shard in self.shards)
+        return {"rows_read": written + self.num_rejected, "records_written": written,
+                "rows_rejected": self.num_rejected}
+
+
+def _pipeline(files: list[str], folder: OutputFolder, journal: Journal,
+              options: ConvertOptions, runner: str, pipeline_options: dict,
+              error_file: str | None, dataflow_output: str | None) -> beam.Pipeline:
+    """The job's graph: files in, dataset out."""
+    pipeline = beam.Pipeline(options=_options(runner, pipeline_options))
+    listed = (pipeline
+              | "ListedFiles" >> beam.Create(list(enumerate(zip(files, file_names(files)))))
+              | "SpreadFiles" >> beam.Reshuffle())
+    planned, keys, rows = listed | "PlanFiles" >> PlanFiles(
+        options, dataflow_output, lambda step: _in_job(step, error_file))
+    plan = AsSingleton(planned)
+    written = ({"key": keys, "rows": rows}
+               | "GroupByShard" >> beam.CoGroupByKey()
+               | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
+                   folder, None, None, None, options.reject.on_error, journal,
+                   Progress(folder.run_id, 0, False)), plan))
+    _ = (written
+         | "AllShards" >> beam.combiners.ToList()
+         | "Finish" >> beam.Map(_in_job(_finish_in_job, error_file), plan, folder, journal,
+                                options))
+    return pipeline
