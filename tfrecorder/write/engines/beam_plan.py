@@ -92,11 +92,12 @@ class PlanFiles(beam.PTransform):
         plan = AsSingleton(planned)
         counts = AsSingleton(checked.places | "CountBuckets" >> beam.CombineGlobally(
             _CountBuckets()))
+        wanted = AsSingleton(planned | "WantedRanks" >> beam.Map(_wanted_ranks, counts))
         starts = AsSingleton(
             checked.places
-            | "KeysAtBoundaries" >> beam.FlatMap(_keys_in_wanted_buckets, plan, counts)
+            | "KeysAtBoundaries" >> beam.FlatMap(_keys_in_wanted_buckets, plan, wanted)
             | "ByBucket" >> beam.GroupByKey()
-            | "Boundaries" >> beam.FlatMap(_boundaries_in_bucket, plan, counts)
+            | "Boundaries" >> beam.FlatMap(_boundaries_in_bucket, wanted)
             | "AllBoundaries" >> beam.combiners.ToList()
             | "BySplit" >> beam.Map(_by_split, plan))
         rows = listed | "RowsToShards" >> beam.FlatMap(_rows_to_shards, self.options, plan,
@@ -349,8 +350,7 @@ def _wanted_ranks(plan: PipelinePlan, counts: np.ndarray) -> dict[tuple[int, int
     return wanted
 
 
-def _keys_in_wanted_buckets(places: FilePlaces, plan: PipelinePlan, counts: np.ndarray):
-    wanted = _wanted_ranks(plan, counts)
+def _keys_in_wanted_buckets(places: FilePlaces, plan: PipelinePlan, wanted: dict):
     buckets = _buckets(places.keys)
     for code, bucket in wanted:
         rows = np.flatnonzero((places.codes == code) & (buckets == bucket))
@@ -359,14 +359,14 @@ def _keys_in_wanted_buckets(places: FilePlaces, plan: PipelinePlan, counts: np.n
             yield (code, bucket), (places.keys[rows], positions)
 
 
-def _boundaries_in_bucket(element, plan: PipelinePlan, counts: np.ndarray):
+def _boundaries_in_bucket(element, wanted: dict):
     """The (key, position) at each wanted rank of one bucket, sorted as the local
     engine sorts (by key, ties by position)."""
     (code, bucket), parts = element
     keys = np.concatenate([k for k, _ in parts])
     positions = np.concatenate([p for _, p in parts])
     order = np.lexsort((positions, keys))
-    for rank, shard in _wanted_ranks(plan, counts)[code, bucket]:
+    for rank, shard in wanted[code, bucket]:
         row = order[rank]
         yield code, shard, (int(keys[row]), int(positions[row]))
 
