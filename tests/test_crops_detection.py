@@ -102,6 +102,29 @@ def test_a_jpegs_boxes_stay_on_its_pixels_at_a_dct_ratio(window, size):
     assert abs((rows * bright).sum() / bright.sum() - (ymin + ymax) / 2) < 0.25
 
 
+
+def test_objects_exactly_min_visible_inside_are_kept_whatever_the_rounding():
+    # Every box of whole pixels in a 40x56 image, seen through windows of whole pixels:
+    # boxes with exactly `min_visible` of their pixels inside are kept, and those a pixel
+    # row short are not, though both are decided on float32 fractions of the image.
+    y0, x0, y1, x1 = np.meshgrid(*[np.arange(0, 41, 3), np.arange(0, 57, 4)] * 2, indexing="ij")
+    pixels = np.stack([a.ravel() for a in (y0, x0, y1, x1)], -1)
+    pixels = pixels[(pixels[:, 2] > pixels[:, 0]) & (pixels[:, 3] > pixels[:, 1])]
+    boxes = tf.constant(pixels / [40, 56, 40, 56], tf.float32)
+    stored, ties = tf.constant([40, 56]), 0
+    for window in [(5, 3, 20, 28), (7, 11, 21, 33), (1, 9, 33, 19)]:
+        y, x, h, w = window
+        inside = (np.clip(pixels[:, 2], y, y + h) - np.clip(pixels[:, 0], y, y + h)) * (
+            np.clip(pixels[:, 3], x, x + w) - np.clip(pixels[:, 1], x, x + w))
+        whole = (pixels[:, 2] - pixels[:, 0]) * (pixels[:, 3] - pixels[:, 1])
+        for min_visible in (0.1, 0.25, 0.3, 0.5):
+            _, keep = objects_in_window({BBOX: boxes}, tf.constant(window), min_visible, stored)
+            # In integers: no rounding in the expectation.
+            want = (inside > 0) & (inside * 1000 >= round(min_visible * 1000) * whole)
+            np.testing.assert_array_equal(keep.numpy(), want, err_msg=f"{window} {min_visible}")
+            ties += int((inside * 1000 == round(min_visible * 1000) * whole).sum())
+    assert ties > 100  # the case in question is there
+
 # --- load(): the scenes, written once per module --------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -176,7 +199,7 @@ def expected_objects(pixels: np.ndarray, window, min_visible: float = 0.3):
     moved = (pixels - [y, x, y, x]) / [height, width, height, width]
     clipped = np.clip(moved, 0, 1)
     visible = areas(clipped) / areas(moved)
-    keep = (visible >= min_visible) & (visible > 0)
+    keep = (visible >= min_visible - 1e-9) & (visible > 0)  # ties kept, as by the loader
     return keep, clipped[keep], visible[keep]
 
 

@@ -156,8 +156,10 @@ def objects_in_window(features: dict, window, min_visible: float, stored
         return tf.maximum(b[:, 2] - b[:, 0], 0.0) * tf.maximum(b[:, 3] - b[:, 1], 0.0)
 
     whole, inside = area(moved), area(clipped)
-    # A box of no area (a point) is kept while it is inside the window.
-    keep = tf.where(whole > 0, (inside > 0) & (inside >= min_visible * whole),
+    # A box of no area (a point) is kept while it is inside the window. A box exactly
+    # `min_visible` inside is kept: the slack, a hundred-thousandth of the box, is above
+    # float32's rounding of the fractions, which would otherwise decide such ties.
+    keep = tf.where(whole > 0, (inside > 0) & (inside >= (min_visible - 1e-5) * whole),
                     tf.reduce_all(moved == clipped, -1))
     found[BBOX] = clipped
     if AREA in features:
