@@ -340,10 +340,11 @@ def test_keypoints_are_cropped_and_flipped_with_their_pixels(
                                        seed=seed).as_numpy_iterator():
             scene, image = by_name[element["image_name"].decode()], element["image"]
             source = np.asarray(Image.open(scene["image_uri"]))
-            # Where the window was, and whether it was flipped: where its pixels are.
-            y0, x0, flip = next((y, x, flip) for y in range(H - h + 1) for x in range(W - w + 1)
+            # Where the window was, and whether it was flipped: the one place its pixels
+            # are (the scenes number their rows and columns).
+            [(y0, x0, flip)] = [(y, x, flip) for y in range(H - h + 1) for x in range(W - w + 1)
                                 for flip in (False, True) if np.array_equal(
-                                    source[y:y + h, x:x + w][:, ::-1 if flip else 1], image))
+                                    source[y:y + h, x:x + w][:, ::-1 if flip else 1], image)]
             annotations = scene["annotations"]
             keep, _, _ = expected_objects(np.array([[y, x, y + bh, x + bw] for x, y, bw, bh in (
                 a["bbox"] for a in annotations)]).reshape(-1, 4), (y0, x0, h, w), 0.1)

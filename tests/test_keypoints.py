@@ -86,20 +86,24 @@ def expected_od_api(annotations: list[dict], width: int, height: int) -> dict:
 def scenes(tmp_path_factory) -> list[dict]:
     """Three PNG images: two persons (one without keypoints: another category's object
     in a COCO file), one person, none. Each labelled keypoint k is a pixel of value
-    BACKGROUND + 5 (k + 1) on a background of BACKGROUND, so the pixels say which keypoint
-    is where, whatever brightness augmentation adds."""
+    BACKGROUND + 5 (k + 1) on a background of BACKGROUND in the red channel, so the pixels
+    say which keypoint is where, whatever brightness augmentation adds. Green and blue
+    number the rows and columns, so that a window's pixels say where it was, and whether
+    it was flipped."""
     folder = tmp_path_factory.mktemp("keypoints")
     rng = np.random.RandomState(7)
     found = []
     for i, persons in enumerate(([True, False], [True], [])):
         pixels = np.full((HEIGHT, WIDTH, 3), BACKGROUND, np.uint8)
+        pixels[..., 1] = 20 + 4 * np.arange(HEIGHT)[:, None]
+        pixels[..., 2] = 10 + 4 * np.arange(WIDTH)
         annotations = []
         for labelled in persons:
             keypoints, num = coco_keypoints(rng, labelled)
             for k in range(K):
                 x, y, v = keypoints[3 * k:3 * k + 3]
                 if v:
-                    pixels[int(y), int(x)] = BACKGROUND + 5 * (k + 1)
+                    pixels[int(y), int(x), 0] = BACKGROUND + 5 * (k + 1)
             annotations.append({"bbox": [4, 4, 20, 20], "keypoints": keypoints,
                                 "num_keypoints": num} if labelled else
                                {"bbox": [30, 10, 10, 10]})
