@@ -47,7 +47,7 @@ def test_a_second_run_fails_at_once_naming_the_first_and_touches_nothing(tmp_pat
     """The reported race: an overwrite=True run started beside a running one deleted
     its temporary files, and the first run's clean-up then deleted the second's shards."""
     out = tmp_path / "out"
-    first = start_slow_run(tmp_path, out, rows=400)
+    first = start_slow_run(tmp_path, out, rows=150)
     try:
         before = listing(out)
         holder = json.loads((out / LOCK).read_text())
@@ -63,7 +63,7 @@ def test_a_second_run_fails_at_once_naming_the_first_and_touches_nothing(tmp_pat
     finally:
         first.kill()
     report = tfrecorder.verify(out, decode_images=False)
-    assert sum(report.num_records.values()) == 400
+    assert sum(report.num_records.values()) == 150
     assert LOCK not in listing(out)
 
 
