@@ -25,7 +25,9 @@ import io
 import math
 import os
 import re
+import shutil
 import sys
+import tempfile
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -447,6 +449,7 @@ def ray(tmp_path_factory):
     saved_path = list(sys.path)
     sys.path.insert(0, folder)
     temporary = tmp_path_factory.mktemp("ray")
+    session = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTHONPATH", os.pathsep.join(
             [folder, *filter(None, [os.environ.get("PYTHONPATH")])]))
@@ -456,13 +459,14 @@ def ray(tmp_path_factory):
         import ray.data
 
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
-                 _node_ip_address="127.0.0.1", _temp_dir=str(temporary / "session"))
+                 _node_ip_address="127.0.0.1", _temp_dir=session)
         ray.data.DataContext.get_current().enable_progress_bars = False
         try:
             yield ray
         finally:
             ray.shutdown()
             sys.path[:] = saved_path
+            shutil.rmtree(session, ignore_errors=True)
 
 
 def ray_schema(manifest: Manifest):

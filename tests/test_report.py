@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -50,10 +51,16 @@ pytestmark = pytest.mark.filterwarnings("ignore::tfrecorder.errors.DatasetWarnin
 # --- the browser ---------------------------------------------------------------------------
 
 def chromium(page: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    profile = page.parent / f".chromium-{page.stem}"  # its own profile: tests may run at once
-    return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-         *args, page.as_uri()], capture_output=True, timeout=timeout, check=True)
+    """Chromium on `page`, with its own profile (tests may run at once) and a short TMPDIR:
+    its Unix sockets go there, and a test's folder under pytest-xdist is too deep for one
+    (Chromium aborts)."""
+    profile = page.parent / f".chromium-{page.stem}"
+    with tempfile.TemporaryDirectory(prefix="chromium-", dir="/tmp") as temporary:
+        return subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+             f"--user-data-dir={profile}", *args, page.as_uri()],
+            capture_output=True, timeout=timeout, check=True,
+            env={**os.environ, "TMPDIR": temporary})
 
 
 def dom(page: Path, timeout: float = 120) -> ElementTree.Element:
