@@ -341,13 +341,15 @@ def problems(folder: str) -> list:
 def records_holding(folder: str, key: str, *counts) -> list[int]:
     """The first record of the train split with each of `counts` objects (by the length
     of its `key` list; "+" any but none), each a different record: tampering tests edit
-    records by what they hold, not by their place in the shuffled order."""
+    records by what they hold, not by their place in the shuffled order. Exact counts
+    choose first, so that a "+" cannot take the one record an exact count needs."""
     lengths = [len(example[key]) for example in examples_of(folder, "train")]
-    found: list[int] = []
-    for wanted in counts:
-        found.append(next(i for i, n in enumerate(lengths) if i not in found and i > 0
-                          and (n > 0 if wanted == "+" else n == wanted)))
-    return found
+    found: dict[int, int] = {}
+    for place in sorted(range(len(counts)), key=lambda place: counts[place] == "+"):
+        wanted = counts[place]
+        found[place] = next(i for i, n in enumerate(lengths) if i not in found.values()
+                            and i > 0 and (n > 0 if wanted == "+" else n == wanted))
+    return [found[place] for place in range(len(counts))]
 
 
 def test_verify_names_bad_boxes_and_objects_in_tfrecorder_records(written, tmp_path):
