@@ -366,15 +366,13 @@ def test_an_image_that_cannot_be_decoded_is_a_placeholder(colours, tmp_path):
 
 # --- reading no more than it needs, and no TensorFlow ---------------------------------------
 
-def without_later_shards(out, copy) -> str:
-    """A copy of the dataset `out` without its train shards but the first; returns the
-    first's name."""
-    first, *later = [s["file"] for s in read_manifest(out)["splits"]["train"]["shards"]]
+def without_later_shards(out, copy) -> None:
+    """A copy of the dataset `out` without its train shards but the first."""
+    _, *later = [s["file"] for s in read_manifest(out)["splits"]["train"]["shards"]]
     os.makedirs(os.path.join(copy, "index"))
     for name in dataset_folder_files(out):
         if name not in later:
             shutil.copy(os.path.join(out, name), os.path.join(copy, name))
-    return first
 
 
 def first_shard_with_every_class(table: pd.DataFrame, folder) -> str:
