@@ -316,6 +316,59 @@ class SkippedAnnotations:
 
 
 @dataclass(frozen=True)
+class AnnotationCounts:
+    """What a detection source held, and what became of its objects: every object the
+    source holds is written, listed in skipped_annotations.csv, or held by an image
+    rejected whole (counted in rejected.csv's `objects`):
+    `objects == written + skipped + in_rejected_images`, which `verify` checks.
+
+    Attributes:
+        objects: the objects (annotations) the source holds, every one.
+        written: the objects in the records.
+        skipped: the objects listed in skipped_annotations.csv.
+        in_rejected_images: the objects of images that were not written (rejected.csv).
+        clipped: written boxes that were a little past the image's edge, clipped to it
+            (`annotation_policy.TOLERANCE`).
+        without_mask: written objects with an empty mask, in a dataset whose other
+            objects have masks (their source gave none).
+        unannotated_images: images the source names without an annotation file (an
+            image listed in VOC's ImageSets without its XML, or without a YOLO label
+            file): written as images without objects, as those formats mean it.
+        notes: what else the source's reading decided ("category id 0 'cells' (used by
+            no annotation) dropped").
+    """
+
+    objects: int = 0
+    written: int = 0
+    skipped: int = 0
+    in_rejected_images: int = 0
+    clipped: int = 0
+    without_mask: int = 0
+    unannotated_images: int = 0
+    notes: tuple[str, ...] = ()
+
+    def __add__(self, other: AnnotationCounts) -> AnnotationCounts:
+        """Two sources' counts as one dataset's (the files of a dict of splits)."""
+        return AnnotationCounts(*(getattr(self, name) + getattr(other, name)
+                                  for name in _COUNT_FIELDS),
+                                notes=tuple(dict.fromkeys(self.notes + other.notes)))
+
+    def to_json(self) -> dict:
+        found = {name: getattr(self, name) for name in _COUNT_FIELDS}
+        found["notes"] = list(self.notes)
+        return found
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> AnnotationCounts:
+        return cls(**{name: int(data.get(name, 0)) for name in _COUNT_FIELDS},
+                   notes=tuple(data.get("notes") or ()))
+
+
+_COUNT_FIELDS = ("objects", "written", "skipped", "in_rejected_images", "clipped",
+                 "without_mask", "unannotated_images")
+
+
+@dataclass(frozen=True)
 class Manifest:
     """What `dataset.json` says. Before writing, the writer holds a header: the same type
     without `splits` and `rejected`, which the last step fills in."""
@@ -341,6 +394,9 @@ class Manifest:
     # Annotations the source skipped (None: a source that skips none, or a manifest
     # written before sources skipped any).
     skipped_annotations: SkippedAnnotations | None = None
+    # What became of a detection source's objects (None: not a detection dataset, or a
+    # manifest written before they were counted).
+    annotations: AnnotationCounts | None = None
 
     @property
     def has_images(self) -> bool:
@@ -407,6 +463,8 @@ class Manifest:
             found["labels"] = self.labels.to_json()
         if self.skipped_annotations is not None:
             found["skipped_annotations"] = self.skipped_annotations.to_json()
+        if self.annotations is not None:
+            found["annotations"] = self.annotations.to_json()
         if self.rejected is not None:  # a finished manifest, not a header
             found["splits"] = {str(name): s.to_json() for name, s in self.splits.items()}
             found["rejected"] = self.rejected.to_json()
@@ -441,6 +499,8 @@ class Manifest:
                 layout=data.get("layout", DEFAULT_LAYOUT),
                 skipped_annotations=(SkippedAnnotations.from_json(data["skipped_annotations"])
                                      if data.get("skipped_annotations") else None),
+                annotations=(AnnotationCounts.from_json(data["annotations"])
+                             if data.get("annotations") else None),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"{MANIFEST} is not a tfrecorder manifest ({type(error).__name__}"

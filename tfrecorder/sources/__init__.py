@@ -33,7 +33,9 @@ another task than the one asked, saying what that task needs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
+import operator
 import os
 from collections.abc import Mapping
 
@@ -41,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError, SourceNotFoundError
+from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.format.splits import split_named
 from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
@@ -222,7 +225,13 @@ def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str],
         label_map=_merged_label_maps({k: p.label_map for k, p in parts.items()}, names),
         rejected_rows=joined([p.rejected_rows for p in parts.values()]),
         skipped_annotations=joined([p.skipped_annotations for p in parts.values()]),
+        annotations=_summed([p.annotations for p in parts.values()]),
         cell_words={}, number_grids=grids)
+
+
+def _summed(counts: list[AnnotationCounts | None]) -> AnnotationCounts | None:
+    found = [c for c in counts if c is not None]
+    return functools.reduce(operator.add, found) if found else None
 
 
 def named_table(table: Table, key: str) -> Table:

@@ -37,7 +37,17 @@ from tfrecorder.format.layouts import (  # the objects' columns, named as the re
     TRUNCATED,
     VIEW,
 )
+from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.options import TableOptions
+from tfrecorder.sources.annotation_policy import (
+    ERROR,
+    TOLERANCE,
+    Problem,
+    Settled,
+    has_segmentation,
+    joined,
+    settle,
+)
 from tfrecorder.sources.schema import (
     column_types,
     is_list,
@@ -77,6 +87,19 @@ class Objects:
         source: the source, for messages ("the CSV file 'boxes.csv'").
         extras: the objects' other inputs (AREA, IS_CROWD) where the source gives them,
             one value an object.
+        problem: what the format found wrong with each object: 0 for nothing, k for
+            `problems[k - 1]` (`annotation_policy.settle` decides what becomes of it).
+        problems: the problems `problem` refers to.
+        noun: what the source calls an object, in messages ("annotation" in COCO).
+        names: an object's position -> (the file holding it, the annotation as that file
+            names it, its value as written), for skipped_annotations.csv; by default
+            the source and `where`.
+        tolerance: how far outside 0..1 a corner is clipped to the edge
+            (`annotation_policy.TOLERANCE`; 0: never).
+        clipped: which boxes the format clipped itself (YOLO, by Ultralytics' rule).
+        segmentations: each object's segmentation where the source gives masks (COCO
+            polygons or RLE, or their JSON text; YOLO-seg's relative polygon), None or
+            empty for an object without one.
     """
 
     image: np.ndarray
@@ -86,55 +109,59 @@ class Objects:
     where: Callable[[int], str]
     source: str = "the table"
     extras: Mapping[str, Sequence] = dataclasses.field(default_factory=dict)
+    problem: np.ndarray | None = None
+    problems: tuple[Problem, ...] = ()
+    noun: str = "object"
+    names: Callable[[int], tuple[str, object, str]] | None = None
+    tolerance: float = TOLERANCE
+    clipped: np.ndarray | None = None
+    segmentations: Sequence | None = None
 
     @classmethod
     def of(cls, image: Sequence[int], labels: Sequence, boxes: Sequence, rows: Sequence,
-           where: Callable[[int], str], source: str = "the table", **extras) -> Objects:
+           where: Callable[[int], str], source: str = "the table", *,
+           problem: Sequence[int] | None = None, problems: Sequence[Problem] = (),
+           noun: str = "object", names: Callable | None = None,
+           tolerance: float = TOLERANCE, clipped: Sequence[bool] | None = None,
+           segmentations: Sequence | None = None, **extras) -> Objects:
         return cls(np.asarray(image, dtype=np.int64).reshape(-1), labels,
                    np.asarray(boxes, dtype=np.float64).reshape(-1, 4), rows, where, source,
-                   extras)
+                   extras, None if problem is None else np.asarray(problem, np.int16),
+                   tuple(problems), noun, names, tolerance,
+                   None if clipped is None else np.asarray(clipped, bool), segmentations)
+
+    def listed(self, i: int) -> tuple[str, object, str]:
+        """(file, annotation, value as written) of object i, as skipped_annotations.csv
+        lists it."""
+        return self.names(i) if self.names is not None else (self.source, i, self.where(i))
+
+    def subset(self, keep: np.ndarray, boxes: np.ndarray | None = None) -> Objects:
+        """The objects where `keep` holds (their boxes replaced by `boxes`, if given),
+        named as before."""
+        at = np.flatnonzero(keep)
+
+        def take(values):
+            if values is None:
+                return None
+            if isinstance(values, np.ndarray):
+                return values[at]
+            return [values[i] for i in at.tolist()]
+
+        where, names = self.where, self.names
+        return dataclasses.replace(
+            self, image=self.image[at], labels=take(self.labels),
+            boxes=self.boxes[at] if boxes is None else boxes, rows=take(self.rows),
+            where=lambda i: where(int(at[i])),
+            names=None if names is None else (lambda i: names(int(at[i]))),
+            extras={name: take(values) for name, values in self.extras.items()},
+            problem=None, problems=(), clipped=None,
+            segmentations=take(self.segmentations))
 
 
-def check_objects(objects: Objects, column: str = BBOX) -> None:
-    """Raises for a box without a label, a label without a box, a box outside the image
-    (a coordinate outside 0..1), and a box whose minimum is not below its maximum.
-
-    Raises:
-        SchemaError: naming the first objects at fault where the user finds them, with
-            `rows` all the rows that hold one.
-    """
-    has_box = ~np.isnan(objects.boxes).any(axis=1)
-    codes, labels = pd.factorize(np.asarray(objects.labels, dtype=object).reshape(-1))
-    # (each distinct label asked once; code -1, a missing one, reads the last: False)
-    labelled = np.array([not is_missing(label) for label in labels] + [False],
-                        dtype=bool)[codes]
-    _refuse(objects, has_box & ~labelled, "label", (
-        "with no label", "Every box needs its object's class: add it, or drop the box."))
-    _refuse(objects, labelled & ~has_box, "label", (
-        "with a label but no box", "Every object needs its box; an image without "
-        "objects is listed without labels."))
-    boxes = np.where(has_box[:, None], objects.boxes, 0.5)
-    # NaN in a box never passes: a comparison with NaN is False.
-    inside = ((boxes >= 0) & (boxes <= 1)).all(axis=1)
-    _refuse(objects, ~inside, column, (
-        "outside the image", "Box coordinates are fractions of the image's height and "
-        "width, from 0 to 1 (divide pixels by the image's size)."))
-    _refuse(objects, (boxes[:, 0] >= boxes[:, 2]) | (boxes[:, 1] >= boxes[:, 3]), column, (
-        "whose minimum is not below its maximum (empty, or upside down)", "A box needs "
-        "ymin < ymax and xmin < xmax."))
-
-
-def _refuse(objects: Objects, bad: np.ndarray, column: str, words: tuple[str, str]) -> None:
-    positions = np.flatnonzero(bad)
-    if not len(positions):
-        return
-    what, fix = words
-    shown = "; ".join(objects.where(int(i)) for i in positions[:_EXAMPLES])
-    more = f"; and {len(positions) - _EXAMPLES} more" if len(positions) > _EXAMPLES else ""
-    raise SchemaError(f"{objects.source} has {count(len(positions), 'object')} {what}: "
-                      f"{shown}{more}. {fix}",
-                      column=column,
-                      rows=list(dict.fromkeys(_plain(objects.rows[i]) for i in positions)))
+def check_objects(objects: Objects) -> None:
+    """Raises for any object `annotation_policy.settle` would set aside: the strict
+    check, for a source whose objects cannot be skipped one by one."""
+    settle(objects, ERROR)
 
 
 def _plain(value):
@@ -191,21 +218,31 @@ def _shown(cell) -> str:
 
 
 def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
-                  base_dir: str, options: TableOptions, masks: Sequence | None = None,
+                  base_dir: str, options: TableOptions, mask_sizes: Sequence | None = None,
                   label_type: str | None = None,
-                  keypoint_names: Sequence[str] | None = None) -> Table:
-    """The detection table of a file's images and objects, checked.
+                  keypoint_names: Sequence[str] | None = None,
+                  skipped: pd.DataFrame | None = None,
+                  counts: AnnotationCounts | None = None) -> Table:
+    """The detection table of a file's images and objects, settled by the one policy for
+    bad annotations (`annotation_policy.settle`) and checked.
 
     Args:
         images: one row an image, indexed as the user names it (the line of its first
             row, its COCO id): `image_uri`, and `split` where the source names splits.
-        source: one row an image, as the user would recognise it (the report's rows).
-        masks: per image, None or COCO's {"size": [h, w], "masks": [...]} (`MASK`).
+        source: one row an image, as the user would recognise it (the report's rows);
+            it gains `objects`, each image's number of objects written.
+        mask_sizes: per image, the [height, width] its objects' segmentations are drawn
+            in (COCO's pixels), or None for polygons in fractions of the image (YOLO);
+            only read where `objects.segmentations` is given.
         label_type: StringLabel where the source's labels are names ("1" included).
         keypoint_names: the names of the objects' keypoints (`KEYPOINTS`), where the
             source gives them (COCO's category `keypoints`).
+        skipped: annotations the format set aside itself (`annotation_policy.skipped_rows`).
+        counts: what the format counted itself (images without an annotation file,
+            notes), which this completes.
     """
-    check_objects(objects)
+    settled = settle(objects, options.invalid_annotations)
+    objects = settled.objects
     ends = np.cumsum(np.bincount(objects.image, minlength=len(images)))
     order = np.argsort(objects.image, kind="stable")
 
@@ -235,10 +272,36 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
     table = validate(images.assign(**columns), base_dir=base_dir,
                      schema={**schema, **(options.schema or {})},
                      fill_missing=options.fill_missing, split=options.split)
-    return as_detection(table, source, masks,
-                        {name: values.shape[1] for name, values in arrays.items()
-                         if values.ndim == 2},
-                        keypoint_names)
+    masks, without_mask = _masks(objects, per_image, mask_sizes)
+    skipped = joined([skipped, settled.skipped])
+    counts = dataclasses.replace(
+        counts or AnnotationCounts(),
+        objects=(counts.objects if counts else 0) + len(settled.kept),
+        clipped=settled.clipped, without_mask=without_mask)
+    table = as_detection(table, source.assign(objects=np.diff(ends, prepend=0)), masks,
+                         {name: values.shape[1] for name, values in arrays.items()
+                          if values.ndim == 2},
+                         keypoint_names)
+    return dataclasses.replace(table, skipped_annotations=skipped, annotations=counts)
+
+
+def _masks(objects: Objects, per_image: Callable, sizes: Sequence | None
+           ) -> tuple[list | None, int]:
+    """Each image's masks (`MASK`: None for an image without objects, else the size its
+    segmentations are drawn in and one segmentation an object), and how many objects
+    have none; no masks at all where no object has one (`annotation_policy`)."""
+    if objects.segmentations is None:
+        return None, 0
+    drawn = np.fromiter(map(has_segmentation, objects.segmentations), bool,
+                        len(objects.segmentations))
+    if not drawn.any():
+        return None, 0
+    segmentations = per_image(objects.segmentations)
+    masks = [None if not found else {
+        "size": None if sizes is None else sizes[at],
+        "masks": [s if has_segmentation(s) else [] for s in found]}
+        for at, found in enumerate(segmentations.tolist())]
+    return masks, int((~drawn).sum())
 
 
 def _objects_of(values: list) -> np.ndarray:
@@ -360,8 +423,11 @@ def frame_table(frame: pd.DataFrame, base_dir: str, options: TableOptions,
             Option("schema", {name: None}), ".", column=name)
     try:
         labels = _label_column(frame, schema, boxes)
-        objects = _frame_objects(frame, boxes, labels)
-        check_objects(objects, column=boxes)
+        objects, unpaired = _frame_objects(frame, boxes, labels)
+        # A row whose lists of labels and boxes differ in length cannot be paired: no
+        # object of it is known, so the table is refused, whatever invalid_annotations.
+        check_objects(objects.subset(np.isin(objects.image, objects.image[unpaired])))
+        settled = settle(objects, options.invalid_annotations)
     except SchemaError as error:
         if asked:
             raise
@@ -374,10 +440,47 @@ def frame_table(frame: pd.DataFrame, base_dir: str, options: TableOptions,
             if name in frame.columns or name == BBOX}
     if MASK in frame.columns:
         ours[MASK] = None
+    given = frame
+    frame = _settled_cells(frame, boxes, labels, objects, settled)
     table = validate(frame.rename(columns={boxes: BBOX}), base_dir=base_dir,
                      schema={**ours, **{n: k for n, k in schema.items() if n != boxes}},
                      fill_missing=options.fill_missing, split=options.split)
-    return as_detection(table, frame, frame[MASK].tolist() if MASK in frame else None)
+    written = np.bincount(objects.image[settled.kept], minlength=len(frame))
+    table = as_detection(table, given.assign(objects=written),
+                         frame[MASK].tolist() if MASK in frame else None)
+    return dataclasses.replace(
+        table, skipped_annotations=settled.skipped,
+        annotations=AnnotationCounts(objects=len(settled.kept), clipped=settled.clipped))
+
+
+def _settled_cells(frame: pd.DataFrame, boxes: str, labels: str, objects: Objects,
+                   settled: Settled) -> pd.DataFrame:
+    """The frame with each row's objects as `settle` left them: the skipped ones out of
+    every per-object cell (boxes, labels, areas, masks...), boxes clipped. Rows without
+    a change keep their cells as given."""
+    changed_boxes = ~np.isclose(settled.objects.boxes, objects.boxes[settled.kept]).all(axis=1)
+    touched = np.union1d(objects.image[~settled.kept],
+                         settled.objects.image[changed_boxes]).astype(np.int64)
+    if not len(touched):
+        return frame
+    frame = frame.copy(deep=False)
+    kept_at = np.cumsum(settled.kept) - 1  # an object's place among the kept
+    for name in [boxes, labels, *(n for n in _FRAME_OBJECTS[1:] if n in frame.columns)]:
+        column = frame[name].to_numpy(dtype=object).copy()
+        for position in touched.tolist():
+            mine = np.flatnonzero(objects.image == position)
+            keep = settled.kept[mine]
+            if name == boxes:
+                column[position] = settled.objects.boxes[kept_at[mine[keep]]].tolist()
+            elif name == MASK:
+                cell = column[position]
+                if isinstance(cell, Mapping):
+                    column[position] = {**cell, "masks": [m for m, k in zip(
+                        cell["masks"], keep) if k]}
+            elif not is_missing_cell(column[position]):
+                column[position] = [v for v, k in zip(list(column[position]), keep) if k]
+        frame[name] = pd.Series(column, index=frame.index, dtype=object)
+    return frame
 
 
 # A DataFrame's columns of the objects' features: boxes and masks, and one value (a list
@@ -404,10 +507,13 @@ def _label_column(frame: pd.DataFrame, schema: Mapping, boxes: str) -> str:
         column=labels[0] if len(labels) == 1 else None)
 
 
-def _frame_objects(frame: pd.DataFrame, boxes: str, labels: str) -> Objects:
+def _frame_objects(frame: pd.DataFrame, boxes: str, labels: str
+                   ) -> tuple[Objects, np.ndarray]:
     """A DataFrame's objects: each row's boxes and labels, paired in order (and its
-    objects' areas and crowd flags checked to be one a box)."""
+    objects' areas and crowd flags checked to be one a box); and which objects lack
+    their pair (a row of more labels than boxes, or fewer)."""
     image, object_labels, object_boxes, rows, written = [], [], [], [], []
+    unpaired = []
     extras = [name for name in _FRAME_OBJECTS[2:] if name in frame.columns]
     for position, (row, cell, names) in enumerate(zip(
             frame.index.tolist(), frame[boxes].tolist(), frame[labels].tolist())):
@@ -429,12 +535,19 @@ def _frame_objects(frame: pd.DataFrame, boxes: str, labels: str) -> Objects:
             object_boxes.append(found[j] if j < len(found) else [np.nan] * 4)
             written.append((row, j, object_labels[-1],
                             found[j].tolist() if j < len(found) else None))
+            unpaired.append(j >= len(found) or j >= len(names))
 
     def where(i: int) -> str:
         row, j, label, box = written[i]
         return f"{name_row(row, frame.index)}, object {j}: label {label!r}, box {box}"
 
-    return Objects.of(image, object_labels, object_boxes, rows, where)
+    def names(i: int) -> tuple[str, object, str]:
+        row, j, label, box = written[i]
+        return "the table", f"{name_row(row, frame.index)}, object {j}", \
+            f"label {label!r}, box {box}"
+
+    return (Objects.of(image, object_labels, object_boxes, rows, where, names=names),
+            np.asarray(unpaired, dtype=bool))
 
 
 def is_missing_cell(cell) -> bool:

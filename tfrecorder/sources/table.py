@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.sources import hashing, image_cells
 from tfrecorder.sources.column_values import Column
@@ -79,12 +80,17 @@ class Table:
     # column. They are rejected rows of the run (rejected.csv, `max_rejected`), never a
     # crash. None: none.
     rejected_rows: pd.DataFrame | None = field(default=None, repr=False, compare=False)
-    # Annotations the source skips as TensorFlow's reference converters do (a COCO box of
-    # zero width): columns `source` (the file), `annotation` (its id), `image` (its image's
-    # id) and `reason`. The images are still written; the run lists these one a line
-    # beside rejected.csv and counts them by reason. None: none.
+    # Annotations the source set aside (`annotation_policy`: a COCO box of zero width, a
+    # class id the YOLO data file does not name): columns `source` (the file),
+    # `annotation` (as the file names it), `image` (its image's row), `reason` and
+    # `written` (its value as written). Their images are still written; the run lists
+    # these one a line beside rejected.csv and counts them by reason. None: none.
     skipped_annotations: pd.DataFrame | None = field(default=None, repr=False,
                                                      compare=False)
+    # What became of a detection source's objects before any image is read: how many it
+    # holds, clipped, without a mask; its images without an annotation file; notes
+    # (`annotation_policy`). The writer fills in what it wrote. None: not detection.
+    annotations: AnnotationCounts | None = field(default=None, repr=False, compare=False)
     # Columns' words (`hashing.cell_words`) that validation computed on its way (lists of
     # k numbers, checked as one array): `value_hashes` takes them, and lets them go.
     cell_words: dict[str, np.ndarray] = field(default_factory=dict, repr=False,
