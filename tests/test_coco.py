@@ -144,7 +144,7 @@ def test_the_run_skips_lists_and_counts_what_the_references_skip(tmp_path, capsy
     assert result.skipped_annotations == reasons
     assert "5 annotations skipped" in repr(result)
     listed = pd.read_csv(tmp_path / "out" / SKIPPED_ANNOTATIONS)
-    assert listed.columns.tolist() == ["source", "annotation", "image", "reason"]
+    assert listed.columns.tolist() == ["source", "annotation", "image", "reason", "written"]
     assert listed["annotation"].tolist() == [11, 12, 13, 14, 15]
     assert listed["image"].tolist() == [1, 1, 1, 2, 2]
     assert set(listed["source"]) == {path}

@@ -85,7 +85,7 @@ def test_a_dataframe_of_boxes_and_label_lists_gives_the_same_table():
     assert table.task == "detection"
     assert_objects(table)
     assert table.rows["weather"].tolist() == ["sun", "rain", "sun"]  # other columns pass
-    assert table.source is frame
+    assert table.source.drop(columns="objects").equals(frame)  # plus each row's objects
 
 
 def test_splits_and_row_names_are_each_sources_own():
@@ -212,23 +212,31 @@ def test_coordinates_past_the_lines_looked_at_are_never_read_as_labels(tmp_path,
     ("TRAIN,a.jpg,car,0.5,0.1,,,0.3,0.3,,", r"minimum is not below.*line 2: 'car,0.5,0.1"),
     ("TRAIN,a.jpg,,0.1,0.1,,,0.3,0.3,,", r"with no label: line 2: ',0.1,0.1,,,0.3,0.3,,'"),
     ("TRAIN,a.jpg,car", r"a label but no box: line 2: 'car'"),
-    ("TRAIN,a.jpg,car,0.1,0.1,0.2,0.1,0.3,0.3,,", r"with 3 vertices, not 2 or 4.*line 2"),
+    ("TRAIN,a.jpg,car,0.1,0.1,0.2,0.1,0.3,0.3,,", r"neither 2 nor 4 vertices: line 2"),
     ("TRAIN,a.jpg,car,0.1,0.1,,,0.3,,,", r"a vertex given half.*line 2"),
     ("TRAIN,a.jpg,car,0.1,0.1,,,0.3,x,,", r"not a number.*line 2: 'car,0.1,0.1,,,0.3,x"),
     ("TEST,img/a.jpg,car,0.1,0.1,,,0.3,0.3,,",
      r"under two splits: 'img/a.jpg' is 'TRAIN' at line 1 and 'TEST' at line 2"),
 ])
 def test_csv_mistakes_name_the_line_and_its_cells(tmp_path, lines, expected):
+    """Refused with invalid_annotations="error"; by default the bad object is skipped
+    and listed with its line, and the image kept."""
     path = write(tmp_path, "bad.csv", "TRAIN,img/a.jpg,car,0.1,0.1,,,0.3,0.3,,\n" + lines)
     with pytest.raises(SchemaError, match=expected) as error:
-        load_table(path)
+        load_table(path, invalid_annotations="error")
     assert 2 in error.value.rows
+    if "under two splits" in expected:  # a table's mistake, not an object's
+        return
+    table = load_table(path)
+    assert table.rows["label"].tolist() == [["car"], []]
+    assert table.skipped_annotations["annotation"].tolist() == ["line 2"]
+    assert table.skipped_annotations["written"].tolist() == [lines.split(",", 2)[2]]
 
 
 def test_errors_name_every_offending_line_in_rows(tmp_path):
     rows = "".join(f"TRAIN,{i}.jpg,car,0.1,0.1,,,1.{i + 1},0.3,,\n" for i in range(6))
     with pytest.raises(SchemaError, match=r"6 objects outside.*; and 3 more") as error:
-        load_table(write(tmp_path, "many.csv", rows))
+        load_table(write(tmp_path, "many.csv", rows), invalid_annotations="error")
     assert error.value.rows == [1, 2, 3, 4, 5, 6] and error.value.column == BBOX
 
 
@@ -246,15 +254,18 @@ def box(name="car", **corners):
     (box(xMin=0.4), r"minimum is not below.*line 2, box 0"),
     ({k: v for k, v in box().items() if k != "displayName"}, r"with no label: line 2, box 0"),
     ({"displayName": "car"}, r"a label but no box: line 2, box 0"),
-    ({k: v for k, v in box().items() if k != "yMax"}, r"lacks yMax: line 2, box 0"),
+    ({k: v for k, v in box().items() if k != "yMax"},
+     r"lacks a coordinate: line 2, box 0: .*\"xMax\": 0.3}"),
 ])
 def test_jsonl_mistakes_name_the_line_and_the_box(tmp_path, annotation, expected):
     path = write(tmp_path, "bad.jsonl", jsonl(
         {"imageGcsUri": "gs://b/1.jpg", "boundingBoxAnnotations": [box()]},
         {"imageGcsUri": "gs://b/2.jpg", "boundingBoxAnnotations": [annotation]}))
     with pytest.raises(SchemaError, match=expected) as error:
-        load_table(path)
+        load_table(path, invalid_annotations="error")
     assert error.value.rows == [2]
+    skipped = load_table(path).skipped_annotations
+    assert skipped[["annotation", "image"]].values.tolist() == [["line 2, box 0", 2]]
 
 
 def test_jsonl_lines_that_are_not_json_are_named(tmp_path):
@@ -272,14 +283,29 @@ def coco_file(tmp_path, **change) -> str:
 @pytest.mark.parametrize(("change", "expected"), [
     ({"image_id": 42}, r"unknown image id: annotation id 2: image_id 42"),
     ({"category_id": 5}, r"unknown category id: annotation id 2: category_id 5"),
-    ({"bbox": [20, 20, 40]}, r"annotation id 2: bbox \[20, 20, 40\]: a bbox that is not "
-                             r"\[x, y, width, height\] \(Expected `array` of length 4\)"),
+    ({"bbox": [20, 20, 40]}, r"bbox is not four numbers \[x, y, width, height\]: "
+                             r"annotation id 2: bbox \[20, 20, 40\] in image 7"),
+])
+def test_coco_mistakes_name_the_annotation_and_the_value(tmp_path, change, expected):
+    path = coco_file(tmp_path, **change)
+    with pytest.raises(SchemaError, match=expected):
+        load_table(path, invalid_annotations="error")
+    table = load_table(path)  # by default annotation 2 alone is skipped and listed
+    assert table.rows["label"].tolist() == [["person"], [], ["car"]]
+    assert table.skipped_annotations["annotation"].tolist() == [2]
+
+
+@pytest.mark.parametrize(("change", "expected"), [
     ({"bbox": "20,20,40,40"}, r"annotation id 2: bbox \"20,20,40,40\": a bbox that is not"),
     ({"image_id": None}, r"annotation id 2: image_id null: Expected `int \| str`, got `null`"),
 ])
-def test_coco_mistakes_name_the_annotation_and_the_value(tmp_path, change, expected):
-    with pytest.raises(SchemaError, match=expected):
-        load_table(coco_file(tmp_path, **change))
+def test_coco_values_of_the_wrong_type_refuse_the_file(tmp_path, change, expected):
+    """A value of the wrong JSON type is no tool's slip but a file that is not COCO:
+    refused in either mode, naming the annotation, the key and the value."""
+    path = coco_file(tmp_path, **change)
+    for mode in ("skip", "error"):
+        with pytest.raises(SchemaError, match=expected):
+            load_table(path, invalid_annotations=mode)
 
 
 @pytest.mark.parametrize(("change", "expected"), [
@@ -297,9 +323,10 @@ def test_coco_boxes_the_references_skip_are_skipped_or_refused(tmp_path, change,
     table = load_table(path)
     assert table.rows["label"].tolist() == [["person"], [], ["car"]]  # annotation 2 gone
     skipped = table.skipped_annotations
-    assert skipped.to_dict("records") == [{"source": path, "annotation": 2, "image": 7,
-                                           "reason": expected.split(":")[0].split(
-                                               "bbox is ")[-1].replace("\\", "")}]
+    assert skipped.drop(columns="written").to_dict("records") == [
+        {"source": path, "annotation": 2, "image": 7,
+         "reason": expected.split(":")[0].split("bbox is ")[-1].replace("\\", "")}]
+    assert skipped["written"].tolist() == [f"bbox {json.dumps(change['bbox'])}"]
     with pytest.raises(SchemaError, match=expected) as error:
         load_table(path, invalid_annotations="error")
     assert "invalid_annotations='skip'" in str(error.value) and error.value.rows == [7]
@@ -435,5 +462,7 @@ def test_segmentation_without_masks_or_images_is_refused():
 def test_coco_masks_that_do_not_fit_their_image_are_named(tmp_path, segmentation, expected):
     data = json.loads((DATA / "coco.json").read_text())
     data["annotations"][2]["segmentation"] = segmentation
-    text = message(write(tmp_path, "coco.json", json.dumps(data)))
+    path = write(tmp_path, "coco.json", json.dumps(data))
+    assert load_table(path).skipped_annotations["annotation"].tolist() == [3]
+    text = message(path, invalid_annotations="error")
     assert f"annotation id 3: {expected}" in text and "as pycocotools writes it" in text

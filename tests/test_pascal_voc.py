@@ -104,7 +104,9 @@ def convert(source, out, **options):
 
 
 def records(out) -> dict[str, dict]:
-    """Every record of a tf_models dataset, parsed by TensorFlow, by source_id: lists."""
+    """Every record of a tf_models dataset, parsed by TensorFlow, by file name: lists.
+    Each record's source id is a number (Model Garden's `process_source_id` reads it
+    as one), each its own."""
     found = {}
     for name in sorted(os.listdir(out)):
         if not name.endswith(".tfrecord"):
@@ -116,7 +118,9 @@ def records(out) -> dict[str, dict]:
             values = {key: value.tolist() if value.ndim else [value.item()]
                       for key, value in values.items()}
             values["split"] = name.split("-")[0]
-            found[values["image/source_id"][0].decode()] = values
+            found[values["image/filename"][0].decode()] = values
+    ids = [int(r["image/source_id"][0]) for r in found.values()]
+    assert len(set(ids)) == len(ids)
     return found
 
 
@@ -129,9 +133,14 @@ def label_ids(out) -> dict[str, int]:
 
 
 def assert_same_record(ours: dict, theirs: dict) -> None:
-    """Our record against the reference's, key by key (boxes to 1e-6)."""
+    """Our record against the reference's, key by key (boxes to 1e-6); but the source id,
+    which the reference writes as the file name, and TensorFlow's models read as a
+    number (ours: the row's number; `records` checks it)."""
     assert set(theirs) <= set(ours)
     for key, expected in theirs.items():
+        if key == "image/source_id":
+            assert expected == ours["image/filename"]
+            continue
         if key.startswith("image/object/bbox/"):
             np.testing.assert_allclose(ours[key], expected, atol=1e-6, err_msg=key)
         else:
@@ -258,15 +267,9 @@ BAD = {
     "broken.xml": ("<annotation><filename>x.jpg</filename>", "not XML: no element found"),
     "other.xml": ("<annotations><image/></annotations>",
                   "its root element is <annotations>, not <annotation>"),
-    "nosize.xml": (voc_xml("a.jpg", [], size=(0, 0)), "no usable <size>"),
+    "nosize.xml": (voc_xml("a.jpg", [("dog", 1, 1, 2, 2, 0, 0, None)], size=(0, 0)),
+                   "no usable <size>"),
     "missing.xml": (voc_xml("gone.jpg", []), "image 'gone.jpg' not found"),
-    "outside.xml": (voc_xml("a.jpg", [("dog", 10, 10, 68, 20, 0, 0, None)]),
-                    "object 1 ('dog') has a box outside its image, or empty: xmin 10, "
-                    "ymin 10, xmax 68, ymax 20 in <size> 67 x 51"),
-    "flat.xml": (voc_xml("a.jpg", [("dog", 10, 10, 10, 20, 0, 0, None)]), "or empty"),
-    "noname.xml": (voc_xml("a.jpg", [("", 1, 1, 2, 2, 0, 0, None)]), "has no <name>"),
-    "flag.xml": (voc_xml("a.jpg", [("dog", 1, 1, 2, 2, "yes", 0, None)]),
-                 "<difficult> or <truncated> other than 0 or 1"),
 }
 
 
@@ -278,12 +281,13 @@ def test_unusable_xml_files_are_rejected_rows_with_their_reason(tmp_path):
     assert table.rows.index.tolist() == ["a.xml", "b.xml", "c.xml"]
     rejected = table.rejected_rows
     assert sorted(rejected["xml"]) == sorted(BAD)
-    assert list(rejected.columns) == ["xml", "image_uri", "reason"]
+    assert list(rejected.columns) == ["xml", "image_uri", "objects", "reason"]
     for name, (_, reason) in BAD.items():
         assert reason in rejected.set_index("xml").at[name, "reason"], name
     assert rejected.set_index("xml").at["missing.xml", "image_uri"] == "gone.jpg"
-    # ... they count against max_rejected (9 of 12 rows, more than half) ...
-    with pytest.raises(tfrecorder.TooManyRejectedError, match=r"9 rows were rejected"):
+    assert rejected.set_index("xml").at["nosize.xml", "objects"] == 1  # its one object
+    # ... they count against max_rejected (5 of 8 rows, more than half) ...
+    with pytest.raises(tfrecorder.TooManyRejectedError, match=r"5 rows were rejected"):
         convert(root, tmp_path / "out")
     # ... and the others convert; the run lists them in rejected.csv with their reasons.
     result = convert(root, tmp_path / "out", max_rejected=1.0)
@@ -293,6 +297,47 @@ def test_unusable_xml_files_are_rejected_rows_with_their_reason(tmp_path):
     assert sorted(listed.index) == sorted(BAD)
     for name, (_, reason) in BAD.items():
         assert reason in listed.at[name, "reason"], name
+
+
+GOOD = ("cat", 5, 6, 20, 30, 0, 0, None)
+BAD_OBJECTS = {  # an object's fault -> its reason in skipped_annotations.csv
+    ("dog", 10, 10, 69, 20, 0, 0, None): "box outside the image",  # 2 px past 67
+    ("dog", 10, 10, 10, 20, 0, 0, None): "empty or upside-down box",
+    ("", 1, 1, 2, 2, 0, 0, None): "box without a label",
+    ("dog", 1, 1, 2, 2, "yes", 0, None): "difficult or truncated other than 0 or 1",
+    ("dog", 1, 1, "x", 2, 0, 0, None): "bndbox that is not four numbers",
+}
+
+
+def test_a_bad_object_is_skipped_and_listed_and_its_image_kept(tmp_path):
+    """One bad box costs that box, not its image's good ones; each is listed with its
+    file, object and reason, and counted."""
+    root = tmp_path / "flat"
+    for seed, bad in enumerate(BAD_OBJECTS):
+        write_pair(root, root, f"img{seed}", [GOOD, bad], seed=seed, folder="flat")
+    table = load_table(str(root))
+    assert table.rows["label"].tolist() == [["cat"]] * len(BAD_OBJECTS)
+    assert table.rejected_rows is None
+    skipped = table.skipped_annotations
+    assert skipped["reason"].tolist() == list(BAD_OBJECTS.values())
+    assert skipped["annotation"].tolist() == ["object 2"] * len(BAD_OBJECTS)
+    assert skipped["source"].tolist() == [f"img{k}.xml" for k in range(len(BAD_OBJECTS))]
+    assert "xmax 69" in skipped["written"].iloc[0]
+    assert table.annotations.objects == 2 * len(BAD_OBJECTS)
+    with pytest.raises(SchemaError, match=r"1 object outside the image: img0.xml, object 2: "
+                                          r"name 'dog', xmin 10, .* in <size> 67 x 51"):
+        load_table(str(root), invalid_annotations="error")
+
+
+def test_a_box_a_pixel_past_the_edge_is_clipped_and_counted(tmp_path):
+    """LabelImg and VOC count pixels from 1: xmax = width + 1 is within 1% of a side, so
+    it is clipped to the edge (and counted), not lost."""
+    root = tmp_path / "flat"
+    write_pair(root, root, "a", [("dog", 0, 0, 68, 52, 0, 0, None)], folder="flat")
+    table = load_table(str(root))
+    np.testing.assert_allclose(np.reshape(table.rows["objects/bbox"].iloc[0], (-1, 4)),
+                               [[0, 0, 1, 1]])
+    assert table.annotations.clipped == 1 and table.skipped_annotations is None
 
 
 def test_a_folder_of_only_unusable_xml_files_is_an_error(tmp_path):

@@ -262,52 +262,80 @@ def test_yolo_seg_records_decode_with_model_gardens_decoder(tmp_path):
     assert mask[int(0.35 * HEIGHT), WIDTH // 2] == 1 and mask[int(0.1 * HEIGHT), 5] == 0
 
 
-def test_a_class_id_outside_names_is_refused_naming_file_line_and_id(drawn, tmp_path):
+def test_a_class_id_outside_names_is_skipped_and_listed_or_refused(drawn, tmp_path):
+    """One bad line costs its object, listed with its file and line; the image and its
+    other objects are written. invalid_annotations="error" refuses the dataset."""
     root = ultralytics(tmp_path, drawn)
     with open(tmp_path / "labels" / "train" / "scene_02.txt", "a") as f:
         f.write("4 0.5 0.5 0.1 0.1\n")
+    result = tfrecorder.convert(root, str(tmp_path / "out"), progress=False)
+    assert result.skipped_annotations == {"class id not in names": 1}
+    listed = pd.read_csv(tmp_path / "out" / "skipped_annotations.csv")
+    assert listed.to_dict("records") == [{
+        "source": "labels/train/scene_02.txt", "annotation": "line 3",
+        "image": "images/train/scene_02.png", "reason": "class id not in names",
+        "written": "4 0.5 0.5 0.1 0.1"}]
+    scene_02 = next(e for e in examples(tmp_path / "out")["train"]
+                    if values(e, "image_uri") == [b"images/train/scene_02.png"])
+    assert len(values(scene_02, "objects/label")) == len(drawn[2]["labels"]) == 2
     with pytest.raises(SchemaError) as error:
-        tfrecorder.convert(root, str(tmp_path / "out"), progress=False)
+        tfrecorder.convert(root, str(tmp_path / "strict"), progress=False,
+                           invalid_annotations="error")
     message = str(error.value)
-    assert "'labels/train/scene_02.txt'" in message and "class id 4 at line 3" in message
-    assert "4 classes (ids 0 to 3)" in message
-    assert not os.path.exists(tmp_path / "out")
+    assert "'labels/train/scene_02.txt' line 3: '4 0.5 0.5 0.1 0.1'" in message
+    assert "4 classes (ids 0 to 3)" in message and "invalid_annotations='skip'" in message
+    assert not os.path.exists(tmp_path / "strict")
 
 
-@pytest.mark.parametrize("line, words", [
-    ("0 0.5 0.5 0.1", "3 numbers after the class at line 1"),
-    ("0 0.5 0.5 0.1 0.1 0.9", "5 numbers after the class at line 1"),
-    ("cat 0.5 0.5 0.1 0.1", "not numbers"),
-    ("0 0.5 0.5 nan 0.1", "not numbers"),
-    ("1.5 0.5 0.5 0.1 0.1", "class id 1.5 at line 1"),
-    ("0 0.05 0.5 0.2 0.1", "outside the image: 'labels/train/a.txt' line 1"),
-    ("0 0.5 0.5 0 0.1", "minimum is not below its maximum"),
+@pytest.mark.parametrize("line, reason, words", [
+    ("0 0.5 0.5 0.1", "wrong number of coordinates", "neither 4 numbers nor a polygon"),
+    ("0 0.5 0.5 0.1 0.1 0.9", "wrong number of coordinates", "neither 4 numbers"),
+    ("cat 0.5 0.5 0.1 0.1", "line that is not numbers", "not numbers"),
+    ("0 0.5 0.5 nan 0.1", "line that is not numbers", "not numbers"),
+    ("1.5 0.5 0.5 0.1 0.1", "class id not in names", "a class id the data file does not"),
+    ("0 0.5 1.02 0.2 0.1", "coordinate past Ultralytics' 1% tolerance", "outside -0.01..1.01"),
+    ("0 0.5 0.5 0 0.1", "empty or upside-down box", "minimum is not below its maximum"),
 ])
-def test_a_bad_label_line_is_refused_naming_file_and_line(tmp_path, line, words):
+def test_a_bad_label_line_is_skipped_or_refused_naming_file_and_line(tmp_path, line, reason,
+                                                                     words):
     os.makedirs(tmp_path / "images" / "train")
     os.makedirs(tmp_path / "labels" / "train")
     Image.new("RGB", (WIDTH, HEIGHT)).save(tmp_path / "images" / "train" / "a.png")
-    write(tmp_path / "labels" / "train", "a.txt", line + "\n")
+    write(tmp_path / "labels" / "train", "a.txt", "1 0.5 0.5 0.2 0.2\n" + line + "\n")
     write(tmp_path, "data.yaml", "names: [zebra, cat]\ntrain: images/train\n")
-    with pytest.raises(SchemaError, match="labels/train/a.txt"):
-        load_table(str(tmp_path))
-    with pytest.raises(SchemaError, match=words.replace(".", r"\.")):
-        load_table(str(tmp_path))
+    table = load_table(str(tmp_path))
+    assert table.rows["label"].tolist() == [["cat"]]  # the good line is kept
+    assert table.skipped_annotations[["source", "annotation", "reason", "written"]].to_dict(
+        "records") == [{"source": "labels/train/a.txt", "annotation": "line 2",
+                        "reason": reason, "written": line}]
+    assert table.annotations.objects == 2
+    with pytest.raises(SchemaError, match=r"'labels/train/a\.txt' line 2") as error:
+        load_table(str(tmp_path), invalid_annotations="error")
+    assert words in str(error.value)
 
 
-def test_a_corner_off_by_rounding_is_clipped_and_one_further_out_is_not(tmp_path):
+def test_a_box_within_ultralytics_tolerance_is_clipped_and_counted(tmp_path):
+    """Ultralytics accepts label numbers up to 1% outside 0..1 and clips the boxes when
+    it trains: so are they written, clipped, and counted; further out, listed."""
     os.makedirs(tmp_path / "images" / "train")
     os.makedirs(tmp_path / "labels" / "train")
     Image.new("RGB", (WIDTH, HEIGHT)).save(tmp_path / "images" / "train" / "a.png")
     write(tmp_path, "data.yaml", "names: [zebra]\ntrain: images/train\n")
-    # 0.0333 - 0.0667 / 2 = -0.00005: four decimals' rounding.
-    write(tmp_path / "labels" / "train", "a.txt", "0 0.0333 0.9667 0.0667 0.0667\n")
-    (box,) = np.reshape(load_table(str(tmp_path)).rows["objects/bbox"].iloc[0], (-1, 4))
-    np.testing.assert_allclose(box, [0.93335, 0.0, 1.0, 0.06665], atol=1e-12)
-    assert yolo.TOLERANCE == 1e-4
-    write(tmp_path / "labels" / "train", "a.txt", "0 0.0333 0.5 0.0670 0.1\n")
-    with pytest.raises(SchemaError, match="outside the image"):
-        load_table(str(tmp_path))
+    # 0.0333 - 0.0667 / 2 = -0.00005: four decimals' rounding; a centre at 0.98 with a
+    # width of 0.14 ends at 1.05: a box 0.05 past the edge, numbers all within 1.01.
+    write(tmp_path / "labels" / "train", "a.txt",
+          "0 0.0333 0.9667 0.0667 0.0667\n0 0.98 0.5 0.14 0.2\n0 0.5 0.5 0.2 0.2\n")
+    table = load_table(str(tmp_path))
+    boxes = np.reshape(table.rows["objects/bbox"].iloc[0], (-1, 4))
+    np.testing.assert_allclose(boxes, [[0.93335, 0.0, 1.0, 0.06665], [0.4, 0.91, 0.6, 1.0],
+                                       [0.4, 0.4, 0.6, 0.6]], atol=1e-6)
+    assert table.annotations.clipped == 2 and table.skipped_annotations is None
+    assert yolo.TOLERANCE == 0.01
+    write(tmp_path / "labels" / "train", "a.txt", "0 0.5 0.5 1.02 0.1\n")
+    table = load_table(str(tmp_path))
+    assert table.rows["label"].tolist() == [[]]
+    assert table.skipped_annotations["reason"].tolist() == [
+        "coordinate past Ultralytics' 1% tolerance"]
 
 
 @pytest.mark.parametrize("text, words", [

@@ -20,6 +20,7 @@ import pandas as pd
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
+from tfrecorder.sources.annotation_policy import Problem
 from tfrecorder.sources.detection import (
     _INTEGER,
     _NUMBER,
@@ -311,9 +312,26 @@ def _padded(cells: _Cells, i: int, lead: int) -> list[str]:
     return record + [""] * (lead - len(record))
 
 
+# What can be wrong with a line's coordinates (`annotation_policy.Problem`), by
+# `_Objects`' code for it.
+_FORMAT_FIX = ("A box is two vertices (x_min,y_min,,,x_max,y_max,,) or four "
+               "(x1,y1,x2,y2,x3,y3,x4,y4), fractions of the image's size from 0 to 1, after "
+               "the label; one box a line.")
+_PROBLEMS = (
+    Problem("more than eight coordinates", "with more than eight coordinates after the "
+            "label", _FORMAT_FIX),
+    Problem("coordinate that is not a number", "with a coordinate that is not a number",
+            _FORMAT_FIX),
+    Problem("vertex given half", "with a vertex given half (an x without its y, or a y "
+            "without its x)", _FORMAT_FIX),
+    Problem("box of neither 2 nor 4 vertices", "with a box of neither 2 nor 4 vertices",
+            _FORMAT_FIX))
+
+
 class _Objects:
     """The objects of an AutoML detection file's records: a record with a label or
-    coordinates is an object; a record with the path alone is none."""
+    coordinates is an object; a record with the path alone is none. A record whose
+    coordinates make no box is an object with its problem marked."""
 
     def __init__(self, path: str, cells: _Cells, shape: _Shape, lead: int):
         self.path, self.cells, self.lead = path, cells, lead
@@ -324,13 +342,11 @@ class _Objects:
         given = vertices.sum(axis=1)
         problem = np.select(
             [shape.beyond, not_number, half, (given != 0) & (given != 2) & (given != 4)],
-            [1, 2, 3, 10 + given], 0)
-        if problem.any():
-            self._refuse(problem)
+            [1, 2, 3, 4], 0).astype(np.int16)
         xs = np.stack(values[0::2], axis=1)
         ys = np.stack(values[1::2], axis=1)
         boxes = np.full((cells.size, 4), np.nan)
-        two = given == 2
+        two = (given == 2) & (problem == 0)
         if two.any():  # the min vertex, then the max one: as given, so a swap shows
             rows = np.flatnonzero(two)
             at = vertices[rows]
@@ -338,7 +354,7 @@ class _Objects:
             high = 3 - np.argmax(at[:, ::-1], axis=1)
             boxes[rows] = np.stack([ys[rows, low], xs[rows, low], ys[rows, high],
                                     xs[rows, high]], axis=1)
-        four = given == 4
+        four = (given == 4) & (problem == 0)
         if four.any():
             boxes[four] = np.stack([ys[four].min(axis=1), xs[four].min(axis=1),
                                     ys[four].max(axis=1), xs[four].max(axis=1)], axis=1)
@@ -349,25 +365,10 @@ class _Objects:
             for i in odd.tolist():
                 boxes[i] = _box([self.cells.record(i)[j].strip() if j < cells.fields[i]
                                  else "" for j in range(lead + 1, lead + 1 + _COORDINATES)])[1]
-        self.entry = np.flatnonzero(shape.label_given | (given > 0))
+        self.entry = np.flatnonzero(shape.label_given | (given > 0) | (problem > 0))
         self.labels = shape.labels[self.entry]
         self.boxes = boxes[self.entry]
-
-    def _refuse(self, problem: np.ndarray) -> None:
-        first = problem[np.argmax(problem > 0)]
-        entries = np.flatnonzero(problem == first).tolist()
-        words = {1: "with more than eight coordinates after the label",
-                 2: "with a coordinate that is not a number",
-                 3: "with a vertex given half (an x without its y, or a y without its x)"}
-        what = words.get(int(first)) or \
-            f"with {count(int(first) - 10, 'vertex', 'vertices')}, not 2 or 4"
-        shown = "; ".join(self.where(i) for i in entries[:3])
-        more = f"; and {len(entries) - 3} more" if len(entries) > 3 else ""
-        raise SchemaError(
-            f"the CSV file {self.path!r} has {count(len(entries), 'line')} {what}: "
-            f"{shown}{more}. A box is two vertices (x_min,y_min,,,x_max,y_max,,) or four "
-            "(x1,y1,x2,y2,x3,y3,x4,y4), fractions of the image's size from 0 to 1, "
-            "after the label; one box a line.", rows=self.cells.lines[entries].tolist())
+        self.problem = problem[self.entry]
 
     def where(self, i: int) -> str:
         """Record i as the user finds it: its line and its cells after the path."""
@@ -375,9 +376,16 @@ class _Objects:
                 f"{','.join(_padded(self.cells, i, self.lead)[self.lead:])!r}")
 
     def objects(self, image_of: np.ndarray) -> Objects:
-        return Objects(image_of[self.entry], self.labels, self.boxes,
-                       self.cells.lines[self.entry],
-                       lambda k: self.where(int(self.entry[k])), f"the CSV file {self.path!r}")
+        def names(k: int) -> tuple[str, object, str]:
+            i = int(self.entry[k])
+            return (self.path, f"line {self.cells.lines[i]}",
+                    ",".join(_padded(self.cells, i, self.lead)[self.lead:]))
+
+        return Objects.of(image_of[self.entry], self.labels, self.boxes,
+                          self.cells.lines[self.entry],
+                          lambda k: self.where(int(self.entry[k])),
+                          f"the CSV file {self.path!r}", problem=self.problem,
+                          problems=_PROBLEMS, names=names)
 
 
 def _box(cells: list[str]) -> tuple[str | None, list[float] | None]:

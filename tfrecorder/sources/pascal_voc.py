@@ -54,13 +54,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import SchemaError
-from tfrecorder.format.layouts import IMAGE_ID
+from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.format.splits import UNASSIGNED, Split, split_named
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
+from tfrecorder.sources.annotation_policy import Problem, skipped_rows
 from tfrecorder.sources.detection import (
     DIFFICULT,
     TRUNCATED,
@@ -68,6 +70,7 @@ from tfrecorder.sources.detection import (
     Objects,
     objects_table,
 )
+from tfrecorder.sources.image_paths import has_image_extension
 from tfrecorder.sources.schema import STRING_LABEL
 from tfrecorder.sources.table import Table
 from tfrecorder.storage import fs, store_errors
@@ -100,47 +103,70 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         else None
     xml_files = [uri for uri in files if _is_xml(uri, path)] if folder else [path]
     listed = set(files) if folder else None
-    splits = _splits(path, files) if folder else {}
+    image_sets = _image_sets(path, files, listed) if folder else _ImageSets()
     accepted, rejected = [], []
     for uri, data in zip(xml_files, _contents(xml_files)):
         name = fs.relative_to(uri, base_dir)
         try:
-            annotation = _annotation(data, options.difficult)
+            annotation = _annotation(data)
             image = _image(uri, annotation, path if folder else None, listed)
         except _Rejected as error:
-            rejected.append((name, error.image, error.reason))
+            rejected.append(_RejectedFile(name, error.image, error.objects, error.reason,
+                                          _found(uri, error.annotation, path, listed)))
             continue
-        accepted.append(_Row(name, fs.relative_to(image, base_dir), annotation,
-                             splits.get(uri, _folder_split(uri, path) if folder else None)))
+        accepted.append(_Row(name, fs.relative_to(image, base_dir), image, annotation,
+                             image_sets.splits.get(uri, _folder_split(uri, path)
+                                                   if folder else None), uri))
+    unannotated = _unannotated(path, files, listed, image_sets, accepted, rejected) \
+        if folder else []
+    rejected += image_sets.missing
     if rejected:
-        logger.warning("Rejecting %s of %s: %s", count(len(rejected), "XML file"), path,
-                       "; ".join(f"{n}: {r}" for n, _, r in rejected[:_EXAMPLES]))
-    if not accepted:
+        logger.warning("Rejecting %s of %s: %s", count(len(rejected), "annotation file"),
+                       path, "; ".join(f"{r.name}: {r.reason}" for r in rejected[:_EXAMPLES]))
+    if not accepted and not unannotated:
         raise SchemaError(_nothing_read(path, len(xml_files), rejected))
-    return _table(accepted, rejected, base_dir, options, path)
+    return _table(accepted, unannotated, rejected, base_dir, options, path)
 
 
 class _Rejected(Exception):
-    """Why an XML file gives no row (and the image it names, where known)."""
+    """Why an XML file gives no row (and the image it names, where known; the objects
+    its text holds; what it says of its image, to find it)."""
 
-    def __init__(self, reason: str, image: str = ""):
+    def __init__(self, reason: str, image: str = "", objects: int = 0,
+                 annotation: _Annotation | None = None):
         super().__init__(reason)
-        self.reason, self.image = reason, image
+        self.reason, self.image, self.objects = reason, image, objects
+        self.annotation = annotation
+
+
+class _RejectedFile(NamedTuple):
+    """An annotation file that gives no row, as rejected.csv lists it."""
+
+    name: str  # the XML file (or the list naming an image without one), relative
+    image: str  # the image it names
+    objects: int  # the objects it holds (its text's <object> elements)
+    reason: str
+    found: str = ""  # the image's URI, where it was found
 
 
 @dataclass
 class _Annotation:
-    """What one XML file says, as `dict_to_tf_example` reads it (its objects' lists
-    filled as they are read)."""
+    """What one XML file says, as `dict_to_tf_example` reads it: its objects' lists, in
+    file order, filled as they are read, each with its problem's code (`_PROBLEMS`;
+    0: none) and its text as written."""
 
     filename: str
     folder: str | None
     path: str | None
-    boxes: list  # [ymin, xmin, ymax, xmax] a kept object, relative
-    names: list
-    difficult: list
-    truncated: list
-    poses: list
+    size: tuple[float, float]  # width, height
+    boxes: list = dataclasses.field(default_factory=list)  # relative; NaN: no usable box
+    names: list = dataclasses.field(default_factory=list)
+    difficult: list = dataclasses.field(default_factory=list)
+    truncated: list = dataclasses.field(default_factory=list)
+    poses: list = dataclasses.field(default_factory=list)
+    problems: list = dataclasses.field(default_factory=list)
+    written: list = dataclasses.field(default_factory=list)  # (object k, its text)
+    clipped: list = dataclasses.field(default_factory=list)  # one pixel past an edge
 
 
 class _Row(NamedTuple):
@@ -148,66 +174,79 @@ class _Row(NamedTuple):
 
     name: str
     image_uri: str
-    annotation: _Annotation
+    uri: str  # the image, resolved
+    annotation: _Annotation | None  # None: an image without an annotation file
     split: Split | None
+    xml: str = ""  # the XML file, resolved ("": none)
 
 
-def _annotation(data: bytes | BaseException, difficult: str) -> _Annotation:
-    """The annotation of one file's bytes (or the error reading it raised).
+_BNDBOX = Problem("bndbox that is not four numbers", "without a <bndbox> of numbers "
+                  "xmin, ymin, xmax, ymax", "Each <object> has a <bndbox> of pixels.")
+_FLAG = Problem("difficult or truncated other than 0 or 1",
+                "with <difficult> or <truncated> other than 0 or 1",
+                "<difficult> and <truncated> are 0 or 1.")
+_PROBLEMS = (_BNDBOX, _FLAG)
+DROPPED_DIFFICULT = "difficult (difficult='drop')"
+
+
+def _annotation(data: bytes | BaseException) -> _Annotation:
+    """The annotation of one file's bytes (or the error reading it raised): every object,
+    each with what is wrong with it (`annotation_policy` decides what that makes it).
 
     Raises:
         _Rejected: with the reason the file gives no row.
     """
     if isinstance(data, BaseException):
         raise _Rejected(f"cannot read file: {store_errors.answer(data)}")
+    objects = data.count(b"<object>") + data.count(b"<object ")
     if not data.strip():
         raise _Rejected("empty XML file" if not data else "XML file of blanks only")
     try:
         root = ElementTree.fromstring(data)
     except ElementTree.ParseError as error:
-        raise _Rejected(f"not XML: {error}") from None
+        raise _Rejected(f"not XML: {error}", objects=objects) from None
     if root.tag != "annotation":
         raise _Rejected(f"not a Pascal VOC annotation: its root element is <{root.tag}>, "
-                        "not <annotation>")
+                        "not <annotation>", objects=objects)
+    objects = len(root.findall("object"))
     filename = _text(root, "filename")
     if not filename:
-        raise _Rejected("no <filename>: the image it annotates is not named")
+        raise _Rejected("no <filename>: the image it annotates is not named",
+                        objects=objects)
     size = root.find("size")
     width, height = _number(size, "width"), _number(size, "height")
+    found = _Annotation(filename, _text(root, "folder"), _text(root, "path"),
+                        (width, height))
     if not (width and width > 0 and height and height > 0):
         raise _Rejected(f"no usable <size> (width {_text(size, 'width')!r}, height "
                         f"{_text(size, 'height')!r}): boxes are fractions of it",
-                        filename)
-    found = _Annotation(filename, _text(root, "folder"), _text(root, "path"),
-                        [], [], [], [], [])
+                        filename, objects, found)
     for k, element in enumerate(root.findall("object"), 1):
-        name = _text(element, "name")
+        name = _text(element, "name") or None
         box = element.find("bndbox")
         corners = [_number(box, c) for c in ("xmin", "ymin", "xmax", "ymax")]
         flags = [_flag(element, f) for f in ("difficult", "truncated")]
-        where = f"object {k} ({name!r})" if name else f"object {k}"
-        if not name:
-            raise _Rejected(f"{where} has no <name>", filename)
+        problem = 0
         if any(c is None for c in corners):
-            raise _Rejected(f"{where} has no <bndbox> of numbers xmin, ymin, xmax, ymax",
-                            filename)
-        if None in flags:
-            raise _Rejected(f"{where} has <difficult> or <truncated> other than 0 or 1 "
-                            f"({_text(element, 'difficult')!r}, "
-                            f"{_text(element, 'truncated')!r})", filename)
+            problem, corners = 1, [np.nan] * 4
+        elif None in flags:
+            problem = 2
         xmin, ymin, xmax, ymax = corners
-        if not (0 <= xmin < xmax <= width and 0 <= ymin < ymax <= height):
-            raise _Rejected(
-                f"{where} has a box outside its image, or empty: xmin {xmin:g}, ymin "
-                f"{ymin:g}, xmax {xmax:g}, ymax {ymax:g} in <size> {width:g} x {height:g}",
-                filename)
-        if flags[0] and difficult == "drop":
-            continue
-        found.boxes.append([ymin / height, xmin / width, ymax / height, xmax / width])
+        # VOC counts pixels from 1: a corner one pixel past the edge is that edge.
+        pixels = [ymin, xmin, ymax, xmax]
+        edges = [height, width, height, width]
+        near = [min(max(c, 0.0), e) if -1 <= c <= e + 1 else c for c, e in zip(pixels, edges)]
+        found.clipped.append(near != pixels and not problem)
+        found.boxes.append([c / e for c, e in zip(near, edges)])
         found.names.append(name)
-        found.difficult.append(flags[0])
-        found.truncated.append(flags[1])
+        found.difficult.append(flags[0] or 0)
+        found.truncated.append(flags[1] or 0)
         found.poses.append(_text(element, "pose") or _UNSPECIFIED)
+        found.problems.append(problem)
+        bndbox = ", ".join(f"{c} {_text(box, c)}" for c in ("xmin", "ymin", "xmax", "ymax"))
+        found.written.append((f"object {k}", f"name {name!r}, {bndbox}, difficult "
+                              f"{_text(element, 'difficult')!r}, truncated "
+                              f"{_text(element, 'truncated')!r}"))
     return found
 
 
@@ -255,12 +294,38 @@ def _image(xml: str, annotation: _Annotation, root: str | None, listed: set | No
             return uri
     shown = list(dict.fromkeys(candidates))
     raise _Rejected(f"image {annotation.filename!r} not found (looked for "
-                    f"{', '.join(map(repr, shown))})", annotation.filename)
+                    f"{', '.join(map(repr, shown))})", annotation.filename,
+                    len(annotation.names))
 
 
-def _splits(root: str, files: Sequence[str]) -> dict[str, Split]:
-    """The split of every XML file the VOC layout's `ImageSets/Main/*.txt` lists, by
-    its URI.
+def _found(xml: str, annotation: _Annotation | None, root: str, listed: set | None) -> str:
+    """The image a rejected XML file names, where it is there ("": not known)."""
+    if annotation is None or listed is None:
+        return ""
+    try:
+        return _image(xml, annotation, root, listed)
+    except _Rejected:
+        return ""
+
+
+@dataclass
+class _ImageSets:
+    """What the VOC layout's `ImageSets/Main/{train,val,test}.txt` say.
+
+    Attributes:
+        splits: the split of every XML file they list, by its URI.
+        images: the split of every image they list without an XML file, by the image's
+            URI (datumaro writes no XML for an image without objects).
+        missing: the images they list with neither an XML file nor an image file.
+    """
+
+    splits: dict = dataclasses.field(default_factory=dict)
+    images: dict = dataclasses.field(default_factory=dict)
+    missing: list = dataclasses.field(default_factory=list)
+
+
+def _image_sets(root: str, files: Sequence[str], listed: set) -> _ImageSets:
+    """The splits the VOC layout's lists give (`_ImageSets`).
 
     Raises:
         SchemaError: for an image listed in two splits.
@@ -276,29 +341,84 @@ def _splits(root: str, files: Sequence[str]) -> dict[str, Split]:
         if split == "trainval" or isinstance(split, Split):
             annotations = fs.join(_parent(_parent(main)), "Annotations")
             lists.setdefault(annotations, {})[split] = uri
-    found: dict[str, Split] = {}
-    where: dict[str, str] = {}
+    found = _ImageSets()
+    where: dict[tuple[str, str], str] = {}  # (Annotations/ folder, image id) -> its list
     for annotations, by_split in lists.items():
         trainval = by_split.pop("trainval", None)
         if trainval is not None and not {Split.TRAIN, Split.VALIDATION} & set(by_split):
             by_split[Split.TRAIN] = trainval
+        images = _images_by_stem(fs.join(_parent(annotations), "JPEGImages"), listed)
+        given: dict[str, Split] = {}
         for split, uri in by_split.items():
-            for image_id in _listed_ids(uri):
-                xml = fs.join(annotations, f"{image_id}.xml")
-                if found.get(xml, split) != split:
+            for line, image_id in _listed_ids(uri, annotations, listed, images):
+                if given.get(image_id, split) != split:
                     raise SchemaError(
-                        f"the Pascal VOC lists {where[xml]!r} and {uri!r} both name image "
-                        f"{image_id!r}: an image belongs to one split (a test image the "
-                        "model trains on tests nothing). Remove it from one list.",
-                        rows=[image_id], column="split")
-                found[xml], where[xml] = split, uri
+                        f"the Pascal VOC lists {where[annotations, image_id]!r} and {uri!r} "
+                        f"both name image {image_id!r}: an image belongs to one split (a "
+                        "test image the model trains on tests nothing). Remove it from one "
+                        "list.", rows=[image_id], column="split")
+                given[image_id], where[annotations, image_id] = split, uri
+                xml = fs.join(annotations, f"{image_id}.xml")
+                if xml in listed:
+                    found.splits[xml] = split
+                elif image_id in images:
+                    found.images[images[image_id]] = split
+                else:
+                    found.missing.append(_RejectedFile(
+                        f"{fs.relative_to(uri, root)}:{line}", image_id, 0,
+                        f"listed in {fs.basename(uri)}, but neither "
+                        f"Annotations/{image_id}.xml nor an image JPEGImages/{image_id}.* "
+                        "is there"))
     return found
 
 
-def _listed_ids(uri: str) -> list[str]:
-    """The image ids of an ImageSets list: each line's first word."""
-    text = fs.read_bytes(uri).decode("utf-8", errors="replace")
-    return [line.split()[0] for line in text.splitlines() if line.strip()]
+def _images_by_stem(folder: str, listed: set) -> dict[str, str]:
+    """The images directly in `folder`, by their names without extension."""
+    found = {}
+    for uri in sorted(listed):
+        if _parent(uri) == folder and has_image_extension(uri):
+            found.setdefault(fs.basename(uri).rsplit(".", 1)[0], uri)
+    return found
+
+
+def _listed_ids(uri: str, annotations: str, listed: set, images: dict
+                ) -> list[tuple[int, str]]:
+    """The image ids of an ImageSets list, with their lines: a line's id is the whole
+    line (CVAT writes ids with spaces: `harbour view 09`), or its quoted text, or, where
+    the whole line names nothing, its first word (VOC's per-class lists add a flag)."""
+    text = fs.read_bytes(uri).decode("utf-8-sig", errors="replace")
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith('"') and line.count('"') >= 2:
+            image_id = line[1:line.index('"', 1)]
+        elif fs.join(annotations, f"{line}.xml") in listed or line in images:
+            image_id = line
+        else:
+            first = line.split()[0]
+            named = fs.join(annotations, f"{first}.xml") in listed or first in images
+            image_id = first if named else line
+        found.append((number, image_id))
+    return found
+
+
+def _unannotated(root: str, files: Sequence[str], listed: set, image_sets: _ImageSets,
+                 accepted: list[_Row], rejected: list[_RejectedFile]) -> list[_Row]:
+    """The images of the source without an annotation file, each a row without objects
+    (as datumaro and LabelImg mean it): those the ImageSets lists name without an XML
+    file, and every other image in a folder that holds the images the XML files name
+    (LabelImg saves no XML for an image it drew no box on)."""
+    named = {row.uri for row in accepted} | {r.found for r in rejected if r.found}
+    folders = {_parent(uri) for uri in named}
+    found = dict(image_sets.images)
+    for uri in files:
+        if uri not in named and uri not in found and _parent(uri) in folders \
+                and has_image_extension(uri):
+            found[uri] = _folder_split(uri, root)
+    return [_Row(fs.relative_to(uri, root), fs.relative_to(uri, root), uri, None, split)
+            for uri, split in sorted(found.items()) if uri not in named]
 
 
 def _folder_split(xml: str, root: str) -> Split | None:
@@ -309,47 +429,64 @@ def _folder_split(xml: str, root: str) -> Split | None:
                  if isinstance(split, Split)), None)
 
 
-def _table(accepted: list[_Row], rejected: list, base_dir: str, options: TableOptions,
-           path: str) -> Table:
-    """The detection table of the rows, with the rejected XML files beside it."""
-    index = pd.Index([row.name for row in accepted])
-    images = pd.DataFrame({"image_uri": [row.image_uri for row in accepted],
-                           IMAGE_ID: [row.annotation.filename for row in accepted]},
-                          index=index)
-    if any(row.split is not None for row in accepted):
+def _table(accepted: list[_Row], unannotated: list[_Row], rejected: list[_RejectedFile],
+           base_dir: str, options: TableOptions, path: str) -> Table:
+    """The detection table of the rows (those of images without an annotation file
+    last), with the rejected files beside it."""
+    rows = accepted + unannotated
+    index = pd.Index([row.name for row in rows])
+    images = pd.DataFrame({"image_uri": [row.image_uri for row in rows]}, index=index)
+    if any(row.split is not None for row in rows):
         images.insert(0, "split", [str(row.split) if row.split else UNASSIGNED
-                                   for row in accepted])
-    image, rows, where = [], [], []
+                                   for row in rows])
+    drop = options.difficult == "drop"
+    image, labels, boxes, flags, poses, problem, where, dropped, clipped = (
+        [] for _ in range(9))
     for position, row in enumerate(accepted):
-        for k in range(len(row.annotation.names)):
+        found = row.annotation
+        width, height = found.size
+        for k, name in enumerate(found.names):
+            if drop and found.difficult[k] and not found.problems[k]:
+                dropped.append((row.name, *found.written[k]))
+                continue
             image.append(position)
-            rows.append(row.name)
-            where.append((row.name, k))
-    joined = {field: list(itertools.chain.from_iterable(
-        getattr(row.annotation, field) for row in accepted))
-        for field in ("boxes", "names", "difficult", "truncated", "poses")}
+            labels.append(name)
+            boxes.append(found.boxes[k])
+            flags.append((found.difficult[k], found.truncated[k]))
+            poses.append(found.poses[k])
+            problem.append(found.problems[k])
+            clipped.append(found.clipped[k])
+            where.append((row.name, *found.written[k], f"in <size> {width:g} x {height:g}"))
 
     def shown(i: int) -> str:
-        name, k = where[i]
-        return f"{name}, object {k + 1}: {joined['names'][i]!r}"
+        xml, name, written, size = where[i]
+        return f"{xml}, {name}: {written} {size}"
 
-    objects = Objects.of(image, joined["names"], joined["boxes"], rows, shown,
-                         f"the Pascal VOC source {path!r}",
-                         **{DIFFICULT: joined["difficult"], TRUNCATED: joined["truncated"],
-                            VIEW: joined["poses"]})
-    source = images[["image_uri"]].assign(xml=index, objects=[
-        len(row.annotation.names) for row in accepted])[["xml", "image_uri", "objects"]]
-    options = dataclasses.replace(options, schema={IMAGE_ID: "StringInput",
-                                                   **(options.schema or {})})
-    table = objects_table(images, objects, source, base_dir, options,
-                          label_type=STRING_LABEL)
-    return dataclasses.replace(table, rejected_rows=pd.DataFrame(
-        rejected, columns=["xml", "image_uri", "reason"],
-        index=[name for name, *_ in rejected]) if rejected else None)
+    objects = Objects.of(image, labels, boxes, [rows[i].name for i in image], shown,
+                         f"the Pascal VOC source {path!r}", problem=problem,
+                         problems=_PROBLEMS, names=lambda i: where[i][:3], clipped=clipped,
+                         **{DIFFICULT: [d for d, _ in flags], TRUNCATED: [t for _, t in flags],
+                            VIEW: poses})
+    source = images[["image_uri"]].assign(xml=[row.name if row.annotation else ""
+                                               for row in rows])[["xml", "image_uri"]]
+    table = objects_table(
+        images, objects, source, base_dir, options, label_type=STRING_LABEL,
+        skipped=skipped_rows(path, [name for _, name, _ in dropped],
+                             [xml for xml, _, _ in dropped], DROPPED_DIFFICULT,
+                             [written for _, _, written in dropped]) if dropped else None,
+        counts=AnnotationCounts(objects=len(dropped) + sum(r.objects for r in rejected),
+                                unannotated_images=len(unannotated)))
+    names = [row.annotation.filename if row.annotation else fs.basename(row.image_uri)
+             for row in rows]
+    return dataclasses.replace(
+        table, rows=table.rows.assign(image_name=names), rejected_rows=pd.DataFrame(
+            [(r.name, r.image, r.objects, r.reason) for r in rejected],
+            columns=["xml", "image_uri", "objects", "reason"],
+            index=[r.name for r in rejected]) if rejected else None)
 
 
-def _nothing_read(path: str, total: int, rejected: list) -> str:
-    shown = "; ".join(f"{name}: {reason}" for name, _, reason in rejected[:_EXAMPLES])
+def _nothing_read(path: str, total: int, rejected: list[_RejectedFile]) -> str:
+    shown = "; ".join(f"{r.name}: {r.reason}" for r in rejected[:_EXAMPLES])
     return (f"none of the {count(total, 'XML file')} of the Pascal VOC source {path!r} "
             f"gives an image: {shown}. Each needs an <annotation> with <filename>, <size> "
             "and its objects, beside its image (or in Annotations/ beside JPEGImages/).")

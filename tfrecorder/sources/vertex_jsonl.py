@@ -21,7 +21,8 @@ import pandas as pd
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
-from tfrecorder.sources.detection import BBOX, Objects, images_in_order, objects_table
+from tfrecorder.sources.annotation_policy import Problem
+from tfrecorder.sources.detection import Objects, images_in_order, objects_table
 from tfrecorder.sources.schema import STRING_LABEL
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import validate
@@ -155,40 +156,54 @@ def _name(path: str, line: int, annotation) -> str | None:
     return name
 
 
+_BOX_FIX = ("A box has xMin, yMin, xMax and yMax, fractions of the image's size from 0 "
+            "to 1.")
+_PROBLEMS = (
+    Problem("box lacking a coordinate", "whose box lacks a coordinate", _BOX_FIX),
+    Problem("coordinate that is not a number", "with a coordinate that is not a number",
+            _BOX_FIX),
+    Problem("displayName that is not text", "whose displayName is not text",
+            "A class name is text.", "label"))
+
+
 def _boxes(path: str, lines: list[int], entries: list[dict], image_of: np.ndarray
            ) -> Objects:
-    image, labels, boxes, rows, written = [], [], [], [], []
+    image, labels, boxes, rows, written, problem = [], [], [], [], [], []
     for i, (line, entry) in enumerate(zip(lines, entries)):
         annotations = entry.get(BOXES) or []
         if not isinstance(annotations, list):
             raise SchemaError(f'line {line} of the JSONL file {path!r} has "{BOXES}" '
                               f"{annotations!r}: a list of boxes.", rows=[line])
         for k, annotation in enumerate(annotations):
-            where = f"line {line}, box {k}: {_clip(json.dumps(annotation))}"
+            name = annotation.get("displayName") if isinstance(annotation, dict) else None
+            corners, code = _corners(annotation)
+            if not code and name is not None and not isinstance(name, str):
+                code, name = 3, None
             image.append(image_of[i])
-            labels.append(_name(path, line, annotation))
-            boxes.append(_corners(annotation, where, line))
+            labels.append(name)
+            boxes.append(corners)
             rows.append(line)
-            written.append(where)
-    return Objects.of(image, labels, boxes, rows, written.__getitem__,
-                      f"the JSONL file {path!r}")
+            written.append((f"line {line}, box {k}", _clip(json.dumps(annotation))))
+            problem.append(code)
+    return Objects.of(image, labels, boxes, rows,
+                      lambda j: f"{written[j][0]}: {written[j][1]}",
+                      f"the JSONL file {path!r}", problem=problem, problems=_PROBLEMS,
+                      names=lambda j: (path, *written[j]))
 
 
-def _corners(annotation, where: str, line: int) -> list[float]:
-    """[ymin, xmin, ymax, xmax] of a box annotation (NaN where it has no coordinates)."""
+def _corners(annotation) -> tuple[list[float], int]:
+    """[ymin, xmin, ymax, xmax] of a box annotation (NaN where it has no coordinates, or
+    not four numbers), and its problem's code in `_PROBLEMS` (0: none)."""
     given = [annotation.get(key) if isinstance(annotation, dict) else None
              for key in _CORNERS]
     if all(value is None for value in given):
-        return [np.nan] * 4
-    missing = [key for key, value in zip(_CORNERS, given) if value is None]
+        return [np.nan] * 4, 0
     values = [_number(value) for value in given]
-    if missing or None in values:
-        lacks = f"lacks {', '.join(missing)}" if missing else \
-            "has a coordinate that is not a number"
-        raise SchemaError(f"a box {lacks}: {where}. A box has xMin, yMin, xMax and yMax, "
-                          "fractions of the image's size from 0 to 1.",
-                          column=BBOX, rows=[line])
-    return values
+    if any(value is None for value in given):
+        return [np.nan] * 4, 1
+    if None in values:
+        return [np.nan] * 4, 2
+    return values, 0
 
 
 def _number(value) -> float | None:

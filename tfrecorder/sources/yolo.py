@@ -19,18 +19,26 @@ An image's label file is its path with the last `/images/` made `/labels/` and i
 extension `.txt` (`images/train/a.jpg` -> `labels/train/a.txt`). Each line is an object:
 
 - `class cx cy w h`: the box's centre and size as fractions of the image's, stored as
-  [cy - h/2, cx - w/2, cy + h/2, cx + w/2]. Labels written with few decimals put a
-  corner a little outside the image; a coordinate at most `TOLERANCE` outside 0..1 is
-  clipped to it, one further out is an error (Ultralytics accepts 1% and clips).
+  [cy - h/2, cx - w/2, cy + h/2, cx + w/2]. As Ultralytics' `verify_image_label`, the
+  numbers may be `TOLERANCE` (1%) outside 0..1; the box is then clipped to the image, as
+  Ultralytics clips it when it trains, and counted. A line further out, of a class id
+  `names` lacks, or not numbers is a bad annotation (`annotation_policy`): skipped and
+  listed with its file and line, or with invalid_annotations="error" refused.
 - `class x1 y1 x2 y2 x3 y3 ...` (YOLO-seg): a polygon, as fractions. Its box is the
   polygon's bounding box, and it becomes the object's instance mask (`objects/mask`,
   relative polygons drawn at the stored image's size by `annotations`). In a dataset
   with polygons, an object given as a box has an empty mask, as a COCO annotation
   without a segmentation.
 
-An empty or missing label file is an image without objects, as Ultralytics reads it.
-Every label file is read and checked before any image is. Rows are named by the image's
-path relative to the root.
+An empty or missing label file is an image without objects, as Ultralytics reads it (a
+missing one is counted: `AnnotationCounts.unannotated_images`); one that is not text
+rejects its image. A label file in the `labels/` folder of a split's images whose image
+is not there has its lines listed as skipped annotations. Every label file is read and
+checked before any image is. Rows are named by the image's path relative to the root.
+
+A folder without a data file whose images have their label files beside them, with the
+classes one a line in `classes.txt` (LabelImg's YOLO output) or `obj.names` (Darknet's,
+CVAT's "YOLO 1.1"), is read the same way (`CLASS_FILES`).
 """
 
 from __future__ import annotations
@@ -39,14 +47,17 @@ import dataclasses
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
-from tfrecorder.format.splits import split_named
+from tfrecorder.format.manifest import AnnotationCounts
+from tfrecorder.format.splits import UNASSIGNED, Split, split_named
 from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
+from tfrecorder.sources.annotation_policy import Problem, skipped_rows
 from tfrecorder.sources.detection import Objects, objects_table
 from tfrecorder.sources.image_paths import has_image_extension, resolve
 from tfrecorder.sources.schema import STRING_LABEL
@@ -54,8 +65,9 @@ from tfrecorder.sources.table import Table
 from tfrecorder.storage import fs
 from tfrecorder.wording import count
 
-# Four decimals, as Ultralytics HUB rounds labels, put cx - w/2 up to 7.5e-5 off.
-TOLERANCE = 1e-4
+# How far outside 0..1 a label's numbers may be: Ultralytics' `verify_image_label`
+# ("Coordinate points check with 1% tolerance"); its training then clips the boxes.
+TOLERANCE = 0.01
 SUFFIXES = (".yaml", ".yml")
 # The data file's split entries, in reading order ('validation' is Ultralytics' other
 # spelling of 'val', read where 'val' is not given).
@@ -68,10 +80,71 @@ _FORMAT = ("A label line is `class cx cy w h` (a box) or `class x1 y1 x2 y2 x3 y
 
 def claims(path: str, folder: bool) -> bool:
     """A `.yaml` or `.yml` file (one that is no YOLO data file is told what it lacks);
-    or a folder holding a YOLO data file at its top."""
+    or a folder holding a YOLO data file at its top, or a list of classes beside label
+    files (`CLASS_FILES`)."""
     if not folder:
         return path.lower().endswith(SUFFIXES)
-    return bool(data_files(path))
+    return bool(data_files(path)) or _class_file(path) is not None
+
+
+# The list of classes, one a line, of a folder of images and their label files side by
+# side: LabelImg's YOLO output (`classes.txt`), Darknet's and CVAT's "YOLO 1.1" (`obj.names`).
+CLASS_FILES = ("classes.txt", "obj.names")
+
+
+def _class_file(folder: str) -> str | None:
+    """The list of classes at the top of a folder without a data file, where a label file
+    lies beside an image below it."""
+    top = set(fs.list_dir(folder))
+    found = next((name for name in CLASS_FILES if name in top), None)
+    if found is None:
+        return None
+    files = set(fs.list_files(folder))
+    if any(uri.endswith(".txt") and fs.basename(uri) not in CLASS_FILES
+           and any(uri[:-4] + ext in files for ext in (".jpg", ".jpeg", ".png"))
+           for uri in files):
+        return fs.join(folder, found)
+    return None
+
+
+def _read_flat(folder: str, classes: str, options: TableOptions) -> Table:
+    """A folder of images with a label file beside each (`a.jpg`, `a.txt`) and the list
+    of classes (`CLASS_FILES`), as LabelImg writes YOLO: class k is the k-th line. Rows
+    are the images below the folder (sorted); their split is a folder named as one
+    above them, or `split=`, else UNASSIGNED. A label file without its image is listed;
+    an image without one has no objects, as Ultralytics reads it."""
+    lines = [line.strip() for line in fs.read_bytes(classes).decode(
+        "utf-8-sig", errors="replace").splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    names = _names(classes, {"names": lines})
+    files = [uri for uri in fs.list_files(folder)
+             if not any(p.startswith(".") for p in fs.relative_to(uri, folder).split("/"))]
+    images = [uri for uri in files if has_image_extension(uri)]
+    if not images:
+        raise SchemaError(f"the folder {folder!r} holds {fs.basename(classes)!r} (a YOLO list "
+                          "of classes) but no images. Point at the folder of the images and "
+                          "their label files.")
+    stems = {uri.rsplit(".", 1)[0] for uri in images}
+    orphans = [uri for uri in files if uri.endswith(".txt") and uri != classes
+               and fs.basename(uri) not in CLASS_FILES and uri[:-4] not in stems]
+    rows = [(fs.relative_to(uri, folder), _split_of(uri, folder, options), "", uri)
+            for uri in images]
+    frame = pd.DataFrame(rows, columns=["image_uri", "split", "key", "uri"])
+    frame = frame.set_index(pd.Index(frame["image_uri"].tolist(), name="image"))
+    return _table(classes, frame, names, folder, options, orphans)
+
+
+def _split_of(uri: str, folder: str, options: TableOptions) -> str:
+    """An image's split in a flat folder: `split=`, or a folder named as a split above
+    it, else UNASSIGNED."""
+    if options.split is not None:
+        given = split_named(options.split)
+        return given.stored if isinstance(given, Split) else UNASSIGNED
+    parts = fs.relative_to(uri, folder).split("/")[:-1]
+    found = next((split for split in map(split_named, reversed(parts))
+                  if isinstance(split, Split)), None)
+    return found.stored if found is not None else UNASSIGNED
 
 
 def data_files(folder: str) -> list[str]:
@@ -93,6 +166,9 @@ def data_files(folder: str) -> list[str]:
 def read(path: str, base_dir: str, options: TableOptions) -> Table:
     """The dataset's detection table, its classes as `label_map`."""
     if fs.is_folder(path):
+        classes = _class_file(path) if not data_files(path) else None
+        if classes is not None:
+            return _read_flat(path, classes, options)
         path = _the_data_file(path)
     data = _load(path)
     if options.split is not None:
@@ -103,13 +179,78 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
     names = _names(path, data)
     root = _root(path, data, options)
     images = _images(path, data, root)
+    return _table(path, images, names, root, options, _orphans(path, data, root, images))
+
+
+def _table(path: str, images: pd.DataFrame, names: tuple[str, ...], root: str,
+           options: TableOptions, orphans: list[str]) -> Table:
+    """The detection table of the images (`_images`' frame) and their label files: an
+    image whose label file is not text is a rejected row; the lines of a label file
+    whose image is not there (`orphans`) are listed as skipped annotations."""
     labels = [_label_file(uri) for uri in images.pop("uri")]
-    objects, masks = _objects(path, images.index.tolist(), labels, names, root)
+    texts = _read_all(labels, root)
+    unreadable = np.array([isinstance(t, _Unreadable) for t in texts], dtype=bool)
+    rejected = None
+    if unreadable.any():
+        at = np.flatnonzero(unreadable)
+        rejected = pd.DataFrame({
+            "labels": [fs.relative_to(labels[k], root) for k in at],
+            "split": images["key"].iloc[at].tolist(),
+            "objects": [texts[k].lines for k in at],
+            "reason": [texts[k].reason for k in at]}, index=images.index[at])
+        keep = np.flatnonzero(~unreadable)
+        images = images.iloc[keep]
+        labels, texts = [labels[k] for k in keep], [texts[k] for k in keep]
+    objects = _objects(path, images.index.tolist(), texts, labels, names, root)
     source = pd.DataFrame({"labels": [fs.relative_to(uri, root) for uri in labels],
                            "split": images.pop("key").tolist()}, index=images.index)
-    table = objects_table(images, objects, source, root, options, masks=masks,
-                          label_type=STRING_LABEL)
-    return dataclasses.replace(table, label_map=LabelMap(names))
+    skipped, orphaned = _orphan_lines(orphans, root)
+    table = objects_table(
+        images, objects, source, root, options, label_type=STRING_LABEL, skipped=skipped,
+        counts=AnnotationCounts(
+            objects=orphaned + (int(rejected["objects"].sum()) if rejected is not None else 0),
+            unannotated_images=sum(text is None for text in texts)))
+    return dataclasses.replace(table, label_map=LabelMap(names), rejected_rows=rejected)
+
+
+def _orphan_lines(orphans: list[str], root: str) -> tuple[pd.DataFrame | None, int]:
+    """Each line of the label files without an image, as a skipped annotation (an empty
+    such file, as one row of its own), and how many objects they hold."""
+    files, annotations, written, objects = [], [], [], 0
+    for uri, text in zip(orphans, _read_all(orphans, root)):
+        lines = [(n, line.strip()) for n, line in enumerate(
+            text.splitlines() if isinstance(text, str) else [], 1) if line.strip()]
+        objects += len(lines) if isinstance(text, str) else text.lines
+        for number, line in lines or [(None, "")]:
+            files.append(fs.relative_to(uri, root))
+            annotations.append(f"line {number}" if number else "")
+            written.append(line)
+    if not annotations:
+        return None, 0
+    found = skipped_rows("", annotations, [""] * len(files), NO_IMAGE, written)
+    return found.assign(source=files), objects
+
+
+NO_IMAGE = "label file without an image"
+
+
+def _orphans(path: str, data: dict, root: str, images: pd.DataFrame) -> list[str]:
+    """The label files beside a split's folder of images whose image is not there:
+    the `labels/` folder that mirrors each `images/` folder a split names."""
+    wanted = {_label_file(uri) for uri in images["uri"]}
+    found = []
+    for key in _SPLIT_KEYS:
+        entries = data.get(key) or []
+        for entry in entries if isinstance(entries, list) else [entries]:
+            folder = resolve(str(entry), root)
+            if not fs.is_folder(folder):
+                continue  # a list file names its images: nothing beside them is its
+            labels = _label_file(fs.join(folder, "x.jpg"))[:-len("/x.txt")]
+            if labels == folder or not fs.is_folder(labels):
+                continue
+            found += [uri for uri in fs.list_files(labels) if uri.endswith(".txt")
+                      and uri not in wanted and not fs.basename(uri).startswith(".")]
+    return sorted(set(found))
 
 
 def _the_data_file(folder: str) -> str:
@@ -287,8 +428,9 @@ def _label_file(image: str) -> str:
 
 # --- the label files --------------------------------------------------------------------
 
-def _read_labels(uri: str) -> str | None:
-    """A label file's text; None where there is none (an image without objects)."""
+def _read_labels(uri: str) -> str | None | _Unreadable:
+    """A label file's text; None where there is none (an image without objects); an
+    `_Unreadable` where it cannot be read as text (the image is rejected)."""
     try:
         data = fs.read_bytes(uri)
     except (FileNotFoundError, IsADirectoryError):
@@ -296,52 +438,80 @@ def _read_labels(uri: str) -> str | None:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise SchemaError(f"the YOLO label file {uri!r} is not UTF-8 text (byte "
-                          f"{error.start}). {_FORMAT}") from None
+        return _Unreadable(f"label file {uri!r} is not UTF-8 text (byte {error.start})",
+                           len(data.splitlines()))
 
 
-def _objects(path: str, images: list, labels: list[str], names: tuple[str, ...],
-             root: str) -> tuple[Objects, list | None]:
-    """Every label file's objects, by image and line; and each image's masks where any
-    line is a polygon."""
+class _Unreadable(NamedTuple):
+    """A label file that is not text: why, and its lines (each an object, at most)."""
+
+    reason: str
+    lines: int
+
+
+def _problems(path: str, names: tuple[str, ...]) -> tuple[Problem, ...]:
+    """What can be wrong with a label line (`annotation_policy.Problem`), by
+    `_parse_line`'s code."""
+    return (
+        Problem("line that is not numbers", "with a label line that is not numbers",
+                _FORMAT),
+        Problem("class id not in names", "with a class id the data file does not name",
+                f"{path!r} names {count(len(names), 'class', 'classes')} (ids 0 to "
+                f"{len(names) - 1}): fix the line, or add the class to `names`.", "label"),
+        Problem("wrong number of coordinates", "with neither 4 numbers nor a polygon's x, "
+                "y pairs after the class", _FORMAT),
+        Problem("coordinate past Ultralytics' 1% tolerance",
+                f"with a number outside -{TOLERANCE:g}..{1 + TOLERANCE:g} (Ultralytics' "
+                "tolerance)", "Coordinates are fractions of the image's width and height, "
+                "from 0 to 1."))
+
+
+def _read_all(labels: list[str], root: str) -> list:
     if fs.is_remote(root):
         with ThreadPoolExecutor(_READERS) as pool:
-            texts = list(pool.map(_read_labels, labels))
-    else:  # threads cost more than they save on a local disk
-        texts = [_read_labels(uri) for uri in labels]
-    image, classes, corners, written, polygons = [], [], [], [], []
+            return list(pool.map(_read_labels, labels))
+    return [_read_labels(uri) for uri in labels]  # threads cost more than they save here
+
+
+def _objects(path: str, images: list, texts: list, labels: list[str],
+             names: tuple[str, ...], root: str) -> Objects:
+    """Every label file's objects, by image and line, each with its problem marked; the
+    objects' polygons, where any line is one. As Ultralytics' `verify_image_label` reads
+    them: a line's numbers within its 1% tolerance outside 0..1 make a box, clipped to
+    the image as Ultralytics clips it when it trains."""
+    image, classes, corners, written, polygons, problem = [], [], [], [], [], []
     for at, (uri, text) in enumerate(zip(labels, texts)):
-        file = fs.relative_to(uri, root) if text else None
-        for number, line in enumerate((text or "").splitlines(), start=1):
+        if not isinstance(text, str):
+            continue
+        file = fs.relative_to(uri, root)
+        for number, line in enumerate(text.splitlines(), start=1):
             values = line.split()
             if not values:
                 continue
-            where = (file, number, line.strip())
-            class_id, points = _parse_line(values, where, names, path)
-            box, polygon = _corners(points)
+            code, class_id, points = _parse_line(values, len(names))
+            box, polygon = _corners(points) if code in (0, 4) else ((np.nan,) * 4, None)
             image.append(at)
-            classes.append(names[class_id])
-            written.append(where)
+            classes.append(names[class_id] if class_id is not None else None)
+            written.append((file, number, line.strip()))
             corners.append(box)
             polygons.append(polygon)
+            problem.append(code)
     boxes = np.asarray(corners, dtype=np.float64).reshape(-1, 4)
-    boxes = np.where((boxes < 0) & (boxes >= -TOLERANCE), 0.0, boxes)
-    boxes = np.where((boxes > 1) & (boxes <= 1 + TOLERANCE), 1.0, boxes)
+    with np.errstate(invalid="ignore"):
+        clipped = ((boxes < 0) | (boxes > 1)).any(axis=1) & (np.asarray(problem) == 0)
+    boxes = np.where(clipped[:, None], np.clip(boxes, 0.0, 1.0), boxes)
 
     def at_line(i: int) -> str:
         file, number, line = written[i]
         return f"{file!r} line {number}: {line!r}"
 
-    objects = Objects.of(image, classes, boxes, [images[i] for i in image], at_line,
-                         f"the YOLO dataset {path!r}")
-    masks = None
-    if any(p is not None for p in polygons):
-        masks = [None] * len(images)
-        for at, polygon in zip(image, polygons):
-            if masks[at] is None:  # size None: relative polygons (annotations.py)
-                masks[at] = {"size": None, "masks": []}
-            masks[at]["masks"].append([polygon] if polygon is not None else [])
-    return objects, masks
+    return Objects.of(image, classes, boxes, [images[i] for i in image], at_line,
+                      f"the YOLO dataset {path!r}", problem=problem,
+                      problems=_problems(path, names),
+                      names=lambda i: (written[i][0], f"line {written[i][1]}", written[i][2]),
+                      tolerance=0.0, clipped=clipped,
+                      segmentations=[[p] if p is not None else None for p in polygons]
+                      if any(p is not None for p in polygons) else None)
 
 
 def _corners(points: list[float]) -> tuple[tuple, list | None]:
@@ -354,25 +524,20 @@ def _corners(points: list[float]) -> tuple[tuple, list | None]:
     return (min(ys), min(xs), max(ys), max(xs)), points
 
 
-def _parse_line(values: list[str], where: tuple, names: tuple[str, ...], path: str
-                ) -> tuple[int, list[float]]:
-    """A label line's class id and coordinates, checked."""
-    file, number, line = where
+def _parse_line(values: list[str], classes: int) -> tuple[int, int | None, list[float]]:
+    """A label line's problem (its code in `_PROBLEMS`; 0: none), class id and
+    coordinates."""
     try:
         numbers = [float(value) for value in values]
     except ValueError:
-        numbers = None
-    if numbers is None or not all(map(math.isfinite, numbers)):
-        raise SchemaError(f"the YOLO label file {file!r} holds {line!r} at line {number}, "
-                          f"which is not numbers. {_FORMAT}")
+        return 1, None, []
+    if not all(map(math.isfinite, numbers)):
+        return 1, None, []
     class_id, points = numbers[0], numbers[1:]
-    if not class_id.is_integer() or not 0 <= class_id < len(names):
-        raise SchemaError(
-            f"the YOLO label file {file!r} has class id {values[0]} at line {number} "
-            f"({line!r}), but {path!r} names {count(len(names), 'class', 'classes')} (ids "
-            f"0 to {len(names) - 1}). Fix the line, or add the class to `names`.",
-            column="label")
+    if not class_id.is_integer() or not 0 <= class_id < classes:
+        return 2, None, points
     if len(points) != 4 and (len(points) < 6 or len(points) % 2):
-        raise SchemaError(f"the YOLO label file {file!r} holds {len(points)} numbers after "
-                          f"the class at line {number} ({line!r}). {_FORMAT}")
-    return int(class_id), points
+        return 3, int(class_id), points
+    if min(points) < -TOLERANCE or max(points) > 1 + TOLERANCE:
+        return 4, int(class_id), points
+    return 0, int(class_id), points
