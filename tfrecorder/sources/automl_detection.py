@@ -20,11 +20,10 @@ import pandas as pd
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
-from tfrecorder.sources.annotation_policy import Problem
+from tfrecorder.sources.annotation_policy import Objects, Problem
 from tfrecorder.sources.detection import (
     _INTEGER,
     _NUMBER,
-    Objects,
     automl_cells,
     images_in_order,
     objects_table,

@@ -45,9 +45,9 @@ from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
-from tfrecorder.sources.annotation_policy import ERROR, Problem, skipped_rows
+from tfrecorder.sources.annotation_policy import ERROR, Objects, Problem, skipped_rows
 from tfrecorder.sources.coco_keypoints import category_keypoint_names, keypoint_extras
-from tfrecorder.sources.detection import AREA, BBOX, IS_CROWD, MASK, Objects, objects_table
+from tfrecorder.sources.detection import AREA, BBOX, IS_CROWD, MASK, objects_table
 from tfrecorder.sources.schema import STRING_LABEL
 from tfrecorder.sources.table import Table
 from tfrecorder.storage import fs

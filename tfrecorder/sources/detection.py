@@ -17,7 +17,6 @@ import dataclasses
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -41,8 +40,7 @@ from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.options import TableOptions
 from tfrecorder.sources.annotation_policy import (
     ERROR,
-    TOLERANCE,
-    Problem,
+    Objects,
     Settled,
     has_segmentation,
     joined,
@@ -69,93 +67,6 @@ OBJECT_INPUTS = {BBOX: "FloatInput", AREA: "FloatInput", IS_CROWD: "IntegerInput
 # A DataFrame's column of boxes, by name (any case).
 BOX_COLUMNS = ("boxes", "bbox", "bboxes", BBOX)
 _EXAMPLES = 3  # objects an error shows
-
-
-@dataclass(frozen=True)
-class Objects:
-    """A source's objects, one entry per object in file order: columns, not an object a
-    box (COCO's training set has 860,000 boxes).
-
-    Attributes:
-        image: each object's image, by its position in the table's rows.
-        labels: each object's class; None where the source gives a box without one.
-        boxes: an (n, 4) array of [ymin, xmin, ymax, xmax], fractions of the image's
-            size; NaN where the source gives a label without a box.
-        rows: each object's table row (its index label), for errors' `rows`.
-        where: an object's position -> where the user finds it, as written ("line 4:
-            'car,0.1,0.1,,,1.3,0.3,,'"), for messages.
-        source: the source, for messages ("the CSV file 'boxes.csv'").
-        extras: the objects' other inputs (AREA, IS_CROWD) where the source gives them,
-            one value an object.
-        problem: what the format found wrong with each object: 0 for nothing, k for
-            `problems[k - 1]` (`annotation_policy.settle` decides what becomes of it).
-        problems: the problems `problem` refers to.
-        noun: what the source calls an object, in messages ("annotation" in COCO).
-        names: an object's position -> (the file holding it, the annotation as that file
-            names it, its value as written), for skipped_annotations.csv; by default
-            the source and `where`.
-        tolerance: how far outside 0..1 a corner is clipped to the edge
-            (`annotation_policy.TOLERANCE`; 0: never).
-        clipped: which boxes the format clipped itself (YOLO, by Ultralytics' rule).
-        segmentations: each object's segmentation where the source gives masks (COCO
-            polygons or RLE, or their JSON text; YOLO-seg's relative polygon), None or
-            empty for an object without one.
-    """
-
-    image: np.ndarray
-    labels: Sequence
-    boxes: np.ndarray
-    rows: Sequence
-    where: Callable[[int], str]
-    source: str = "the table"
-    extras: Mapping[str, Sequence] = dataclasses.field(default_factory=dict)
-    problem: np.ndarray | None = None
-    problems: tuple[Problem, ...] = ()
-    noun: str = "object"
-    names: Callable[[int], tuple[str, object, str]] | None = None
-    tolerance: float = TOLERANCE
-    clipped: np.ndarray | None = None
-    segmentations: Sequence | None = None
-
-    @classmethod
-    def of(cls, image: Sequence[int], labels: Sequence, boxes: Sequence, rows: Sequence,
-           where: Callable[[int], str], source: str = "the table", *,
-           problem: Sequence[int] | None = None, problems: Sequence[Problem] = (),
-           noun: str = "object", names: Callable | None = None,
-           tolerance: float = TOLERANCE, clipped: Sequence[bool] | None = None,
-           segmentations: Sequence | None = None, **extras) -> Objects:
-        return cls(np.asarray(image, dtype=np.int64).reshape(-1), labels,
-                   np.asarray(boxes, dtype=np.float64).reshape(-1, 4), rows, where, source,
-                   extras, None if problem is None else np.asarray(problem, np.int16),
-                   tuple(problems), noun, names, tolerance,
-                   None if clipped is None else np.asarray(clipped, bool), segmentations)
-
-    def listed(self, i: int) -> tuple[str, object, str]:
-        """(file, annotation, value as written) of object i, as skipped_annotations.csv
-        lists it."""
-        return self.names(i) if self.names is not None else (self.source, i, self.where(i))
-
-    def subset(self, keep: np.ndarray, boxes: np.ndarray | None = None) -> Objects:
-        """The objects where `keep` holds (their boxes replaced by `boxes`, if given),
-        named as before."""
-        at = np.flatnonzero(keep)
-
-        def take(values):
-            if values is None:
-                return None
-            if isinstance(values, np.ndarray):
-                return values[at]
-            return [values[i] for i in at.tolist()]
-
-        where, names = self.where, self.names
-        return dataclasses.replace(
-            self, image=self.image[at], labels=take(self.labels),
-            boxes=self.boxes[at] if boxes is None else boxes, rows=take(self.rows),
-            where=lambda i: where(int(at[i])),
-            names=None if names is None else (lambda i: names(int(at[i]))),
-            extras={name: take(values) for name, values in self.extras.items()},
-            problem=None, problems=(), clipped=None,
-            segmentations=take(self.segmentations))
 
 
 def check_objects(objects: Objects) -> None:

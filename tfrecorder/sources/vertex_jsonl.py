@@ -21,8 +21,8 @@ import pandas as pd
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
-from tfrecorder.sources.annotation_policy import Problem
-from tfrecorder.sources.detection import Objects, images_in_order, objects_table
+from tfrecorder.sources.annotation_policy import Objects, Problem
+from tfrecorder.sources.detection import images_in_order, objects_table
 from tfrecorder.sources.schema import STRING_LABEL
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import validate
