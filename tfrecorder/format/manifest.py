@@ -441,9 +441,10 @@ class Manifest:
 
     def finished(self, splits: Mapping[Split, SplitInfo], rejected: Rejected,
                  statistics: Mapping[Split, manifest_statistics.SplitStatistics],
-                 duplicates: tuple[manifest_statistics.Duplicate, ...]) -> Manifest:
+                 duplicates: tuple[manifest_statistics.Duplicate, ...],
+                 annotations: AnnotationCounts | None = None) -> Manifest:
         return replace(self, splits=splits, rejected=rejected, statistics=statistics,
-                       duplicates=duplicates)
+                       duplicates=duplicates, annotations=annotations)
 
     def to_json(self) -> dict:
         found = {
@@ -558,7 +559,8 @@ _SHARD_FILE = _SHARD_STEM + r"\.tfrecord(?:\.gz)?"
 _DATASET_FILE = re.compile(
     r"^(?:" + _SHARD_FILE + "(?:" + re.escape(RECEIPT_SUFFIX) + ")?|"
     + re.escape(INDEX_FOLDER + "/") + _SHARD_STEM + re.escape(INDEX_SUFFIX) + "|"
-    + "|".join(map(re.escape, (MANIFEST, REJECTED, RUN_STATE, LABEL_MAP, *TFDS_FILES)))
+    + "|".join(map(re.escape, (MANIFEST, REJECTED, SKIPPED_ANNOTATIONS, RUN_STATE, LABEL_MAP,
+                               *TFDS_FILES)))
     + r")(?:" + re.escape(TEMP_MARKER) + r"\w+)?$"
 )
 

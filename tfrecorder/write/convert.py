@@ -28,7 +28,7 @@ from tfrecorder.errors import (
     TooManyRejectedError,
     warn_user,
 )
-from tfrecorder.format.manifest import MANIFEST, REJECTED, Manifest
+from tfrecorder.format.manifest import MANIFEST, REJECTED, AnnotationCounts, Manifest
 from tfrecorder.options import ConvertOptions
 from tfrecorder.options import fields as option_fields
 from tfrecorder.read.info import DatasetInfo, html_summary, thumbnail_strip
@@ -93,6 +93,9 @@ class ConversionResult(Mapping):
     # Annotations the source skipped, as TensorFlow's converters do (a COCO box of zero
     # width), by reason; listed in skipped_annotations.csv. {} while a job runs.
     skipped_annotations: dict[str, int] = field(default_factory=dict)
+    # A detection source's objects: how many it held, were written, skipped or in
+    # rejected images (`AnnotationCounts`). None: another task, or a job still running.
+    annotations: AnnotationCounts | None = field(default=None, repr=False)
 
     @property
     def num_records(self) -> int:
@@ -154,6 +157,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     engine.check(output_dir, table)
     limit = RejectionLimit.of(table, options.reject.max_rejected)
     _check_source_rejections(table, limit, options.reject.on_error)
+    SourceReport.of(table).check_skipped(options.reject.max_rejected)
     _check_images_exist(table, limit, options.reject.on_error)
     run_id = output.new_run_id()
     # One request per bucket, before any image is read: credentials, buckets, permissions.
@@ -225,6 +229,7 @@ def _result(output_dir: str, options: ConvertOptions, manifest: Manifest | None,
         warnings=found.warnings if found is not None else (),
         info=found,
         skipped_annotations=dict(skipped.reasons) if skipped is not None else {},
+        annotations=manifest.annotations if manifest is not None else None,
     )
 
 

@@ -33,6 +33,7 @@ from tfrecorder.format.manifest import (
     REJECTED,
     SKIPPED_ANNOTATIONS,
     SPLITS,
+    AnnotationCounts,
     Labels,
     Manifest,
     Rejected,
@@ -95,16 +96,31 @@ _REASONS_SHOWN = 3
 @dataclass(frozen=True)
 class SourceReport:
     """What the source set aside before any image was read: rows it could not give an
-    image for (`Table.rejected_rows`, with their `reason`), which join rejected.csv, and
-    annotations it skipped (`Table.skipped_annotations`), listed in their own file. Small
-    and picklable: a Beam job that finishes the dataset itself carries it."""
+    image for (`Table.rejected_rows`, with their `reason` and, for detection, their
+    `objects`), which join rejected.csv; annotations it skipped
+    (`Table.skipped_annotations`), listed in their own file; and a detection source's
+    count of its objects (`Table.annotations`), which `finish` completes. Small and
+    picklable: a Beam job that finishes the dataset itself carries it."""
 
     rejected_rows: pd.DataFrame | None = None
     skipped_annotations: pd.DataFrame | None = None
+    annotations: AnnotationCounts | None = None
 
     @classmethod
     def of(cls, table: Table) -> SourceReport:
-        return cls(table.rejected_rows, table.skipped_annotations)
+        return cls(table.rejected_rows, table.skipped_annotations, table.annotations)
+
+    @classmethod
+    def joined(cls, reports: Sequence[SourceReport]) -> SourceReport:
+        """The reports of a table's files (a pipeline reads them apart) as one."""
+        def frames(name: str) -> pd.DataFrame | None:
+            found = [f for f in (getattr(r, name) for r in reports)
+                     if f is not None and len(f)]
+            return pd.concat(found) if found else None
+
+        counts = [r.annotations for r in reports if r.annotations is not None]
+        return cls(frames("rejected_rows"), frames("skipped_annotations"),
+                   sum(counts[1:], counts[0]) if counts else None)
 
     @property
     def num_rejected_rows(self) -> int:
@@ -115,6 +131,19 @@ class SourceReport:
         rows = self.rejected_rows
         return () if rows is None else tuple(rows["reason"].astype(str))
 
+    @property
+    def num_skipped_objects(self) -> int:
+        """The objects skipped_annotations.csv lists (a row with no annotation names a
+        label file that held none: YOLO's empty file without an image)."""
+        found = self.skipped_annotations
+        return 0 if found is None else int((found["annotation"].astype(str) != "").sum())
+
+    @property
+    def objects_in_rejected_rows(self) -> int:
+        """The objects of the images the source rejected whole."""
+        rows = self.rejected_rows
+        return 0 if rows is None or "objects" not in rows else int(rows["objects"].sum())
+
     def skipped(self) -> SkippedAnnotations | None:
         """The manifest's count of the skipped annotations, by reason."""
         found = self.skipped_annotations
@@ -122,6 +151,25 @@ class SourceReport:
             return None
         return SkippedAnnotations(SKIPPED_ANNOTATIONS, len(found),
                                   reason_counts(found["reason"].astype(str)))
+
+    def check_skipped(self, max_rejected: float) -> None:
+        """Refuses a source that skipped more of its objects than `max_rejected` allows
+        (a fraction of them, as of rows): then the files, not a few slips, are wrong."""
+        counts, skipped = self.annotations, self.num_skipped_objects
+        if counts is None or skipped <= math.floor(max_rejected * counts.objects):
+            return
+        reasons = reason_counts(self.skipped_annotations["reason"].astype(str))
+        common = "; ".join(f"{n} x {reason}" for reason, n in
+                           list(reasons.items())[:_REASONS_SHOWN])
+        raise TooManyRejectedError(
+            f"the source's annotations are mostly unusable: {skipped} of its "
+            f"{counts.objects} objects would be skipped, more than ",
+            Option("max_rejected", max_rejected), f" allows "
+            f"({math.floor(max_rejected * counts.objects)}). Most common reasons: {common}. "
+            "Check the files are the format and the classes they are read as, or pass ",
+            Option("invalid_annotations", "error"), " to see each, or a larger ",
+            Option("max_rejected"), ".",
+            num_rejected=skipped, num_rows=counts.objects, reasons=reasons)
 
 
 @dataclass(frozen=True)
@@ -208,7 +256,7 @@ def manifest_header(plan: Plan, table: Table, options: dict, *,
                     options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
                     task=table.task, layout=plan.image_options.layout,
-                    skipped_annotations=report.skipped())
+                    skipped_annotations=report.skipped(), annotations=report.annotations)
 
 
 def _num_classes(plan: Plan) -> int:
@@ -293,12 +341,31 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     label_map = label_map_of(header)
     if label_map is not None:
         folder.write_bytes(LABEL_MAP, label_map.encode())
-    manifest = header.finished(splits, rejected, statistics, duplicates)
+    manifest = header.finished(splits, rejected, statistics, duplicates,
+                               _annotations(header, report, statistics, written, rows))
     for name, content in tfds_files(manifest).items():
         folder.write_bytes(name, content)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
     journal.close([shard.filename for shard in written.shards])
     return manifest
+
+
+def _annotations(header: Manifest, report: SourceReport, statistics: dict,
+                 written: Written, rows: SourceRows) -> AnnotationCounts | None:
+    """The source's count of its objects, completed by what became of them: written
+    (the records' boxes, as the statistics counted them), listed as skipped, or in the
+    images rejected (by the source, or by the writer: the rows' `objects`). Each is
+    counted apart, so `verify` can check that they add up to the source's objects."""
+    counts = header.annotations
+    if counts is None:
+        return None
+    in_rejected = report.objects_in_rejected_rows
+    positions = [r.position for r in written.rejections if r.position >= 0]
+    if positions and "objects" in rows.source:
+        in_rejected += int(rows.at(positions)["objects"].sum())
+    return replace(counts, written=sum(s.objects.num_boxes for s in statistics.values()
+                                       if s.objects is not None),
+                   skipped=report.num_skipped_objects, in_rejected_images=in_rejected)
 
 
 def _duplicates(folder, header: Manifest, written: Written, rows: SourceRows

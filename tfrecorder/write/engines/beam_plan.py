@@ -271,8 +271,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
         head, options.image, vocabulary))
     shard_counts = tuple(options.shards.count(split, n, record_bytes)
                          for split, n in zip(SPLITS, counts))
-    report = SourceReport(*(_joined([getattr(f.report, name) for f in facts])
-                            for name in ("rejected_rows", "skipped_annotations")))
+    report = SourceReport.joined([f.report for f in facts])
     offsets = tuple(np.cumsum([0, *(f.num_rows for f in facts)])[:-1].tolist())
     summary = Plan(options.split.seed, encoder, options.shards.compression, vocabulary,
                    None, RowColumn(np.zeros(0, dtype=np.int8)), (), vocabularies, features,
@@ -285,6 +284,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
         raise source_rejection_error(report.rejected_rows)
     if limit.exceeded(0):
         raise limit.error([])
+    report.check_skipped(options.reject.max_rejected)
     ids_given = options.split.class_names is not None or head.class_names is not None
     return PipelinePlan(tuple(f.path for f in facts), tuple(f.name for f in facts), offsets,
                         vocabulary, vocabularies, encoder, counts, shard_counts, header,
@@ -304,11 +304,6 @@ def _labels(head: Table, facts: list[FileFacts], options: ConvertOptions
         return vocabulary, len(vocabulary)
     flat = [i for value in ids for i in (value if head.multi_label else [value])]
     return None, max(flat, default=-1) + 1
-
-
-def _joined(frames: list) -> pd.DataFrame | None:
-    found = [frame for frame in frames if frame is not None and len(frame)]
-    return pd.concat(found) if found else None
 
 
 # --- 3. where each shard starts -----------------------------------------------------------
