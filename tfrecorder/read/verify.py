@@ -62,7 +62,8 @@ class Check(StrEnum):
     UNLISTED = "unlisted"  # a shard, or any other file, the manifest does not list
     TEMPORARY = "temporary"  # a `*.tmp-*` file left by an interrupted run
     LOCK = "lock"  # the lock of a run writing now, or of one that was killed
-    REJECTED = "rejected"  # rejected.csv holds another number of rows than listed
+    REJECTED = "rejected"  # rejected.csv (or skipped_annotations.csv) holds another
+    # number of rows than the manifest says
     LABEL_MAP = "label_map"  # label_map.pbtxt does not list the manifest's classes
     # The manifest itself.
     MANIFEST = "manifest"  # it contradicts itself, or cannot be checked against
@@ -240,17 +241,43 @@ def _check_files(path: str, manifest: Manifest) -> tuple[list[Problem], set[str]
     problems = [Problem(file=name, check=Check.MISSING, detail="missing; the manifest lists it")
                 for name in sorted(missing)]
     shards |= indexes
-    rejected = manifest.rejected
+    listings = [(listed.file, listed.num_rows) for listed in [manifest.rejected] if listed]
+    skipped = manifest.skipped_annotations
+    if skipped is not None:
+        listings.append((skipped.file, skipped.num_annotations))
     label_map = _label_map(manifest)
-    expected = shards | {MANIFEST} | ({rejected.file} if rejected else set()) | (
+    expected = shards | {MANIFEST} | {name for name, _ in listings} | (
         {LABEL_MAP} if label_map is not None else set()) | set(tfds_files(manifest))
     ours = set(dataset_files(path))
     problems += [_unlisted(name, ours) for name in sorted(present - expected)]
-    if rejected:
-        problems += _check_rejected(path, rejected, present)
+    for name, num_rows in listings:
+        problems += _check_listing(path, name, num_rows, present)
     if label_map is not None:
         problems += _check_label_map(path, label_map, present)
+    problems += _check_annotation_counts(manifest)
     return problems, missing
+
+
+def _check_annotation_counts(manifest: Manifest) -> list[Problem]:
+    """A detection source's objects are each written, skipped or in a rejected image,
+    each counted apart by the writer: they must add up."""
+    counts = manifest.annotations
+    if counts is None:
+        return []
+    accounted = counts.written + counts.skipped + counts.in_rejected_images
+    written = sum(s.objects.num_boxes for s in manifest.statistics.values()
+                  if s.objects is not None)
+    found = []
+    if accounted != counts.objects:
+        found.append(Problem(file=MANIFEST, check=Check.MANIFEST, detail=(
+            f"its annotations do not add up: {counts.objects} objects in the source, but "
+            f"{counts.written} written + {counts.skipped} skipped + "
+            f"{counts.in_rejected_images} in rejected images = {accounted}")))
+    if manifest.statistics and written != counts.written:
+        found.append(Problem(file=MANIFEST, check=Check.MANIFEST, detail=(
+            f"its annotations say {counts.written} objects were written, its splits' "
+            f"statistics {written}")))
+    return found
 
 
 def _label_map(manifest: Manifest) -> str | None:
@@ -283,16 +310,18 @@ def _unlisted(name: str, ours: set[str]) -> Problem:
                    detail=f"a {'shard' if name in ours else 'file'} the manifest does not list")
 
 
-def _check_rejected(path: str, rejected, present: set[str]) -> list[Problem]:
-    name = rejected.file
+def _check_listing(path: str, name: str, num_rows: int, present: set[str]
+                   ) -> list[Problem]:
+    """A CSV listing of what was not written (rejected.csv, skipped_annotations.csv)
+    holds the rows the manifest counts."""
     if name not in present:
         return [Problem(file=name, check=Check.MISSING,
-                        detail=f"missing; the manifest lists it with {rejected.num_rows} rows")]
+                        detail=f"missing; the manifest lists it with {num_rows} rows")]
     text = fs.read_bytes(fs.join(path, name)).decode("utf-8", errors="replace")
     rows = max(0, sum(1 for _ in csv.reader(io.StringIO(text))) - 1)  # less the header
-    if rows != rejected.num_rows:
+    if rows != num_rows:
         return [Problem(file=name, check=Check.REJECTED,
-                        detail=f"{rows} rows, but the manifest says {rejected.num_rows}")]
+                        detail=f"{rows} rows, but the manifest says {num_rows}")]
     return []
 
 
