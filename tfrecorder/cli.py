@@ -235,6 +235,7 @@ def _info(args: argparse.Namespace) -> int:
               f"(see {fs.join(args.path, skipped.file)})")
         for reason, annotations in skipped.reasons.items():
             print(f"  {annotations:>8,}  {reason}")
+    _print_objects(found)
     if not found.duplicates_checked:
         print("Duplicates:   not sought (written before tfrecorder sought them)")
     elif not found.duplicates:
@@ -245,6 +246,9 @@ def _info(args: argparse.Namespace) -> int:
             print(textwrap.fill(warning, 88, initial_indent="  - ", subsequent_indent="    "))
     labels = manifest.labels
     print(f"Labels:       {_labels(labels, manifest.task)}")
+    if found.label_map_ids:
+        print("Label map:    " + ", ".join(f"{id_} {name}"
+                                          for name, id_ in found.label_map_ids.items()))
     if manifest.task != "classification" or manifest.layout != DEFAULT_LAYOUT:
         print(f"Task:         {manifest.task}, in the {manifest.layout} layout")
     print(f"Compression:  {manifest.compression or 'none'}")
@@ -263,6 +267,20 @@ def _info(args: argparse.Namespace) -> int:
 
 _REASONS_SHOWN = 5
 _CLASSES_SHOWN = 50
+
+
+def _print_objects(found: tfrecorder.DatasetInfo) -> None:
+    """What became of a detection source's objects: every one is written or listed."""
+    counts = found.annotations
+    if counts is None:
+        return
+    print(f"Objects:      {counts.objects:,} in the source: {counts.written:,} written, "
+          f"{counts.skipped:,} skipped, {counts.in_rejected_images:,} in rejected images")
+    for number, what in ((counts.clipped, "clipped to the image's edge"),
+                         (counts.without_mask, "without a mask"),
+                         (counts.unannotated_images, "images without an annotation file")):
+        if number:
+            print(f"  {number:>8,}  {what}")
 
 
 def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:

@@ -96,3 +96,20 @@ def sole(names: Iterable):
 def dropping(*columns: str) -> Option:
     """The advice that drops `columns`: `schema={'notes': None}` (`--schema notes=drop`)."""
     return Option("schema", dict.fromkeys(columns))
+
+
+def one_slip_apart(typed: str, meant: str) -> bool:
+    """Whether `typed` is `meant` with one letter deleted, inserted, replaced, or two
+    neighbours swapped (an edit distance of 1, transpositions counted once). Written out:
+    the names it compares need no fuzzy-matching library, and difflib's ratio takes
+    `table` for `label`. Column names (`lable`) and class names (`dgo`) are checked by it."""
+    if typed == meant or abs(len(typed) - len(meant)) > 1:
+        return False
+    head = next((i for i, (a, b) in enumerate(zip(typed, meant)) if a != b),
+                min(len(typed), len(meant)))
+    tail_typed, tail_meant = typed[head:], meant[head:]
+    return (tail_typed[1:] == tail_meant[1:]                 # replaced
+            or tail_typed[1:] == tail_meant                  # inserted
+            or tail_typed == tail_meant[1:]                  # deleted
+            or (tail_typed[:2] == tail_meant[1::-1]          # swapped
+                and tail_typed[2:] == tail_meant[2:]))

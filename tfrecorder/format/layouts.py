@@ -151,6 +151,10 @@ class Layout:
         """The `label_map.pbtxt` a dataset of `task` holds (None: none)."""
         return None
 
+    def label_map_ids(self, task: str) -> dict[str, int]:
+        """Each class's id in that label map and in the records ({}: no label map)."""
+        return {}
+
     def values(self, features: Mapping[str, list]) -> dict[str, list]:
         """The read form without TensorFlow: a record's features as stored (lists, as
         `example_decoding.decode_example` gives them) by canonical name, boxes flat as (ymin,
@@ -354,10 +358,16 @@ class TFModelsLayout(Layout):
         StringIntLabelMap, ids from 1."""
         if task != "detection":
             return None
-        names = self.vocabulary or ()
-        ids = self.model_ids or range(1, len(names) + 1)
         return "".join(f"item {{\n  id: {i}\n  name: {_quoted(name)}\n  display_name: "
-                       f"{_quoted(name)}\n}}\n" for i, name in zip(ids, names))
+                       f"{_quoted(name)}\n}}\n"
+                       for name, i in self.label_map_ids(task).items())
+
+    def label_map_ids(self, task: str) -> dict[str, int]:
+        """Ids from 1 in the classes' order, or the source's own (`model_ids`)."""
+        if task != "detection":
+            return {}
+        names = self.vocabulary or ()
+        return dict(zip(names, self.model_ids or range(1, len(names) + 1)))
 
 
 def _renamed(stored: Mapping) -> dict:

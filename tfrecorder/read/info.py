@@ -15,7 +15,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tfrecorder.format.layouts import layout_of
 from tfrecorder.format.manifest import (
+    AnnotationCounts,
     Feature,
     Labels,
     Manifest,
@@ -33,7 +35,7 @@ from tfrecorder.format.manifest_statistics import (
     SplitStatistics,
 )
 from tfrecorder.storage import fs
-from tfrecorder.wording import count
+from tfrecorder.wording import count, one_slip_apart
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,9 @@ MAX_CLASS_RATIO = 100
 # train, and a detector cannot learn the class.
 MIN_BOXES_PER_CLASS = 10
 _ROWS_NAMED = 5  # rows a warning names before "and N more"
+# A class one typing slip from another (`dgo` beside `dog`) is warned of when the other
+# is at least this many times as common: then it is likely a slip, not a second class.
+SLIP_RATIO = 10
 
 
 def info(path: str | os.PathLike) -> DatasetInfo:
@@ -153,6 +158,22 @@ class DatasetInfo:
         return dict(found.reasons) if found is not None else {}
 
     @property
+    def annotations(self) -> AnnotationCounts | None:
+        """What became of a detection source's objects: how many it held, were written,
+        skipped (listed in skipped_annotations.csv) or in rejected images, boxes clipped
+        to the image, objects without a mask, images without an annotation file, and
+        what the reading decided (notes). None: not a detection dataset, or written
+        before tfrecorder counted them."""
+        return self.manifest.annotations
+
+    @property
+    def label_map_ids(self) -> dict[str, int]:
+        """Each class's id in `label_map.pbtxt` and the records' `image/object/class/label`
+        (the tf_models layout: ids from 1, or the source's own); {} for datasets without
+        a label map, whose label ids are the class's index."""
+        return layout_of(self.manifest).label_map_ids(self.task)
+
+    @property
     def duplicates(self) -> tuple[Duplicate, ...]:
         """Images stored more than once (for datasets written before tfrecorder sought
         them: empty, see `duplicates_checked`)."""
@@ -185,9 +206,12 @@ class DatasetInfo:
         """Duplicated images, leaks between splits, images under two labels, a split that
         lacks a class train has, and classes far out of balance; for detection, classes
         with few boxes in train, tiny boxes, images without boxes and boxes without a
-        class."""
+        class; what became of a detection source's objects (images without an annotation
+        file, objects without a mask, clipped boxes, the reading's notes); and a class
+        name one typing slip from a far commoner one."""
         return (*_duplicate_warnings(self.duplicates), *_balance_warnings(self),
-                *_object_warnings(self))
+                *_object_warnings(self), *_annotation_warnings(self.annotations),
+                *_slip_warnings(self))
 
     # --- forms ----------------------------------------------------------------------------
 
@@ -210,6 +234,8 @@ class DatasetInfo:
             "rejected": self.rejected.to_json() if self.rejected else None,
             "skipped_annotations": (self.manifest.skipped_annotations.to_json()
                                     if self.manifest.skipped_annotations else None),
+            "annotations": self.annotations.to_json() if self.annotations else None,
+            "label_map_ids": self.label_map_ids,
             "duplicates": ([d.to_json() for d in self.duplicates]
                            if self.duplicates_checked else None),
             "warnings": list(self.warnings),
@@ -335,6 +361,48 @@ def _object_warnings(info: DatasetInfo) -> list[str]:
         elif s.unlabeled_boxes:
             found.append(f"in {split}, {count(s.unlabeled_boxes, 'box', 'boxes')} "
                          f"{'has' if s.unlabeled_boxes == 1 else 'have'} no class")
+    return found
+
+
+def _annotation_warnings(counts: AnnotationCounts | None) -> list[str]:
+    """What a detection source's reading decided that a person should know of."""
+    if counts is None:
+        return []
+    found = []
+    if counts.unannotated_images:
+        found.append(
+            f"{count(counts.unannotated_images, 'image')} had no annotation file (an XML, a "
+            f"label file) and {'was' if counts.unannotated_images == 1 else 'were'} written "
+            "as images without objects, as the format means it: check none lost its file")
+    if counts.without_mask:
+        found.append(
+            f"{count(counts.without_mask, 'object')} had no segmentation beside objects "
+            "that had one: their masks are empty (all zero), which a Mask R-CNN trains as "
+            "'no pixels'")
+    if counts.clipped:
+        found.append(
+            f"{count(counts.clipped, 'box', 'boxes')} reached a little past the image's "
+            f"edge and {'was' if counts.clipped == 1 else 'were'} clipped to it")
+    found.extend(counts.notes)
+    return found
+
+
+def _slip_warnings(info: DatasetInfo) -> list[str]:
+    """Classes one typing slip from a class `SLIP_RATIO` times as common (`dgo` beside
+    forty `dog`s): the column-name check's rule (`wording.one_slip_apart`), for labels."""
+    totals: dict[str, int] = {}
+    for counts in info.class_counts.values():
+        for name, n in counts.items():
+            totals[name] = totals.get(name, 0) + n
+    found = []
+    for rare, n in totals.items():
+        common = max((name for name, m in totals.items() if m >= SLIP_RATIO * max(n, 1)
+                      and one_slip_apart(rare.casefold(), name.casefold())),
+                     key=totals.get, default=None)
+        if common is not None:
+            found.append(f"the class {rare!r} ({n:,} {info.counted}) is one typing slip "
+                         f"from {common!r} ({totals[common]:,}): if it is a misspelling, "
+                         "fix the annotations, or it is learned as a class of its own")
     return found
 
 

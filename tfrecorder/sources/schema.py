@@ -27,7 +27,7 @@ import pandas as pd
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.format.example import number_grid
 from tfrecorder.sources import image_cells
-from tfrecorder.wording import dropping, shown, sole
+from tfrecorder.wording import dropping, one_slip_apart, shown, sole
 
 logger = logging.getLogger(__name__)
 
@@ -93,24 +93,7 @@ def misspelled_role(name) -> str | None:
     if not key or role_by_name(name) or synonym_role(name):
         return None
     return next((role for role in ROLES for spelling in (name_key(role), name_key(role) + "s")
-                 if _one_slip_apart(key, spelling)), None)
-
-
-def _one_slip_apart(typed: str, meant: str) -> bool:
-    """Whether `typed` is `meant` with one letter deleted, inserted, replaced, or two
-    neighbours swapped (an edit distance of 1, transpositions counted once). Written out:
-    the three names it compares against need no fuzzy-matching library, and difflib's
-    ratio takes `table` for `label`."""
-    if typed == meant or abs(len(typed) - len(meant)) > 1:
-        return False
-    head = next((i for i, (a, b) in enumerate(zip(typed, meant)) if a != b),
-                min(len(typed), len(meant)))
-    tail_typed, tail_meant = typed[head:], meant[head:]
-    return (tail_typed[1:] == tail_meant[1:]                 # replaced
-            or tail_typed[1:] == tail_meant                  # inserted
-            or tail_typed == tail_meant[1:]                  # deleted
-            or (tail_typed[:2] == tail_meant[1::-1]          # swapped
-                and tail_typed[2:] == tail_meant[2:]))
+                 if one_slip_apart(key, spelling)), None)
 
 
 def is_missing(value) -> bool:
