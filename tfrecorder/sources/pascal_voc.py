@@ -26,14 +26,16 @@ Objects are read as `create_pascal_tf_record.py`'s `dict_to_tf_example` reads th
 are `xmin / width`, `ymin / height`, ... with the `<size>` the XML gives (floats, pixels
 as written), kept in [ymin, xmin, ymax, xmax] order; `objects/difficult` and
 `objects/truncated` are 0 or 1 (0 where absent), `objects/view` is `<pose>`
-("Unspecified" where absent); the class is `<name>` (text, whitespace stripped); the
-`image_id` is `<filename>`, which the tf_models layout writes as `image/source_id`.
+("Unspecified" where absent); the class is `<name>` (text, whitespace stripped);
+`<filename>` is `image_name` (`image/filename`); `image/source_id` is the row's number, as
+Model Garden's `process_source_id` reads it (a file name fails there).
 `difficult="drop"` leaves out difficult objects, as `ignore_difficult_instances` does.
 
-An XML file that is empty, not XML, not an `<annotation>`, without a usable `<size>`,
-`<filename>` or object fields, naming an image that is not there, or with a box outside
-its `<size>` (or empty) is a rejected row with its reason (`Table.rejected_rows`): the
-other files are converted.
+An XML file that is empty, not XML, not an `<annotation>`, without a usable `<size>` or
+`<filename>`, or naming an image that is not there is a rejected row with its reason and
+its objects (`Table.rejected_rows`), its image with it: the other files are converted. A
+bad object (a box outside its `<size>` beyond a pixel, empty, or without a name) is
+skipped alone, as `annotation_policy` decides.
 
 XML is parsed by the standard library's `xml.etree.ElementTree` (expat): the project
 adds no dependency for it. Expat does not fetch external entities, and the expat that
@@ -62,12 +64,11 @@ from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.format.splits import UNASSIGNED, Split, split_named
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
-from tfrecorder.sources.annotation_policy import Problem, skipped_rows
+from tfrecorder.sources.annotation_policy import Objects, Problem, skipped_rows
 from tfrecorder.sources.detection import (
     DIFFICULT,
     TRUNCATED,
     VIEW,
-    Objects,
     objects_table,
 )
 from tfrecorder.sources.image_paths import has_image_extension
@@ -299,13 +300,21 @@ def _image(xml: str, annotation: _Annotation, root: str | None, listed: set | No
 
 
 def _found(xml: str, annotation: _Annotation | None, root: str, listed: set | None) -> str:
-    """The image a rejected XML file names, where it is there ("": not known)."""
-    if annotation is None or listed is None:
+    """The image a rejected XML file names, where it is there; for a file too broken to
+    name one, its namesake beside it or in the VOC layout's JPEGImages/ (so that the
+    image is rejected with its XML, never written as one without objects); "": none."""
+    if listed is None:
         return ""
-    try:
-        return _image(xml, annotation, root, listed)
-    except _Rejected:
-        return ""
+    if annotation is not None:
+        try:
+            return _image(xml, annotation, root, listed)
+        except _Rejected:
+            return ""
+    folder, stem = _parent(xml), fs.basename(xml).rsplit(".", 1)[0]
+    folders = [folder] + ([fs.join(_parent(folder), "JPEGImages")]
+                          if fs.basename(folder) == "Annotations" else [])
+    return next((found for found in map(_images_by_stem, folders, [listed] * len(folders))
+                 if stem in found), {}).get(stem, "")
 
 
 @dataclass

@@ -57,8 +57,8 @@ from tfrecorder.format.manifest import AnnotationCounts
 from tfrecorder.format.splits import UNASSIGNED, Split, split_named
 from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
-from tfrecorder.sources.annotation_policy import Problem, skipped_rows
-from tfrecorder.sources.detection import Objects, objects_table
+from tfrecorder.sources.annotation_policy import Objects, Problem, skipped_rows
+from tfrecorder.sources.detection import objects_table
 from tfrecorder.sources.image_paths import has_image_extension, resolve
 from tfrecorder.sources.schema import STRING_LABEL
 from tfrecorder.sources.table import Table
@@ -132,7 +132,9 @@ def _read_flat(folder: str, classes: str, options: TableOptions) -> Table:
             for uri in images]
     frame = pd.DataFrame(rows, columns=["image_uri", "split", "key", "uri"])
     frame = frame.set_index(pd.Index(frame["image_uri"].tolist(), name="image"))
-    return _table(classes, frame, names, folder, options, orphans)
+    # (`split=` is each row's split already: validate must not see it again)
+    return _table(classes, frame, names, folder, dataclasses.replace(options, split=None),
+                  orphans)
 
 
 def _split_of(uri: str, folder: str, options: TableOptions) -> str:
