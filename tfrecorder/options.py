@@ -119,14 +119,16 @@ class TableOptions(Checked):
         "file's own folder.", "text", metavar="FOLDER",
         help="the folder COCO file names are relative to (default: the JSON's folder)")
     invalid_annotations: str = option(
-        "skip", "what to do with a COCO annotation whose box TensorFlow's converters skip "
-        "(zero or negative width or height, or reaching beyond its image's right or "
-        "bottom edge; and here also one starting left of or above it): \"skip\" writes "
-        "the image without it, lists it in skipped_annotations.csv and counts it by reason "
-        "in the manifest; \"error\" refuses the file, naming the annotations.", "choice",
+        "skip", "what to do with a bad annotation in any detection source (COCO, Pascal VOC, "
+        "YOLO, Vertex JSONL, AutoML CSV, a DataFrame): a box outside the image (beyond "
+        "the 1% clipped, as Ultralytics clips), empty, or without a label, an unknown "
+        "class or image, a value that is not a number. \"skip\" writes the image without "
+        "it, lists it in skipped_annotations.csv and counts it by reason in the manifest "
+        "(more than max_rejected of the objects stops the run); \"error\" refuses the "
+        "source, naming the annotations. An image whose annotation file is unusable is "
+        "rejected (rejected.csv) either way.", "choice",
         choices=INVALID_ANNOTATIONS,
-        help="skip (default: list in skipped_annotations.csv) or error on COCO boxes that "
-             "TensorFlow's converters skip")
+        help="skip (default: list each bad annotation in skipped_annotations.csv) or error")
     difficult: str = option(
         "keep", "the objects a Pascal VOC file marks difficult: \"keep\" writes them with "
         "`objects/difficult` 1; \"drop\" leaves them out, as the Object Detection API's "
