@@ -8,9 +8,9 @@ at least 40 pixels a side, so a box moved by the one pixel of Pascal VOC's 1-bas
 corners still overlaps its truth by an IoU of 0.95 (COCO's strictest threshold).
 `write_images(folder)` draws them as JPEGs.
 
-`export(tool, fmt, images, out)` has a tool write the truth in a format ("coco", "voc",
-"yolo") below `out`, with the tool's own export functions, and returns what
-`tfrecorder.convert` is given for it. Each tool runs in a fresh interpreter with its pinned
+`export(tool, images, out)` has a tool write the truth in each format ("coco", "voc",
+"yolo") below `out`, with the tool's own export functions; `source_of` says what
+`tfrecorder.convert` is given for an export. Each tool runs in a fresh interpreter with its pinned
 folder (tests/interop.py) first on `sys.path`, so none of its imports (OpenCV, scipy,
 Datumaro's Rust extension) enters the pytest process. What each writes, as read from the
 tools' sources:
@@ -146,74 +146,75 @@ def write_images(folder) -> dict[str, str]:
 TOOLS = ("supervision", "globox", "datumaro")
 FORMATS = ("coco", "voc", "yolo")
 
-# Each script reads the spec (JSON: classes, pictures with their image paths, format, out)
-# from the file named by argv[1], and writes the export to spec["out"].
+# Each script defines `export(spec, classes, fmt, out)`; `_RUN` calls it for each format
+# of the spec (JSON: classes, pictures with their image paths, formats, out), read from
+# the file named by argv[1], into `out/<format>`.
 _SUPERVISION = r'''
 import json, os, sys
 import numpy as np
 import yaml
 import supervision as sv
 
-spec = json.load(open(sys.argv[1]))
-classes, fmt, out = spec["classes"], spec["format"], spec["out"]
-folders = {"train": "train", "validation": "valid", "test": "test"}  # Roboflow's names
-for split, folder in folders.items():
-    pictures = [p for p in spec["pictures"] if p["split"] == split]
-    annotations = {}
-    for p in pictures:
-        xyxy = np.array([b[1:] for b in p["boxes"]], dtype=np.float64).reshape(-1, 4)
-        ids = np.array([classes.index(b[0]) for b in p["boxes"]], dtype=int)
-        annotations[p["path"]] = sv.Detections(xyxy=xyxy, class_id=ids)
-    dataset = sv.DetectionDataset(classes=classes, images=[p["path"] for p in pictures],
-                                  annotations=annotations)
-    root = os.path.join(out, folder)
-    if fmt == "coco":
-        dataset.as_coco(images_directory_path=root,
-                        annotations_path=os.path.join(root, "_annotations.coco.json"))
-    elif fmt == "voc":
-        dataset.as_pascal_voc(images_directory_path=root, annotations_directory_path=root)
-    else:
-        dataset.as_yolo(images_directory_path=os.path.join(root, "images"),
-                        annotations_directory_path=os.path.join(root, "labels"),
-                        data_yaml_path=os.path.join(out, "data.yaml"))
-if fmt == "yolo":  # Roboflow adds the splits to the data.yaml supervision writes
-    path = os.path.join(out, "data.yaml")
-    data = yaml.safe_load(open(path))
-    data.update(train="../train/images", val="../valid/images", test="../test/images")
-    yaml.safe_dump(data, open(path, "w"), sort_keys=False)
+
+def export(spec, classes, fmt, out):
+    folders = {"train": "train", "validation": "valid", "test": "test"}  # Roboflow's names
+    for split, folder in folders.items():
+        pictures = [p for p in spec["pictures"] if p["split"] == split]
+        annotations = {}
+        for p in pictures:
+            xyxy = np.array([b[1:] for b in p["boxes"]], dtype=np.float64).reshape(-1, 4)
+            ids = np.array([classes.index(b[0]) for b in p["boxes"]], dtype=int)
+            annotations[p["path"]] = sv.Detections(xyxy=xyxy, class_id=ids)
+        dataset = sv.DetectionDataset(classes=classes, images=[p["path"] for p in pictures],
+                                      annotations=annotations)
+        root = os.path.join(out, folder)
+        if fmt == "coco":
+            dataset.as_coco(images_directory_path=root,
+                            annotations_path=os.path.join(root, "_annotations.coco.json"))
+        elif fmt == "voc":
+            dataset.as_pascal_voc(images_directory_path=root, annotations_directory_path=root)
+        else:
+            dataset.as_yolo(images_directory_path=os.path.join(root, "images"),
+                            annotations_directory_path=os.path.join(root, "labels"),
+                            data_yaml_path=os.path.join(out, "data.yaml"))
+    if fmt == "yolo":  # Roboflow adds the splits to the data.yaml supervision writes
+        path = os.path.join(out, "data.yaml")
+        data = yaml.safe_load(open(path))
+        data.update(train="../train/images", val="../valid/images", test="../test/images")
+        yaml.safe_dump(data, open(path, "w"), sort_keys=False)
 '''
 
 _GLOBOX = r'''
 import json, os, shutil, sys
 from globox import Annotation, AnnotationSet, BoundingBox
 
-spec = json.load(open(sys.argv[1]))
-classes, fmt, out = spec["classes"], spec["format"], spec["out"]
-folders = {"train": "train", "validation": "val", "test": "test"}
-for split, folder in folders.items():
-    pictures = [p for p in spec["pictures"] if p["split"] == split]
-    annotations = AnnotationSet(annotations=[
-        Annotation(image_id=p["name"], image_size=(p["width"], p["height"]), boxes=[
-            BoundingBox(label=b[0], xmin=b[1], ymin=b[2], xmax=b[3], ymax=b[4])
-            for b in p["boxes"]])
-        for p in pictures])
-    images = os.path.join(out, "images", folder) if fmt == "yolo" else \
-        os.path.join(out, folder)
-    os.makedirs(images, exist_ok=True)
-    for p in pictures:  # globox writes annotations only
-        shutil.copyfile(p["path"], os.path.join(images, p["name"]))
-    if fmt == "coco":
-        annotations.save_coco(os.path.join(out, folder, "annotations.json"), auto_ids=True)
-    elif fmt == "voc":
-        annotations.save_xml(os.path.join(out, folder))
-    else:
-        os.makedirs(os.path.join(out, "labels"), exist_ok=True)
-        annotations.save_yolo_v5(os.path.join(out, "labels", folder),
-                                 label_to_id={name: k for k, name in enumerate(classes)})
-if fmt == "yolo":  # globox writes no data file: Ultralytics' docs' one
-    with open(os.path.join(out, "data.yaml"), "w") as f:
-        f.write("path: .\ntrain: images/train\nval: images/val\ntest: images/test\n"
-                "names:\n" + "".join(f"  {k}: {name}\n" for k, name in enumerate(classes)))
+
+def export(spec, classes, fmt, out):
+    folders = {"train": "train", "validation": "val", "test": "test"}
+    for split, folder in folders.items():
+        pictures = [p for p in spec["pictures"] if p["split"] == split]
+        annotations = AnnotationSet(annotations=[
+            Annotation(image_id=p["name"], image_size=(p["width"], p["height"]), boxes=[
+                BoundingBox(label=b[0], xmin=b[1], ymin=b[2], xmax=b[3], ymax=b[4])
+                for b in p["boxes"]])
+            for p in pictures])
+        images = os.path.join(out, "images", folder) if fmt == "yolo" else \
+            os.path.join(out, folder)
+        os.makedirs(images, exist_ok=True)
+        for p in pictures:  # globox writes annotations only
+            shutil.copyfile(p["path"], os.path.join(images, p["name"]))
+        if fmt == "coco":
+            annotations.save_coco(os.path.join(out, folder, "annotations.json"), auto_ids=True)
+        elif fmt == "voc":
+            annotations.save_xml(os.path.join(out, folder))
+        else:
+            os.makedirs(os.path.join(out, "labels"), exist_ok=True)
+            annotations.save_yolo_v5(os.path.join(out, "labels", folder),
+                                     label_to_id={name: k for k, name in enumerate(classes)})
+    if fmt == "yolo":  # globox writes no data file: Ultralytics' docs' one
+        with open(os.path.join(out, "data.yaml"), "w") as f:
+            f.write("path: .\ntrain: images/train\nval: images/val\ntest: images/test\n"
+                    "names:\n" + "".join(f"  {k}: {name}\n" for k, name in enumerate(classes)))
 '''
 
 _DATUMARO = r'''
@@ -223,33 +224,39 @@ from datumaro.components.dataset import Dataset
 from datumaro.components.dataset_base import DatasetItem
 from datumaro.components.media import Image
 
-spec = json.load(open(sys.argv[1]))
-classes, fmt, out = spec["classes"], spec["format"], spec["out"]
-subsets = {"train": "train", "validation": "val", "test": "test"}
-items = [
-    DatasetItem(id=os.path.splitext(p["name"])[0], subset=subsets[p["split"]],
-                media=Image.from_file(path=p["path"], size=(p["height"], p["width"])),
-                annotations=[Bbox(b[1], b[2], b[3] - b[1], b[4] - b[2],
-                                  label=classes.index(b[0]), id=k)
-                             for k, b in enumerate(p["boxes"])])
-    for p in spec["pictures"]]
-dataset = Dataset.from_iterable(items, categories=classes)
-name = {"coco": "coco_instances", "voc": "voc_detection", "yolo": "yolo_ultralytics"}[fmt]
-dataset.export(out, name, save_media=True)
+
+def export(spec, classes, fmt, out):
+    subsets = {"train": "train", "validation": "val", "test": "test"}
+    items = [
+        DatasetItem(id=os.path.splitext(p["name"])[0], subset=subsets[p["split"]],
+                    media=Image.from_file(path=p["path"], size=(p["height"], p["width"])),
+                    annotations=[Bbox(b[1], b[2], b[3] - b[1], b[4] - b[2],
+                                      label=classes.index(b[0]), id=k)
+                                 for k, b in enumerate(p["boxes"])])
+        for p in spec["pictures"]]
+    dataset = Dataset.from_iterable(items, categories=classes)
+    name = {"coco": "coco_instances", "voc": "voc_detection", "yolo": "yolo_ultralytics"}[fmt]
+    dataset.export(out, name, save_media=True)
 '''
 
+_RUN = r'''
+import json, os, sys
+spec = json.load(open(sys.argv[1]))
+for fmt in spec["formats"]:
+    export(spec, spec["classes"], fmt, os.path.join(spec["out"], fmt))
+'''
 _SCRIPTS = {"supervision": _SUPERVISION, "globox": _GLOBOX, "datumaro": _DATUMARO}
 _FOLDERS = {"supervision": ("supervision",), "globox": ("globox",),
             "datumaro": ("datumaro", "pycocotools")}
 
 
-def export(tool: str, fmt: str, images: dict[str, str], out) -> str | dict[str, str]:
-    """Has `tool` export the ground truth as `fmt` below `out` (module doc), from the
-    JPEGs `images` (`write_images`' paths); returns the source `convert` reads: the
-    export's folder, its `data.yaml`, or a dict of COCO files by split."""
+def export(tool: str, images: dict[str, str], out, formats=FORMATS) -> dict[str, Path]:
+    """Has `tool` export the ground truth in each of `formats` into `out/<format>` (module
+    doc), from the JPEGs `images` (`write_images`' paths), in one subprocess; returns
+    each export's folder by format (`source_of` says what `convert` reads of it)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    spec = {"classes": list(CLASSES), "format": fmt, "out": str(out / "export"), "pictures": [
+    spec = {"classes": list(CLASSES), "formats": list(formats), "out": str(out), "pictures": [
         {"name": p.name, "split": p.split, "width": p.width, "height": p.height,
          "path": images[p.name],
          "boxes": [[b.label, b.xmin, b.ymin, b.xmax, b.ymax] for b in p.boxes]}
@@ -259,10 +266,10 @@ def export(tool: str, fmt: str, images: dict[str, str], out) -> str | dict[str, 
     folders = [str(interop_path(name)) for name in _FOLDERS[tool]]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [*folders, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run([sys.executable, "-c", _SCRIPTS[tool], str(spec_file)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"{tool} failed to export {fmt}:\n{done.stderr[-4000:]}"
-    return source_of(tool, fmt, out / "export")
+    done = subprocess.run([sys.executable, "-c", _SCRIPTS[tool] + _RUN, str(spec_file)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{tool} failed to export {formats}:\n{done.stderr[-4000:]}"
+    return {fmt: out / fmt for fmt in formats}
 
 
 def source_of(tool: str, fmt: str, root: Path, folder: bool = False) -> str | dict[str, str]:

@@ -65,16 +65,15 @@ def class_order(tool: str, fmt: str) -> tuple[str, ...]:
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-    """(tool, fmt) -> the export's folder, made on first use."""
+    """(tool, fmt) -> the export's folder; a tool exports every format on first use."""
     root = tmp_path_factory.mktemp("labeling_tools")
     images = write_images(root / "images")
 
     @functools.cache
-    def exported(tool: str, fmt: str) -> Path:
-        export(tool, fmt, images, root / f"{tool}-{fmt}")
-        return root / f"{tool}-{fmt}" / "export"
+    def exported(tool: str) -> dict[str, Path]:
+        return export(tool, images, root / tool)
 
-    return exported
+    return lambda tool, fmt: exported(tool)[fmt]
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +91,7 @@ def converted(exports, tmp_path_factory):
     return convert
 
 
+@functools.cache
 def read_records(folder: Path) -> list[dict]:
     """Every record, parsed by TensorFlow with the features the manifest lists, as
     {"split", "keys" (every key the Example holds), "serialized", feature: numpy}."""
