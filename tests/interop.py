@@ -187,7 +187,7 @@ SKIP_VARIABLE = "TFRECORDER_SKIP_READERS"
 def interop_path(name: str) -> Path:
     """The folder holding the pinned `name`, installed on first use (see the module doc);
     with `TFRECORDER_SKIP_READERS=1`, the calling test is skipped instead (the readers
-    take about 2 GB)."""
+    take about 2.5 GB)."""
     if os.environ.get(SKIP_VARIABLE, "") not in ("", "0"):
         pytest.skip(f"third-party readers are skipped ({SKIP_VARIABLE} is set)")
     version, sha256 = PINS[name]
