@@ -229,7 +229,8 @@ def export(spec, classes, fmt, out):
     subsets = {"train": "train", "validation": "val", "test": "test"}
     items = [
         DatasetItem(id=os.path.splitext(p["name"])[0], subset=subsets[p["split"]],
-                    media=Image.from_file(path=p["path"], size=(p["height"], p["width"])),
+                    media=Image.from_file(path=p["path"], size=(p["height"], p["width"])
+                                          if spec["sizes"] else None),
                     annotations=[Bbox(b[1], b[2], b[3] - b[1], b[4] - b[2],
                                       label=classes.index(b[0]), id=k)
                                  for k, b in enumerate(p["boxes"])])
@@ -250,13 +251,16 @@ _FOLDERS = {"supervision": ("supervision",), "globox": ("globox",),
             "datumaro": ("datumaro", "pycocotools")}
 
 
-def export(tool: str, images: dict[str, str], out, formats=FORMATS) -> dict[str, Path]:
+def export(tool: str, images: dict[str, str], out, formats=FORMATS,
+           sizes: bool = True) -> dict[str, Path]:
     """Has `tool` export the ground truth in each of `formats` into `out/<format>` (module
     doc), from the JPEGs `images` (`write_images`' paths), in one subprocess; returns
-    each export's folder by format (`source_of` says what `convert` reads of it)."""
+    each export's folder by format (`source_of` says what `convert` reads of it).
+    `sizes=False` gives Datumaro images whose size it has not read."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    spec = {"classes": list(CLASSES), "formats": list(formats), "out": str(out), "pictures": [
+    spec = {"classes": list(CLASSES), "formats": list(formats), "out": str(out),
+            "sizes": sizes, "pictures": [
         {"name": p.name, "split": p.split, "width": p.width, "height": p.height,
          "path": images[p.name],
          "boxes": [[b.label, b.xmin, b.ymin, b.xmax, b.ymax] for b in p.boxes]}

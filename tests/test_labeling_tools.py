@@ -39,6 +39,7 @@ from model_garden import coco_tools, decode_detection, process_source_id
 from object_detection_api import label_map_util
 
 import tfrecorder
+from tfrecorder.errors import TooManyRejectedError
 
 LAYOUTS = ("tfrecorder", "tf_models")
 TRUTH = {picture.name: picture for picture in ground_truth()}
@@ -64,10 +65,14 @@ def class_order(tool: str, fmt: str) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory):
+def images(tmp_path_factory) -> dict[str, str]:
+    return write_images(tmp_path_factory.mktemp("truth"))
+
+
+@pytest.fixture(scope="module")
+def exports(images, tmp_path_factory):
     """(tool, fmt) -> the export's folder; a tool exports every format on first use."""
     root = tmp_path_factory.mktemp("labeling_tools")
-    images = write_images(root / "images")
 
     @functools.cache
     def exported(tool: str) -> dict[str, Path]:
@@ -261,6 +266,19 @@ def test_coco_export_folders_convert(converted, tool):
         found = objects_of(record, manifest)
         assert record["split"] == TRUTH[found["name"]].split
         assert_boxes_match(found, TRUTH[found["name"]])
+
+
+def test_a_datumaro_voc_export_without_sizes_is_refused_for_its_size(images, tmp_path):
+    """Datumaro writes no `<size>` for an image whose size it has not read
+    (`Image.from_file(path)`); boxes are fractions of it, so each such XML is a rejected
+    row with that reason, as the Object Detection API's converter refuses it (a KeyError
+    there), never records with boxes made of a guess."""
+    folder = export("datumaro", images, tmp_path / "datumaro", formats=["voc"],
+                    sizes=False)["voc"]
+    xml = (folder / "Annotations" / "harbour view 09.xml").read_text()
+    assert "<bndbox>" in xml and "<size>" not in xml
+    with pytest.raises(TooManyRejectedError, match="no usable <size>"):
+        tfrecorder.convert(str(folder), str(tmp_path / "out"), progress=False, num_workers=1)
 
 
 def test_ground_truth_is_what_the_exports_need():
