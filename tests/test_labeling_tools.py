@@ -40,6 +40,7 @@ from object_detection_api import label_map_util
 
 import tfrecorder
 from tfrecorder.errors import TooManyRejectedError
+from tfrecorder.sources import load_table
 
 LAYOUTS = ("tfrecorder", "tf_models")
 TRUTH = {picture.name: picture for picture in ground_truth()}
@@ -266,6 +267,25 @@ def test_coco_export_folders_convert(converted, tool):
         found = objects_of(record, manifest)
         assert record["split"] == TRUTH[found["name"]].split
         assert_boxes_match(found, TRUTH[found["name"]])
+
+
+@pytest.mark.parametrize("tool,fmt,layout", cases(["tfrecorder"]))
+def test_the_source_counts_every_object_and_says_what_it_decided(exports, tool, fmt, layout):
+    """Every box read, none skipped, clipped or in a rejected file; the image without
+    boxes that has no XML (Datumaro's VOC lists it in ImageSets only) counted as such; and
+    globox's category id 0 shifted with a note."""
+    table = load_table(source_of(tool, fmt, exports(tool, fmt)), task="detection")
+    counts = table.annotations
+    assert counts.objects == sum(len(p.boxes) for p in TRUTH.values())
+    assert (counts.skipped, counts.clipped) == (0, 0)
+    assert table.skipped_annotations is None and table.rejected_rows is None
+    assert counts.unannotated_images == ((tool, fmt) == ("datumaro", "voc"))
+    if (tool, fmt) == ("globox", "coco"):  # sorted ids from 0: 'car' is category 0
+        assert len(counts.notes) == 3 and all(
+            "uses category id 0 ('car')" in note and "shifted up by 1" in note
+            for note in counts.notes)
+    else:
+        assert counts.notes == ()
 
 
 def test_a_datumaro_voc_export_without_sizes_is_refused_for_its_size(images, tmp_path):
