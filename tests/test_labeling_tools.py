@@ -84,15 +84,25 @@ def exports(images, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def converted(exports, tmp_path_factory):
-    """(tool, fmt, layout) -> the converted dataset's folder, converted on first use."""
+    """(tool, fmt, layout) -> the converted dataset's folder, converted on first use; a
+    conversion that failed raises its error again, without another try."""
     root = tmp_path_factory.mktemp("converted")
 
     @functools.cache
-    def convert(tool: str, fmt: str, layout: str, folder: bool = False) -> Path:
+    def outcome(tool: str, fmt: str, layout: str, folder: bool) -> Path | Exception:
         out = root / f"{tool}-{fmt}-{layout}{'-folder' if folder else ''}"
-        tfrecorder.convert(source_of(tool, fmt, exports(tool, fmt), folder), str(out),
-                           layout=layout, progress=False, num_workers=1)
+        try:
+            tfrecorder.convert(source_of(tool, fmt, exports(tool, fmt), folder), str(out),
+                               layout=layout, progress=False, num_workers=1)
+        except Exception as error:  # noqa: BLE001  (raised again by every caller)
+            return error
         return out
+
+    def convert(tool: str, fmt: str, layout: str, folder: bool = False) -> Path:
+        found = outcome(tool, fmt, layout, folder)
+        if isinstance(found, Exception):
+            raise found
+        return found
 
     return convert
 
