@@ -31,7 +31,8 @@ globox 2.9.0, `AnnotationSet` of `Annotation(image_id, image_size, boxes)`; it w
     ids 0.. in sorted name order, image ids 0.. (category 0 is used: tfrecorder shifts
     the ids by one, with a note); `"segmentation": []` and `"ignore": 0`.
   - `save_xml`: `<split>/<stem>.xml` beside the images: `<filename>`, `<size>` (width and
-    height only) and the objects' corners as Python floats ("12.0").
+    height only; no depth, folder or pose) and the objects' corners as `str()` of the
+    numbers given ("43"; "43.5" for a fraction), not shifted.
   - `save_yolo_v5(label_to_id)`: `labels/<split>/`, beside `images/<split>/`; no
     data file (globox writes none): one is written as Ultralytics' docs show it.
 Datumaro 1.13.12, `Dataset.from_iterable` of `DatasetItem(id, subset, media, [Bbox])`,
