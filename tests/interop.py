@@ -64,6 +64,15 @@ PINS: dict[str, tuple[str, str]] = {
     # converter (tests/object_detection_api.py).
     "object-detection": (
         "0.0.3", "a487aa0eada8105a9bb026b0993f251f6e0b8b0ae8fb69c2de3381394aa49b9c"),
+    # Labeling tools and dataset libraries whose exports tests/test_labeling_tools.py
+    # converts (issue 48). They run in a subprocess of their own (tests/labeling_tools.py),
+    # so none of their imports enters the pytest process.
+    "supervision": (
+        "0.31.2", "58f9b708ecf704c4f4c19b8c550b9a4d7274ca7742f57022e379247c9c782de3"),
+    "globox": ("2.9.0", "40975c8aa8008814a75e961c5c7af718f22cfc1c73e2861846ec5b86c1cd360e"),
+    # OpenVINO's Datumaro, for Python 3.11 on manylinux x86_64 (it holds a Rust extension).
+    "datumaro": (
+        "1.13.12", "cf0caaf2a33279dbf4dc57d452c778bfd9bab3ae1ae6f8aea7aa709cde61c2cd"),
 }
 
 # name -> the wheels a reader imports beside it that the project's environment lacks, as
@@ -122,6 +131,45 @@ ALSO: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("tensorflow-metadata", "1.21.0",
          "0520806bf3bdd9157333203a3aa0e8afde2a97cc619f15ba622603dc6c898d1f"),
     ),
+    # `import supervision` imports OpenCV, scipy, pydeprecate (`deprecate`) and defusedxml
+    # at once; NumPy, Pillow, PyYAML, requests and tqdm come from the project's environment.
+    # matplotlib and av (PyAV), which it declares, only its plotting and video helpers
+    # import, which its dataset exporters never call. OpenCV 4.14 and scipy 1.17 are built
+    # for NumPy 2 and accept the project's 2.4.
+    "supervision": (
+        ("opencv-python-headless", "4.14.0.94",
+         "5e02669eac0ba67b2a22d7245af1e8ee1a2ef1185ee526a063d8f0555224bd52"),
+        ("scipy", "1.17.1", "43af8d1f3bea642559019edfe64e9b11192a8978efbd1539d7bc2aaa23d92de4"),
+        ("pydeprecate", "0.13.0",
+         "b9210b5e36ea38a3c89aaa9579507ef676bfd147ad89184a06e1fd252f34d36c"),
+        ("defusedxml", "0.7.1",
+         "a352e7e428770286cc899e2542b6cdaedb2b4953ff269a210103ec58f6198a61"),
+    ),
+    # globox needs only NumPy, rich and tqdm, all in the project's environment.
+    # What `import datumaro` and its COCO, VOC and YOLO exporters import that the project
+    # lacks (NumPy, pandas, pyarrow, Pillow, PyYAML, attrs, orjson, tqdm and
+    # typing_extensions come from it; pycocotools from its own pinned folder, which
+    # tests/labeling_tools.py puts on the path beside this one). json-stream reads through
+    # its Rust tokenizer; cachetools 7 is what datumaro declares (the project has 6); lxml is
+    # the release the object-detection pin holds.
+    "datumaro": (
+        ("opencv-python-headless", "4.14.0.94",
+         "5e02669eac0ba67b2a22d7245af1e8ee1a2ef1185ee526a063d8f0555224bd52"),
+        ("shapely", "2.2.0", "5d61088e2ef71dafad0dd4fae8a521cc1f20da4a89d3096bab5b3260b39b3052"),
+        ("lxml", "6.1.3", "527195c188d7d0af748cd48d220ab8cdc5cb99be3d49ac4d9be7324d8abf9bc0"),
+        ("imagesize", "2.0.1",
+         "ea0c9a0384df69ed86a943a15cde37d0360b82491b3910dc2215e202e62b5b02"),
+        ("json-stream", "2.5.1",
+         "ff74a31fc4af348bc7b17e1e92d5d4abd79b1aedca93b141138ed9429ef8d0c2"),
+        ("json-stream-rs-tokenizer", "0.5.4",
+         "1b9d831890fea365bf78a341e7743bc0b3f6a157a128d5fc3832c39ac0ef05e6"),
+        ("cachetools", "7.3.3",
+         "32305addec0581cae6d4f7952d01d078dbc521f922650eba395b9d25b7481843"),
+        ("ruamel.yaml", "0.19.1",
+         "27592957fedf6e0b62f281e96effd28043345e0e66001f97683aa9a40c667c93"),
+        ("defusedxml", "0.7.1",
+         "a352e7e428770286cc899e2542b6cdaedb2b4953ff269a210103ec58f6198a61"),
+    ),
 }
 
 MARKER = "INTEROP-INSTALLED.json"
@@ -139,7 +187,7 @@ SKIP_VARIABLE = "TFRECORDER_SKIP_READERS"
 def interop_path(name: str) -> Path:
     """The folder holding the pinned `name`, installed on first use (see the module doc);
     with `TFRECORDER_SKIP_READERS=1`, the calling test is skipped instead (the readers
-    take about 2 GB)."""
+    take about 2.5 GB)."""
     if os.environ.get(SKIP_VARIABLE, "") not in ("", "0"):
         pytest.skip(f"third-party readers are skipped ({SKIP_VARIABLE} is set)")
     version, sha256 = PINS[name]

@@ -17,6 +17,14 @@ hold; the converter's `dict_to_tf_example` does not use it (the label map is an 
 so an empty module stands in for `label_map_util` and the tests build `label_map_dict`
 from their own names and ids. lxml comes from the same pinned folder. Once loaded, every
 `object_detection.*` and `lxml.*` entry leaves `sys.modules` and `sys.path` is restored.
+
+`label_map_util()` loads the API's own `label_map_util` (unmodified: `load_labelmap`,
+`get_label_map_dict`, ... as training and evaluation configs read `label_map_path`), with
+the generated module it imports built from its `.proto`'s text instead: package
+`object_detection.protos`, `StringIntLabelMapItem` {optional string name = 1; optional
+int32 id = 2; optional string display_name = 3;} and `StringIntLabelMap` {repeated
+StringIntLabelMapItem item = 1;}, the fields of the 2019 release the wheel is a build of
+(later releases add keypoints and ancestry, which a label map of names and ids lacks).
 """
 
 from __future__ import annotations
@@ -62,6 +70,59 @@ def object_detection() -> types.SimpleNamespace:
         importlib.invalidate_caches()
     assert loaded.create_pascal_tf_record.tf is tf.compat.v1
     return loaded
+
+
+@functools.cache
+def label_map_util() -> types.ModuleType:
+    """The Object Detection API's `label_map_util`, loaded once (module doc)."""
+    folder = interop_path("object-detection")
+    saved_path, saved_tf = list(sys.path), sys.modules["tensorflow"]
+    shadowed = {n: m for n, m in sys.modules.items() if n.partition(".")[0] in _OURS}
+    for name in shadowed:
+        del sys.modules[name]
+    sys.path.insert(0, str(folder))
+    try:
+        importlib.import_module("object_detection.protos")
+        sys.modules[_LABEL_MAP_PB2] = _string_int_label_map_pb2()
+        sys.modules["tensorflow"] = tf.compat.v1  # it reads files with tf.gfile.GFile
+        module = importlib.import_module("object_detection.utils.label_map_util")
+    finally:
+        sys.modules["tensorflow"] = saved_tf
+        sys.path[:] = saved_path
+        for name in [n for n in sys.modules if n.partition(".")[0] in _OURS]:
+            del sys.modules[name]
+        sys.modules.update(shadowed)
+        importlib.invalidate_caches()
+    assert module.tf is tf.compat.v1
+    return module
+
+
+_LABEL_MAP_PB2 = "object_detection.protos.string_int_label_map_pb2"
+
+
+def _string_int_label_map_pb2() -> types.ModuleType:
+    """`string_int_label_map_pb2` of the .proto's fields (module doc), in a pool of its own."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="object_detection/protos/string_int_label_map.proto",
+        package="object_detection.protos", syntax="proto2")
+    item = proto.message_type.add(name="StringIntLabelMapItem")
+    for name, number, kind in (("name", 1, field.TYPE_STRING), ("id", 2, field.TYPE_INT32),
+                               ("display_name", 3, field.TYPE_STRING)):
+        item.field.add(name=name, number=number, type=kind, label=field.LABEL_OPTIONAL)
+    proto.message_type.add(name="StringIntLabelMap").field.add(
+        name="item", number=1, type=field.TYPE_MESSAGE, label=field.LABEL_REPEATED,
+        type_name=".object_detection.protos.StringIntLabelMapItem")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    module = types.ModuleType(_LABEL_MAP_PB2)
+    module.__doc__ = "built from string_int_label_map.proto's fields (tests)"
+    for name in ("StringIntLabelMapItem", "StringIntLabelMap"):
+        setattr(module, name, message_factory.GetMessageClass(
+            pool.FindMessageTypeByName(f"object_detection.protos.{name}")))
+    return module
 
 
 def pascal_example(xml: bytes, dataset_directory: str, label_map_dict: dict,

@@ -274,14 +274,14 @@ def test_shown_output_is_compared():
 
 
 def test_the_readme_says_what_the_tests_need_beyond_python_packages():
-    """A new user's run of the test command meets Chromium and 2 GB of readers; the README
+    """A new user's run of the test command meets Chromium and 2.5 GB of readers; the README
     says so, and how to skip the readers, in the names the tests use."""
     from interop import SKIP_VARIABLE
     from test_report import NO_BROWSER
 
     setup = (REPO / "README.md").read_text().split("## Set up")[1].split("\n## ")[0]
     assert "apt-get install chromium" in setup and "apt-get install chromium" in NO_BROWSER
-    assert ".venv/interop/" in setup and "2 GB" in setup
+    assert ".venv/interop/" in setup and "2.5 GB" in setup
     assert f"{SKIP_VARIABLE}=1" in setup
 
 
