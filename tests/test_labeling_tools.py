@@ -182,6 +182,10 @@ def test_export_converts_with_nothing_lost_or_moved(converted, tool, fmt, layout
     order = class_order(tool, fmt)
     assert manifest["labels"]["vocabulary"] == list(order)
     assert manifest["rejected"]["num_rows"] == 0
+    boxes = sum(len(p.boxes) for p in TRUTH.values())
+    counts = manifest["annotations"]  # every object in the source written, none listed
+    assert (counts["objects"], counts["written"], counts["skipped"],
+            counts["in_rejected_images"]) == (boxes, boxes, 0, 0)
     # The tools write "segmentation": [] (COCO) or no polygons for boxes: no masks.
     assert not [name for name in manifest["features"] if "mask" in name]
     first_id = 1 if layout == "tf_models" else 0  # tf_models: 0 is the background
