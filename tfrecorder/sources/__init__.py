@@ -97,8 +97,9 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             or a folder of them (`part-*.parquet`, as pandas and Spark write, or in hive
             partitions such as `split=TRAIN/`); an image folder laid out as `label/file`
             or `split/label/file`; an AutoML object-detection CSV, a Vertex AI JSONL file,
-            a COCO JSON file, a folder of Pascal VOC XML files or one of them, or a
-            YOLO data.yaml (or its folder) (docs/detection.md); a glob of CSV, Parquet
+            a COCO JSON file or a COCO folder as downloaded (`coco_folder`), a folder
+            of Pascal VOC XML files or one of them, or a YOLO data.yaml (or its folder)
+            (docs/detection.md); a dict of such files by split; a glob of CSV, Parquet
             or JSONL files, or a folder of only CSV or only JSONL files, read as one
             table in sorted path order (`table_files`); or images in memory (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
@@ -203,7 +204,8 @@ def _is_files_by_split(source) -> bool:
 
 def _files_by_split(source: Mapping, options: TableOptions) -> Table:
     """The tables of each split's file, read as that split (each file's images relative
-    to its own folder unless `image_root` is given), as one table with one label map.
+    to its own folder unless `image_root` gives one: a folder for all, or a dict by
+    split, `_split_roots`), as one table with one label map.
 
     Raises:
         SchemaError: for a split named twice, or files that are not of one kind (a
