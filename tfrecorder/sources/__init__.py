@@ -180,7 +180,7 @@ def _refuse_image_roots(options: TableOptions, why: str) -> None:
             f"folder, and {why}. A folder by split is for COCO files of their own splits: "
             "a dict of them by split ({'train': 'annotations/instances_train2017.json', "
             "...}, or SPLIT=PATH on the command line), or a COCO folder. Pass one folder, "
-            "or leave image_root out.", option="image_root")
+            "or leave ", Option("image_root"), " out.", option="image_root")
 
 
 def _one_folder(path: str, reader) -> str:
