@@ -230,27 +230,39 @@ def _files_by_split(source: Mapping, options: TableOptions) -> Table:
 
 
 def _split_roots(source: Mapping, splits: list, options: TableOptions) -> list:
-    """Each file's `image_root`: its split's folder where `image_root` is a dict by split
-    (a split it does not name keeps the file's own folder), else `image_root` itself.
+    """Each file's `image_root` (`split_roots`), once each file is known to be COCO where
+    `image_root` is a dict by split.
 
     Raises:
-        SchemaError: for a folder of a split the source has no file of, or a file that
-            is not COCO (its images are not named relative to a folder we choose).
+        SchemaError: for a file that is not COCO (its images are not named relative to a
+            folder we choose), or a folder of a split the source has no file of.
     """
-    roots = options.image_root
-    if not isinstance(roots, Mapping):
-        return [roots] * len(splits)
-    unknown = sorted(set(roots) - {str(split) for split in splits})
+    if isinstance(options.image_root, Mapping):
+        for path in source.values():
+            path, _, reader = _claimed(os.fspath(path), options)
+            if reader not in _ROOTED_BY_SPLIT:
+                _refuse_image_roots(options, _one_folder(path, reader))
+    return split_roots(options.image_root, [str(split) for split in splits], "the source")
+
+
+def split_roots(image_root, splits: list[str], source: str) -> list:
+    """The `image_root` of each of a source's files, given their splits: its split's
+    folder where `image_root` is a dict by split (None, the file's own, for a split it
+    does not name), else `image_root` itself. Shared by a dict of files by split and a
+    COCO folder (`coco_folder`).
+
+    Raises:
+        SchemaError: for a folder of a split that `source` has no file of.
+    """
+    if not isinstance(image_root, Mapping):
+        return [image_root] * len(splits)
+    unknown = sorted(set(image_root) - set(splits))
     if unknown:
         raise SchemaError(
-            "", Option("image_root", roots), f" names a folder for {unknown[0]}, and the "
-            f"source has no file of that split (its splits: {', '.join(map(str, splits))})."
-            " Name the folders of the source's splits.", option="image_root")
-    for path in source.values():
-        path, _, reader = _claimed(os.fspath(path), options)
-        if reader not in _ROOTED_BY_SPLIT:
-            _refuse_image_roots(options, _one_folder(path, reader))
-    return [roots.get(str(split)) for split in splits]
+            "", Option("image_root", image_root), f" names a folder for {unknown[0]}, and "
+            f"{source} has no file of that split (its splits: {', '.join(splits)}). Name "
+            "the folders of its splits.", option="image_root")
+    return [image_root.get(split) for split in splits]
 
 
 def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str],

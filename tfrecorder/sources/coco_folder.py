@@ -131,18 +131,8 @@ def _roots(path: str, found: list[Part], splits: list[str], options: TableOption
            ) -> list[str]:
     """The image folder of each part: `image_root`'s where it gives one, else the
     part's own, which must be there."""
-    given = options.image_root
-    if isinstance(given, dict):
-        unknown = sorted(set(given) - set(splits))
-        if unknown:
-            raise SchemaError(
-                "", Option("image_root", given), f" names a folder for {unknown[0]}, and "
-                f"{path!r} has no COCO file of that split (its splits: "
-                f"{', '.join(splits)}). Name the folders of its splits.",
-                option="image_root")
-    roots = []
-    for part, split in zip(found, splits):
-        root = given.get(split) if isinstance(given, dict) else given
+    roots = sources.split_roots(options.image_root, splits, repr(path))
+    for part, root in zip(found, roots):
         if root is None and not fs.is_folder(part.images):
             raise SchemaError(
                 f"{part.annotations!r} has no folder of images: "
@@ -150,5 +140,4 @@ def _roots(path: str, found: list[Part], splits: list[str], options: TableOption
                 "unpack its images there, pass ", Option("image_root"), " with their "
                 "folder, or convert the other splits' files alone (a dict of files by "
                 "split).", option="image_root")
-        roots.append(root if root is not None else part.images)
-    return roots
+    return [root if root is not None else part.images for part, root in zip(found, roots)]
