@@ -158,12 +158,16 @@ def test_coco_folder_is_asked_before_the_image_folders():
 
 # --- refusals ----------------------------------------------------------------------------
 
-def test_two_files_of_one_split_are_refused(tmp_path):
-    coco_2017(tmp_path, splits=["validation"])
-    coco_split(str(tmp_path / "validation"),
-               str(tmp_path / "annotations" / "instances_validation.json"), 1)
-    with pytest.raises(SchemaError, match=r"two COCO files of the split VALIDATION: .*"
-                       r"instances_val2017.json.*instances_validation.json.*dict by split"):
+@pytest.mark.parametrize(("names", "split"), [
+    (("val2017", "validation"), "VALIDATION"),
+    (("minival2014", "valminusminival2014"), "UNASSIGNED"),  # Detectron's, beside COCO's
+])
+def test_two_files_of_one_split_are_refused(tmp_path, names, split):
+    for name in names:
+        coco_split(str(tmp_path / name), str(tmp_path / "annotations" / f"instances_{name}.json"),
+                   1)
+    with pytest.raises(SchemaError, match=rf"two COCO files of the split {split}: .*"
+                       rf"instances_{names[0]}.json.*instances_{names[1]}.json.*dict by split"):
         load_table(str(tmp_path))
 
 

@@ -15,8 +15,9 @@ A file's split is told by its name (`<name>`, or the folder's): a spelling of a 
 case, followed by no letter, so `train2017` is train, `val2017` validation and
 `test-dev2017` test. Any other name (datumaro's `default`, Detectron's `minival2014`) is
 UNASSIGNED, its rows split by hash; `split=` gives a folder of one file its split. Two
-files of one split are refused rather than written twice (COCO 2014's
-`valminusminival` beside `val`): pass the ones wanted as a dict of files by split.
+files of one split are refused rather than their images written twice (Detectron's
+`minival2014` and `valminusminival2014` beside COCO 2014's files are both UNASSIGNED):
+pass the ones wanted as a dict of files by split.
 
 Each file is read by `coco.read` as its split, its file names under its image folder
 (or `image_root`'s: one folder for all, or a dict by split), and the parts are joined by
