@@ -8,6 +8,7 @@ The table is a DataFrame with the detection columns (`label` lists of class name
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -20,14 +21,16 @@ CLASSES = ("cat", "dog", "zebra")
 HEIGHT, WIDTH = 48, 64
 
 
-def scenes(folder: str, count: int = 8, seed: int = 0) -> list[dict]:
+def scenes(folder: str, count: int = 8, seed: int = 0, first: int = 0) -> list[dict]:
     """`count` PNG scenes of 0-3 rectangles each, with their boxes (relative), classes,
-    polygons (pixels) and a class-id mask (0: background, 1 + the class's index)."""
+    polygons (pixels) and a class-id mask (0: background, 1 + the class's index); numbered
+    from `first` (its name), shaded by its number and `seed` (keep them under 60), so
+    that scenes of one name drawn with two seeds differ."""
     rng = np.random.RandomState(seed)
     os.makedirs(folder, exist_ok=True)
     found = []
-    for i in range(count):
-        pixels = np.full((HEIGHT, WIDTH, 3), 20 + i, np.uint8)
+    for i in range(first, first + count):
+        pixels = np.full((HEIGHT, WIDTH, 3), 20 + i + seed, np.uint8)
         mask = np.zeros((HEIGHT, WIDTH), np.uint8)
         boxes, labels, polygons = [], [], []
         for _ in range(i % 4):
@@ -58,6 +61,34 @@ def detection_frame(drawn: list[dict], masks: bool = False) -> pd.DataFrame:
         frame["objects/mask"] = [{"size": [HEIGHT, WIDTH], "masks": s["polygons"]}
                                  for s in drawn]
     return frame
+
+
+def coco_split(images: str, annotations: str, count: int, first: int = 0,
+               seed: int | None = None) -> list[dict]:
+    """`count` scenes in the folder `images` (numbered from `first`; each image's COCO id
+    is 1 + its number; `seed` by default `first`), and their COCO file at `annotations`:
+    file names relative to `images`, boxes [x, y, width, height] in pixels, categories
+    1, 2 and 3."""
+    drawn = scenes(images, count, seed=first if seed is None else seed, first=first)
+    coco = {"images": [], "annotations": [], "categories": [
+        {"id": k + 1, "name": name, "supercategory": "shape"}
+        for k, name in enumerate(CLASSES)]}
+    for number, scene in enumerate(drawn, first):
+        scene["image_id"] = 1 + number
+        scene["file_name"] = os.path.basename(scene["image_uri"])
+        coco["images"].append({"id": scene["image_id"], "file_name": scene["file_name"],
+                               "width": WIDTH, "height": HEIGHT})
+        for (ymin, xmin, ymax, xmax), label in zip(scene["boxes"], scene["labels"]):
+            x, y = xmin * WIDTH, ymin * HEIGHT
+            w, h = (xmax - xmin) * WIDTH, (ymax - ymin) * HEIGHT
+            coco["annotations"].append({
+                "id": len(coco["annotations"]) + 1, "image_id": scene["image_id"],
+                "category_id": CLASSES.index(label) + 1, "bbox": [x, y, w, h],
+                "area": w * h, "iscrowd": 0})
+    os.makedirs(os.path.dirname(annotations), exist_ok=True)
+    with open(annotations, "w") as f:
+        json.dump(coco, f)
+    return drawn
 
 
 def write_detection(folder: str, drawn: list[dict], masks: bool = False, **options

@@ -149,6 +149,7 @@ ADVICE = [
     Option("runner", "DirectRunner"), Option("image_size", (224, 200)),
     Option("unassigned_split", (0.7, 0.2, 0.1)), Option("num_shards", {"train": 8}),
     Option("max_image_pixels", None), Option("class_names", ["cat", "dog"]),
+    Option("image_root", {"train": "train2017", "validation": "val 2017"}),
 ]
 
 
@@ -671,6 +672,7 @@ _FORMAT_WORDS = {
     "csv": ["CSV"], "parquet": ["Parquet"], "folder": ["image folder"],
     "tables": ["boxes", "mask_uri"], "automl_detection": ["AutoML", "detection CSV"],
     "vertex_jsonl": ["Vertex AI JSONL"], "coco": ["COCO JSON"],
+    "coco_folder": ["COCO folder", "Roboflow"],
     "pascal_voc": ["Pascal VOC", "LabelImg", "CVAT"], "yolo": ["YOLO", "data.yaml"],
 }
 

@@ -6,6 +6,7 @@ lists in rejected.csv and counts against `max_rejected`, in both engines."""
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import importlib
 import json
@@ -230,3 +231,20 @@ def test_rows_the_source_rejects_count_against_max_rejected(tmp_path, monkeypatc
     assert result.num_rejected == 3 and result.counts == {"train": 1}
     with pytest.raises(ImageError, match=r"row 0 of the source .*: empty XML file"):
         convert(path, tmp_path / "raise", on_error="raise")
+
+
+# --- the file as downloaded ----------------------------------------------------------------
+
+def test_a_file_starting_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows tools (Notepad, PowerShell's Out-File) save UTF-8 with a byte-order mark,
+    which JSON does not allow and msgspec refuses at line 1, column 1."""
+    path = coco_file(tmp_path, [image(1, "a.png")], [box(1, 1, 3)])
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(codecs.BOM_UTF8 + data)
+    table = load_table(path, split="train")
+    assert table.rows["label"].tolist() == [["car"]]
+    convert(path, tmp_path / "out")
+    assert [r["objects/bbox"] for r in examples(tmp_path / "out")] == [
+        pytest.approx([6 / 48, 4 / 64, 16 / 48, 24 / 64])]

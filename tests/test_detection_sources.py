@@ -13,6 +13,7 @@ import pytest
 
 from tfrecorder import SchemaError
 from tfrecorder.errors import Option
+from tfrecorder.format.splits import split_named
 from tfrecorder.sources import (
     FILE_FORMATS,
     automl_detection,
@@ -271,6 +272,25 @@ def test_jsonl_mistakes_name_the_line_and_the_box(tmp_path, annotation, expected
 def test_jsonl_lines_that_are_not_json_are_named(tmp_path):
     path = write(tmp_path, "bad.jsonl", jsonl({"imageGcsUri": "a.jpg"}) + "{oops\n")
     assert "line 2 of the JSONL file" in message(path)
+
+
+@pytest.mark.parametrize("boxes", [True, False])
+def test_jsonl_of_an_unknown_ml_use_names_the_file_line_key_and_value(tmp_path, boxes):
+    """The JSONL has no split column: the error speaks of its own key, as written."""
+    annotation = ({"boundingBoxAnnotations": [box()]} if boxes
+                  else {"classificationAnnotation": {"displayName": "car"}})
+    path = write(tmp_path, "bad.jsonl", jsonl(
+        {"imageGcsUri": "gs://b/1.jpg", **annotation,
+         "dataItemResourceLabels": {"aiplatform.googleapis.com/ml_use": "validation"}},
+        {"imageGcsUri": "gs://b/2.jpg", **annotation,
+         "dataItemResourceLabels": {"aiplatform.googleapis.com/ml_use": "trainning"}}))
+    with pytest.raises(SchemaError) as error:
+        load_table(path)
+    text = str(error.value)
+    assert "bad.jsonl" in text and "line 2" in text and "'trainning'" in text
+    assert '"aiplatform.googleapis.com/ml_use"' in text and "column" not in text
+    assert "training, validation or test" in text and error.value.rows == [2]
+    assert all(split_named(use) for use in vertex_jsonl.ML_USES)
 
 
 def coco_file(tmp_path, **change) -> str:

@@ -57,7 +57,8 @@ SOURCE_HELP = (
     "what to convert (local, gs:// or s3://): a CSV file; a Parquet file or folder; a CSV "
     "or Parquet table with a boxes or mask_uri column (detection, segmentation); an image "
     "folder (label/file or split/label/file); an AutoML Vision or Vertex AI detection CSV; "
-    "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints); a Pascal "
+    "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints), or a COCO "
+    "folder as downloaded (annotations/instances_*.json, or a Roboflow COCO export); a Pascal "
     "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder; "
     "or several files as the splits of one dataset, each as SPLIT=PATH "
     "(train=instances_train.json validation=instances_val.json)")
@@ -124,6 +125,7 @@ def _flag_kind(field: dataclasses.Field) -> dict:
              "schema": {"type": _schema_entry, "action": _MergeDict},
              "fill": {"type": _fill_entry, "action": _FillMissing},
              "pairs": {"type": _key_value, "action": _MergeDict},
+             "folders": {"action": _Folders},
              "names": {"type": _names}}
     return {"metavar": metavar, **reads[kind]}
 
@@ -186,6 +188,21 @@ class _FillMissing(argparse.Action):
                          "for each, not both")
         setattr(namespace, self.dest,
                 value if column is None else {**(current or {}), column: value})
+
+
+class _Folders(argparse.Action):
+    """FOLDER once, or SPLIT=FOLDER for each split (a dict by split): a value whose part
+    before "=" names no split is one folder (`a=b/`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        split, sep, folder = values.partition("=")
+        by_split = bool(sep and folder) and split_named(split) is not None
+        current = getattr(namespace, self.dest)
+        if current is not None and not (by_split and isinstance(current, dict)):
+            parser.error(f"{option_string}: give one FOLDER, or SPLIT=FOLDER for each split "
+                         f"(train=train2017 validation=val2017), not both; not {values!r}")
+        setattr(namespace, self.dest,
+                {**(current or {}), split: folder} if by_split else values)
 
 
 def _pixels(text: str) -> int | None:
@@ -252,7 +269,7 @@ def as_flag(option: Option) -> str:
     if kind in ("switch", "tristate"):
         name = field.name.replace("_", "-")
         return f"--{name}" if value else f"--no-{name}"
-    if kind in ("schema", "fill", "pairs") and isinstance(value, Mapping):
+    if kind in ("schema", "fill", "pairs", "folders") and isinstance(value, Mapping):
         return " ".join(f"{flag} {shlex.quote(f'{key}={_flag_value(kind, item)}')}"
                         for key, item in value.items())
     return f"{flag} {shlex.quote(_flag_value(kind, value))}"

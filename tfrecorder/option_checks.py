@@ -31,7 +31,7 @@ def option(default: Any, doc: str, kind: str, *, help: str | None = None,
         kind: how the command line reads it: "switch" (a bool), "tristate" (True, False
             or None), "int", "float", "text", "choice" (one of `choices`), or one of the
             command line's own parsers ("size", "fractions", "shards", "pixels",
-            "schema", "fill", "pairs").
+            "schema", "fill", "pairs", "folders").
         help: the flag's help, where it must say something else than `doc`.
         flag: the flag's name, where it is not `--` + the name with dashes.
     """

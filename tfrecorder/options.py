@@ -114,10 +114,15 @@ class TableOptions(Checked):
         "`mask_uri` column of class-id PNG masks). \"auto\" tells it from the source, and "
         "asks for this option where the source could be either.", "choice", choices=TASKS,
         help="what the labels describe (default: told from the source)")
-    image_root: str | None = option(
+    image_root: str | os.PathLike | Mapping[str, str | os.PathLike] | None = option(
         None, "the folder a COCO file's `file_name`s are relative to; by default the JSON "
-        "file's own folder.", "text", metavar="FOLDER",
-        help="the folder COCO file names are relative to (default: the JSON's folder)")
+        "file's own folder (in a COCO folder, each split's image folder). For a dict of "
+        "COCO files by split, or a COCO folder, a dict of folders by split gives each "
+        "split's files their own ({\"train\": \"train2017\", \"validation\": "
+        "\"val2017\"}); a split it does not name keeps its default.", "folders",
+        metavar="[SPLIT=]FOLDER",
+        help="the folder COCO file names are relative to (default: the JSON's folder); "
+             "SPLIT=FOLDER gives each split's file its own (repeatable)")
     invalid_annotations: str = option(
         "skip", "what to do with a bad annotation in any detection source (COCO, Pascal VOC, "
         "YOLO, Vertex JSONL, AutoML CSV, a DataFrame): a box outside the image (beyond "
@@ -145,14 +150,37 @@ class TableOptions(Checked):
         self._require("task", self.task in TASKS, f"one of {', '.join(map(repr, TASKS))}")
         self._require("invalid_annotations", self.invalid_annotations in INVALID_ANNOTATIONS,
                       f"one of {INVALID_ANNOTATIONS}")
-        self._require("image_root", self.image_root is None or isinstance(
-            self.image_root, (str, os.PathLike)), "a folder path or None")
+        self._image_roots()
         self._int("chunk_rows", "a positive int (rows) or None", minimum=1)
         self._require("split", self.split is None or (
             isinstance(self.split, str) and split_named(self.split) is not None),
             f"{spellings_text()}, or None")
         self._require("schema", self.schema is None or isinstance(self.schema, Mapping),
                       "a dict of column names to types")
+
+    def _image_roots(self) -> None:
+        """A dict of folders by split is kept by the splits' names ("train", never
+        "TRAIN" or "val"), so that a source's splits find theirs."""
+        roots = self.image_root
+        if not isinstance(roots, Mapping):
+            self._require("image_root", roots is None or isinstance(
+                roots, (str, os.PathLike)), "a folder path, a dict of folders by split, "
+                "or None")
+            return
+        expected = f"a folder path, or a dict of folders by split names: {spellings_text()}"
+        self._require("image_root", bool(roots) and all(
+            isinstance(key, str) and split_named(key) is not None
+            and isinstance(folder, (str, os.PathLike)) for key, folder in roots.items()),
+            expected)
+        named = {}
+        for key, folder in roots.items():
+            split = str(split_named(key))
+            self._require("image_root", split not in named,
+                          f"{expected}, each split once ({named.get(split, ('',))[0]!r} "
+                          f"and {key!r} are both {split})")
+            named[split] = (key, os.fspath(folder))
+        object.__setattr__(self, "image_root",
+                           {split: folder for split, (_, folder) in named.items()})
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ dispatcher that picks one.
     automl_detection.py  AutoML Vision / Vertex AI object-detection CSV files
     vertex_jsonl.py Vertex AI JSONL import files (classes or boxes)
     coco.py         COCO object-detection JSON files
+    coco_folder.py  COCO datasets as downloaded: COCO's, datumaro's, Roboflow's folders
     pascal_voc.py   Pascal VOC XML files (LabelImg, CVAT, the VOC2007/2012 layout)
     yolo.py         YOLO (Ultralytics) datasets: a data.yaml and its label files
     detection.py    what detection sources share: the objects' columns and checks
@@ -50,6 +51,7 @@ from tfrecorder.options import TableOptions
 from tfrecorder.sources import (
     automl_detection,
     coco,
+    coco_folder,
     csv,
     folder,
     memory,
@@ -68,16 +70,17 @@ from tfrecorder.wording import shown
 # the formats that look into a file's content to claim it come before it, and `tables`
 # (Parquet and CSV files whose columns name their task) before Parquet. A folder is
 # told apart by what it holds before `folder` takes it as label/file: a YOLO data file
-# (`yolo`), Pascal VOC XML annotations (`pascal_voc`); `folder` refuses annotations it
-# would lose (other XML files, a labels/ tree).
-FILE_FORMATS = (tables, parquet, yolo, pascal_voc, folder, vertex_jsonl, coco,
-                automl_detection, csv)
+# (`yolo`), COCO files where COCO, datumaro and Roboflow put them (`coco_folder`), Pascal
+# VOC XML annotations (`pascal_voc`); `folder` refuses annotations it would lose (other
+# XML files, a labels/ tree).
+FILE_FORMATS = (tables, parquet, yolo, coco_folder, pascal_voc, folder, vertex_jsonl,
+                coco, automl_detection, csv)
 # What each task needs, for an error when the source is read for another.
 _NEEDS = {
     "classification": "labels of whole images",
     "detection": "boxes: an AutoML object-detection CSV, a Vertex AI JSONL file with "
-                 "boundingBoxAnnotations, a COCO JSON file, a folder of Pascal VOC XML "
-                 "files, a YOLO data.yaml, or a table with a 'boxes' column (a list of "
+                 "boundingBoxAnnotations, a COCO JSON file or folder, a folder of Pascal "
+                 "VOC XML files, a YOLO data.yaml, or a table with a 'boxes' column (a list of "
                  "[ymin, xmin, ymax, xmax] an image) and a 'label' column of lists, one "
                  "class a box",
     "segmentation": "a table with an 'image_uri' and a 'mask_uri' column",
@@ -94,8 +97,9 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             or a folder of them (`part-*.parquet`, as pandas and Spark write, or in hive
             partitions such as `split=TRAIN/`); an image folder laid out as `label/file`
             or `split/label/file`; an AutoML object-detection CSV, a Vertex AI JSONL file,
-            a COCO JSON file, a folder of Pascal VOC XML files or one of them, or a
-            YOLO data.yaml (or its folder) (docs/detection.md); a glob of CSV, Parquet
+            a COCO JSON file or a COCO folder as downloaded (`coco_folder`), a folder
+            of Pascal VOC XML files or one of them, or a YOLO data.yaml (or its folder)
+            (docs/detection.md); a dict of such files by split; a glob of CSV, Parquet
             or JSONL files, or a folder of only CSV or only JSONL files, read as one
             table in sorted path order (`table_files`); or images in memory (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
@@ -111,6 +115,7 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     frame, implied, class_names = (memory.as_frame(source) if memory.is_in_memory(source)
                                    else (source, {}, None))  # arrays, dicts, HF datasets
     if isinstance(frame, pd.DataFrame):
+        _refuse_image_roots(options, "the table's image paths are its own")
         table = tables.frame_table(frame, os.getcwd(), options, implied)
         return _for_task(dataclasses.replace(table, class_names=class_names), options,
                          "the table")
@@ -121,6 +126,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             f"Hugging Face Dataset; not {shown(source)}.")
     files = table_files.table_files(source)  # a glob, or a folder of CSV or JSONL files
     if files is not None:
+        _refuse_image_roots(options, f"{os.fspath(source)!r} is a source of table files, "
+                            "whose image paths are their own")
         return _for_task(table_files.files_table(files, options), options,
                          repr(os.fspath(source)))
     return read_path(os.fspath(source), options)
@@ -130,6 +137,17 @@ def read_path(path: str, options: TableOptions) -> Table:
     """The table of one path (a file, a folder, their URIs), read by the first of
     `FILE_FORMATS` that claims it: what `load_table` reads a path with, and each file
     of a source of many files (`table_files`)."""
+    path, is_folder, reader = _claimed(path, options)
+    if reader is not coco_folder and isinstance(options.image_root, Mapping):
+        _refuse_image_roots(options, _one_folder(path, reader))
+    # Relative image paths are relative to the source's folder, local or remote.
+    base_dir = path.rstrip("/") if is_folder else fs.dirname(path)
+    return _for_task(reader.read(path, base_dir, options), options, repr(path))
+
+
+def _claimed(path: str, options: TableOptions) -> tuple[str, bool, object]:
+    """The path (absolute, if a local folder), whether it is a folder, and the module of
+    `FILE_FORMATS` that reads it."""
     if fs.is_file_uri(path):
         try:
             path = fs.file_uri_path(path)
@@ -145,9 +163,35 @@ def read_path(path: str, options: TableOptions) -> Table:
     reader = next(f for f in FILE_FORMATS if f.claims(path, is_folder))
     if reader is csv and options.task == "detection":
         reader = automl_detection  # a CSV read for its boxes is AutoML's, whatever its rows
-    # Relative image paths are relative to the source's folder, local or remote.
-    base_dir = path.rstrip("/") if is_folder else fs.dirname(path)
-    return _for_task(reader.read(path, base_dir, options), options, repr(path))
+    return path, is_folder, reader
+
+
+# --- a folder of images by split (`image_root={"train": ...}`) ------------------------------
+
+# The formats whose file names `image_root` roots, each file its own split's folder.
+_ROOTED_BY_SPLIT = (coco, coco_folder)
+
+
+def _refuse_image_roots(options: TableOptions, why: str) -> None:
+    """Refuses a dict of image folders by split for a source it would not apply to."""
+    if isinstance(options.image_root, Mapping):
+        raise SchemaError(
+            "", Option("image_root", options.image_root), f" gives each split its image "
+            f"folder, and {why}. A folder by split is for COCO files of their own splits: "
+            "a dict of them by split ({'train': 'annotations/instances_train2017.json', "
+            "...}, or SPLIT=PATH on the command line), or a COCO folder. Pass one folder, "
+            "or leave ", Option("image_root"), " out.", option="image_root")
+
+
+def _one_folder(path: str, reader) -> str:
+    """Why the file at `path` takes one image folder, if any."""
+    if reader is yolo:
+        return (f"the YOLO dataset {path!r} names each split's images itself (its "
+                "train:, val: and test: entries); its image_root is the dataset's root, "
+                "one folder")
+    if reader is coco:
+        return f"{path!r} is one COCO file, whose rows take one split"
+    return f"{path!r} is read by tfrecorder.sources.{reader.__name__.rsplit('.', 1)[-1]}"
 
 
 def _is_files_by_split(source) -> bool:
@@ -160,7 +204,8 @@ def _is_files_by_split(source) -> bool:
 
 def _files_by_split(source: Mapping, options: TableOptions) -> Table:
     """The tables of each split's file, read as that split (each file's images relative
-    to its own folder unless `image_root` is given), as one table with one label map.
+    to its own folder unless `image_root` gives one: a folder for all, or a dict by
+    split, `_split_roots`), as one table with one label map.
 
     Raises:
         SchemaError: for a split named twice, or files that are not of one kind (a
@@ -177,9 +222,47 @@ def _files_by_split(source: Mapping, options: TableOptions) -> Table:
         keys = [key for key, split in zip(source, splits) if split == twice]
         raise SchemaError(f"the dict of files names the split {str(twice).upper()} twice "
                           f"(keys {keys}). Give each split one file.", option="source")
-    parts = {key: load_table(path, **{**dataclasses.asdict(options), "split": str(split)})
-             for (key, path), split in zip(source.items(), splits)}
+    roots = _split_roots(source, splits, options)
+    parts = {key: load_table(path, **{**dataclasses.asdict(options), "split": str(split),
+                                      "image_root": root})
+             for (key, path), split, root in zip(source.items(), splits, roots)}
     return concat_tables(parts, {key: os.fspath(path) for key, path in source.items()})
+
+
+def _split_roots(source: Mapping, splits: list, options: TableOptions) -> list:
+    """Each file's `image_root` (`split_roots`), once each file is known to be COCO where
+    `image_root` is a dict by split.
+
+    Raises:
+        SchemaError: for a file that is not COCO (its images are not named relative to a
+            folder we choose), or a folder of a split the source has no file of.
+    """
+    if isinstance(options.image_root, Mapping):
+        for path in source.values():
+            path, _, reader = _claimed(os.fspath(path), options)
+            if reader not in _ROOTED_BY_SPLIT:
+                _refuse_image_roots(options, _one_folder(path, reader))
+    return split_roots(options.image_root, [str(split) for split in splits], "the source")
+
+
+def split_roots(image_root, splits: list[str], source: str) -> list:
+    """The `image_root` of each of a source's files, given their splits: its split's
+    folder where `image_root` is a dict by split (None, the file's own, for a split it
+    does not name), else `image_root` itself. Shared by a dict of files by split and a
+    COCO folder (`coco_folder`).
+
+    Raises:
+        SchemaError: for a folder of a split that `source` has no file of.
+    """
+    if not isinstance(image_root, Mapping):
+        return [image_root] * len(splits)
+    unknown = sorted(set(image_root) - set(splits))
+    if unknown:
+        raise SchemaError(
+            "", Option("image_root", image_root), f" names a folder for {unknown[0]}, and "
+            f"{source} has no file of that split (its splits: {', '.join(splits)}). Name "
+            "the folders of its splits.", option="image_root")
+    return [image_root.get(split) for split in splits]
 
 
 def concat_tables(parts: Mapping[str, Table], names: Mapping[str, str],

@@ -29,6 +29,7 @@ column at a time with NumPy (benchmarks/bench_detection.py, docs/performance.md)
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import os
@@ -161,6 +162,8 @@ _ELEMENT = re.compile(r"^\.(images|annotations|categories)\[(\d+)\](.*)$")
 
 
 def _decode(path: str, data: bytes) -> _Coco:
+    if data.startswith(codecs.BOM_UTF8):  # Windows tools write one; JSON has none
+        data = data[len(codecs.BOM_UTF8):]
     try:
         return msgspec.json.decode(data, type=_Coco)
     except msgspec.ValidationError as error:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import numbers
+from typing import Final
 
 import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
+from tfrecorder.format.splits import split_named
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
 from tfrecorder.sources.annotation_policy import Objects, Problem
@@ -33,6 +35,9 @@ IMAGE, SPLITS, ML_USE = "imageGcsUri", "dataItemResourceLabels", \
     "aiplatform.googleapis.com/ml_use"
 CLASS, CLASSES, BOXES = "classificationAnnotation", "classificationAnnotations", \
     "boundingBoxAnnotations"
+# The ml_use values Vertex AI writes, each read by `split_named` (no other spelling of a
+# split is named here: `format/splits.py` holds them).
+ML_USES: Final = ("training", "validation", "test")
 _CORNERS = ("yMin", "xMin", "yMax", "xMax")  # a box's keys, in the table's order
 _SNIFFED = 1 << 16
 
@@ -132,9 +137,17 @@ def _split(path: str, line: int, entry: dict) -> str:
     split = labels.get(ML_USE, "") if isinstance(labels, dict) else None
     if not isinstance(split, str):
         raise SchemaError(f'line {line} of the JSONL file {path!r} has "{SPLITS}" '
-                          f"{labels!r}: an object whose {ML_USE!r} is training, validation "
-                          "or test.", column="split", rows=[line])
+                          f"{labels!r}: an object whose {ML_USE!r} is {_ML_USES_TEXT}.",
+                          rows=[line])
+    if split.strip() and split_named(split) is None:
+        raise SchemaError(f'line {line} of the JSONL file {path!r} has "{ML_USE}" '
+                          f"{split!r}: Vertex AI's ml_use is {_ML_USES_TEXT}. Write one of "
+                          "them, or leave the key out for the line's split to be drawn "
+                          "(UNASSIGNED).", rows=[line])
     return split
+
+
+_ML_USES_TEXT = f"{', '.join(ML_USES[:-1])} or {ML_USES[-1]}"
 
 
 def _classes(path: str, lines: list[int], entries: list[dict]) -> list:
