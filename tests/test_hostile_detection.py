@@ -93,7 +93,8 @@ def assert_accounted(out: Path, objects_in: int, images_in: int) -> dict:
 
 def hostile_coco(folder: Path) -> Path:
     """Six images (one without a size); a Roboflow-style unused category id 0; box-only
-    annotations with `"segmentation": []`; one of each slip a tool or a hand makes."""
+    annotations with `"segmentation": []`; one of each slip a tool or a hand makes; a
+    byte-order mark."""
     for k in range(6):
         image(folder / f"{k}.jpg", seed=k)
     images = [{"id": k, "file_name": f"{k}.jpg", "width": WIDTH, "height": HEIGHT}
@@ -115,7 +116,8 @@ def hostile_coco(folder: Path) -> Path:
                            {"id": 2, "name": "bus", "supercategory": "vehicles"},
                            {"id": 3, "name": "traffic light", "supercategory": "vehicles"}]}
     path = folder / "coco.json"
-    path.write_bytes(json.dumps(data).encode())  # NaN as JavaScript writes it
+    # NaN as JavaScript writes it, after a byte-order mark as Windows tools write one
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(data).encode())
     return path
 
 
@@ -145,7 +147,7 @@ def test_hostile_coco_loses_nothing(tmp_path, layout):
 
 def test_coco_with_a_used_category_id_0_is_remapped_and_noted(tmp_path):
     path = hostile_coco(tmp_path / "coco")
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text(encoding="utf-8-sig"))
     data["annotations"] = [a for a in data["annotations"] if a["id"] >= 100]
     data["annotations"][0]["category_id"] = 0
     path.write_text(json.dumps(data))
@@ -232,7 +234,8 @@ def test_hostile_voc_loses_nothing(tmp_path, layout):
 def hostile_yolo(root: Path) -> Path:
     """Ultralytics' layout: boxes inside, a hair past (clipped, as Ultralytics does up to
     1%) and far past the edge, an unknown class, a malformed line, an image without a
-    label file, a label file without an image, and one that is not text."""
+    label file, a label file without an image, one with a byte-order mark and one that
+    is not text."""
     for k, stem in enumerate("abcd"):
         image(root / "images" / "train" / f"{stem}.jpg", seed=k)
     labels = root / "labels" / "train"
@@ -240,7 +243,7 @@ def hostile_yolo(root: Path) -> Path:
     (labels / "a.txt").write_text(
         "0 0.5 0.5 0.2 0.2\n1 0.5 0.5 1.01 0.4\n\n0 0.5 0.5 1.5 0.4\n7 0.5 0.5 0.2 0.2\n"
         "1 0.5 x 0.2 0.2\n")
-    (labels / "c.txt").write_text("1 0.25 0.25 0.1 0.1\n")
+    (labels / "c.txt").write_text("\ufeff1 0.25 0.25 0.1 0.1\n")  # a byte-order mark
     (labels / "d.txt").write_bytes(b"0 0.5 0.5 0.2 0.2\n\xff\xfe\x00\x81 0.1\n")
     (labels / "orphan.txt").write_text("0 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2 0.2\n")
     # b.jpg has no label file: an image without objects, as Ultralytics means it.
@@ -285,7 +288,7 @@ def test_a_source_whose_objects_are_mostly_bad_stops_before_any_image(tmp_path):
     """More than max_rejected of the objects skipped: the files are wrong (boxes in
     pixels where fractions are meant), not a few slips."""
     path = hostile_coco(tmp_path / "coco")
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text(encoding="utf-8-sig"))
     for annotation in data["annotations"]:
         annotation["bbox"] = [5, 5, 500, 500]  # every box far past its image
     path.write_text(json.dumps(data))

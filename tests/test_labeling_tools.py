@@ -13,9 +13,8 @@ Detection API's `label_map_util` loads every `label_map.pbtxt` written. Reading 
 counts every box and says what it decided (globox's category id 0, shifted up by 1).
 
 COCO exports are given as their files by split where the images lie beside each file
-(supervision's, globox's). A COCO export's folder (Roboflow's layout, Datumaro's
-`annotations/` + `images/<subset>/`, which has no other form) is not read as COCO yet:
-those cases are strict xfails, to pass once it is. A Datumaro VOC export of images whose
+(supervision's, globox's), and as the export's folder (Roboflow's layout, Datumaro's
+`annotations/` + `images/<subset>/`, which has no other form). A Datumaro VOC export of images whose
 size it never read has no `<size>`, and is refused for it, with that reason.
 """
 
@@ -51,15 +50,10 @@ from tfrecorder.sources import load_table
 
 LAYOUTS = ("tfrecorder", "tf_models")
 TRUTH = {picture.name: picture for picture in ground_truth()}
-# Datumaro's COCO export keeps its images in images/<subset>/, beside no annotation file:
-# only its folder says where they are.
-COCO_FOLDERS = pytest.mark.xfail(strict=True,
-                                 reason="coco folder layouts: issue 48 coco helper")
 
 
 def cases(layouts=LAYOUTS):
-    return [pytest.param(tool, fmt, layout, id=f"{tool}-{fmt}-{layout}",
-                         marks=[COCO_FOLDERS] if (tool, fmt) == ("datumaro", "coco") else [])
+    return [pytest.param(tool, fmt, layout, id=f"{tool}-{fmt}-{layout}")
             for tool in TOOLS for fmt in FORMATS for layout in layouts]
 
 
@@ -275,7 +269,6 @@ def test_cocoeval_scores_the_records_boxes_at_ap_1(converted, tool, fmt, layout)
 
 
 @pytest.mark.parametrize("tool", ["supervision", "datumaro"])
-@COCO_FOLDERS
 def test_coco_export_folders_convert(converted, tool):
     """Roboflow's layout (supervision: `train/_annotations.coco.json` beside the images)
     and Datumaro's (`annotations/instances_train.json`, `images/train/`) given as the
