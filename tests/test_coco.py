@@ -137,7 +137,9 @@ KEPT = [box(16, 1, 2, (50, 6, 14, 42)),           # touches the right and bottom
 def test_the_run_skips_lists_and_counts_what_the_references_skip(tmp_path, capsys):
     path = coco_file(tmp_path, [image(1, "a.png"), image(2, "b.png"), image(3, "c.png")],
                      [*SKIPPED, *KEPT])
-    result = convert(path, tmp_path / "out", split="train", layout="tf_models")
+    # (5 of its 7 boxes: more than max_rejected's default half, which stops a run)
+    result = convert(path, tmp_path / "out", split="train", layout="tf_models",
+                     max_rejected=1.0)
     assert result.counts == {"train": 3} and result.num_rejected == 0  # images all written
     reasons = {"zero or negative width or height": 2,
                "beyond the image's right or bottom edge": 2,

@@ -307,3 +307,12 @@ def test_the_result_counts_the_objects(tmp_path):
     counts = result.annotations
     assert (counts.objects, counts.written, counts.skipped, counts.in_rejected_images) == \
         (coco_objects(path), 10, 6, 2)
+
+
+@pytest.mark.parametrize(("rare", "common", "warned"), [
+    ("dgo", "dog", True), ("persn", "person", True), ("bicylce", "bicycle", True),
+    ("cat", "car", False), ("b", "a", False), ("bus", "buses", False),
+])
+def test_a_class_is_warned_of_as_a_slip_only_where_it_looks_like_one(rare, common, warned):
+    from tfrecorder.read.info import _slip
+    assert _slip(rare, common) is warned

@@ -397,13 +397,21 @@ def _slip_warnings(info: DatasetInfo) -> list[str]:
     found = []
     for rare, n in totals.items():
         common = max((name for name, m in totals.items() if m >= SLIP_RATIO * max(n, 1)
-                      and one_slip_apart(rare.casefold(), name.casefold())),
+                      and _slip(rare.casefold(), name.casefold())),
                      key=totals.get, default=None)
         if common is not None:
             found.append(f"the class {rare!r} ({n:,} {info.counted}) is one typing slip "
                          f"from {common!r} ({totals[common]:,}): if it is a misspelling, "
                          "fix the annotations, or it is learned as a class of its own")
     return found
+
+
+def _slip(rare: str, common: str) -> bool:
+    """One typing slip apart; between names under five letters, only two letters
+    swapped (`dgo`, `dog`): `car` and `cat`, `a` and `b` are classes, not slips."""
+    if not one_slip_apart(rare, common):
+        return False
+    return min(len(rare), len(common)) >= 5 or sorted(rare) == sorted(common)
 
 
 def box_areas(objects: ObjectStatistics) -> dict[str, int]:
