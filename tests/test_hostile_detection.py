@@ -316,3 +316,27 @@ def test_the_result_counts_the_objects(tmp_path):
 def test_a_class_is_warned_of_as_a_slip_only_where_it_looks_like_one(rare, common, warned):
     from tfrecorder.read.info import _slip
     assert _slip(rare, common) is warned
+
+
+@pytest.mark.parametrize("source", ["coco", "automl_csv"])
+def test_beam_counts_the_objects_as_the_local_writer_does(tmp_path, source):
+    """Both engines count the objects of an image a worker rejects (here, one whose file
+    is not an image) in the same manifest; an AutoML CSV is read by the pipeline itself,
+    which looks the rejected rows up in its files."""
+    path = hostile_coco(tmp_path / "coco")
+    (tmp_path / "coco" / "0.jpg").write_bytes(b"not an image")
+    if source == "automl_csv":
+        (tmp_path / "coco" / "boxes-0.csv").write_text("".join(f"TRAIN,{k}.jpg,car,0.1,0.1,,,0.{k + 2},0.3,,\n"
+                                for k in range(5) for _ in range(2))
+                        + "TRAIN,1.jpg,car,0.1,0.1,,,1.4,0.3,,\n")
+        path = tmp_path / "coco" / "boxes-*.csv"  # a glob: the pipeline reads the files
+    found = {}
+    for runner in (None, "DirectRunner"):
+        out = tmp_path / f"out-{runner}"
+        split = {"split": "train"} if source == "coco" else {}  # (the CSV names its own)
+        tfrecorder.convert(str(path), str(out), runner=runner, max_rejected=1.0,
+                           progress=False, **split)
+        found[runner] = json.loads((out / "dataset.json").read_text())["annotations"]
+        tfrecorder.verify(str(out))
+    assert found[None] == found["DirectRunner"]
+    assert found[None]["in_rejected_images"] == (4 if source == "coco" else 2)

@@ -361,8 +361,9 @@ def _annotations(header: Manifest, report: SourceReport, statistics: dict,
         return None
     in_rejected = report.objects_in_rejected_rows
     positions = [r.position for r in written.rejections if r.position >= 0]
-    if positions and "objects" in rows.source:
-        in_rejected += int(rows.at(positions)["objects"].sum())
+    if positions:
+        found = rows.at(positions)  # (a pipeline's rows are looked up in its files)
+        in_rejected += int(found["objects"].sum()) if "objects" in found else 0
     return replace(counts, written=sum(s.objects.num_boxes for s in statistics.values()
                                        if s.objects is not None),
                    skipped=report.num_skipped_objects, in_rejected_images=in_rejected)
