@@ -326,9 +326,10 @@ def test_beam_counts_the_objects_as_the_local_writer_does(tmp_path, source):
     path = hostile_coco(tmp_path / "coco")
     (tmp_path / "coco" / "0.jpg").write_bytes(b"not an image")
     if source == "automl_csv":
-        (tmp_path / "coco" / "boxes-0.csv").write_text("".join(f"TRAIN,{k}.jpg,car,0.1,0.1,,,0.{k + 2},0.3,,\n"
-                                for k in range(5) for _ in range(2))
-                        + "TRAIN,1.jpg,car,0.1,0.1,,,1.4,0.3,,\n")
+        lines = [f"TRAIN,{k}.jpg,car,0.1,0.1,,,0.{k + 2},0.3,,\n"
+                 for k in range(5) for _ in range(2)]
+        lines.append("TRAIN,1.jpg,car,0.1,0.1,,,1.4,0.3,,\n")  # skipped
+        (tmp_path / "coco" / "boxes-0.csv").write_text("".join(lines))
         path = tmp_path / "coco" / "boxes-*.csv"  # a glob: the pipeline reads the files
     found = {}
     for runner in (None, "DirectRunner"):
