@@ -197,6 +197,18 @@ def test_boxes_land_on_their_objects_in_every_mode(tmp_path, kind, mode):
         ("turned_boxes" if mode == "stored" else "turned_pixels"): turned, **ambiguous}
 
 
+@pytest.mark.parametrize("options", [{"max_image_side": 30}, {"image_size": (20, 30)},
+                                     {"image_format": "png"}])
+def test_turned_images_are_resized_and_converted_in_their_shown_view(tmp_path, options):
+    source = voc_source(tmp_path / "source", (1, 6, 8))
+    convert(source, tmp_path / "out", **options)
+    for name, record in records(tmp_path / "out").items():
+        assert record["pixels"].shape[:2] == ((HEIGHT, WIDTH) if "image_format" in options
+                                              else (20, 30)), name
+        assert_on_red(record, name)
+        assert (record["bytes"][:4] == b"\x89PNG") == ("image_format" in options)
+
+
 def test_annotations_of_the_stored_view_stay_as_they_are_by_default(tmp_path):
     """A VOC file whose <size> is the stored pixels' (LabelImg does not turn images)
     describes the stored view: "auto" keeps the bytes and boxes; "shown" turns both."""

@@ -98,8 +98,8 @@ def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | Non
     turn = None
     try:
         if isinstance(data, bytes):
-            turn = orientation.decided(data, options.orientation, BBOX in features,
-                                       row.annotated_size)
+            turn = with_pillow(orientation.decided, data, options.orientation,
+                               BBOX in features, row.annotated_size)
             if turn is not None and turn.boxes:
                 features.update(orientation.turned_annotations(features, turn))
         image, stored_format, height, width, channels, source_size = (
