@@ -289,6 +289,15 @@ def test_mirrored_keypoints_are_refused_when_boxes_would_turn(tmp_path):
     assert "o2.jpg" in rejected and "left and right" in rejected
     (record,) = records(tmp_path / "out").values()
     assert_on_red(record, "o6")
+    # The quarter turn's keypoints are turned with the box: each on the red object.
+    (serialized,) = [s for name in os.listdir(tmp_path / "out") if name.endswith(".tfrecord")
+                     for s in tf.data.TFRecordDataset(str(tmp_path / "out" / name))]
+    feature = tf.train.Example.FromString(serialized.numpy()).features.feature
+    points = np.asarray(feature["objects/keypoints"].float_list.value).reshape(-1, 2)
+    height, width = record["pixels"].shape[:2]
+    assert (height, width) == (WIDTH, HEIGHT) and len(points) == 2
+    for y, x in points:
+        assert record["pixels"][int(y * height), int(x * width)][0] > 180, (y, x)
 
 
 def classification_source(root: Path) -> Path:

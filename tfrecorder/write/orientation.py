@@ -150,7 +150,7 @@ def turned_annotations(features: Mapping, turn: Turn) -> dict:
         points = np.asarray(features[KEYPOINTS], dtype=np.float64)
         shape = points.shape
         points = points.reshape(-1, 2)  # [y, x] pairs
-        x, y = turned_points(points[:, 1], points[:, 0], turn.boxes)
+        x, y = turned_points(points[:, 1].copy(), points[:, 0].copy(), turn.boxes)
         labelled = np.asarray(features.get(KEYPOINT_VISIBILITY, np.ones(len(points))),
                               dtype=np.int64).reshape(-1) > 0
         points[:, 0] = np.where(labelled, y, points[:, 0])
