@@ -229,6 +229,10 @@ def _info(args: argparse.Namespace) -> int:
           f"(see {fs.join(args.path, rejected.file)})")
     for reason, rows in list(rejected.reasons.items())[:_REASONS_SHOWN]:
         print(f"  {rows:>8,}  {reason}")
+    for split, turned in found.orientation.items():
+        print(f"Oriented:     {split}: " + ", ".join(
+            f"{n:,} {name.replace('_', ' ')}" for name, n in turned.items())
+            + " (EXIF orientation)")
     skipped = manifest.skipped_annotations
     if skipped is not None:
         print(f"Skipped:      {count(skipped.num_annotations, 'annotation')} "

@@ -45,6 +45,10 @@ from tfrecorder.run_options import BeamOptions, OutputOptions, RunOptions
 from tfrecorder.wording import shown
 
 IMAGE_FORMATS = ("auto", "jpeg", "png", "raw")
+# Which view of an image with an EXIF orientation (a phone photo taken sideways) is stored:
+# as shown (turned upright, as viewers and labelling tools show it) or as stored in the
+# file; "auto" follows the annotations (docs/detection.md, "EXIF orientation").
+ORIENTATIONS = ("auto", "shown", "stored")
 ON_ERROR = ("reject", "raise")
 DUPLICATES = ("warn", "drop", "error")
 NEW_LABELS = ("error", "append")
@@ -333,6 +337,20 @@ class ImageOptions(Checked):
         metavar="N|none",
         help="reject images with more pixels than N (from the header, before decoding); "
              "none for no limit")
+    orientation: str = option(
+        "auto", "which view of an image with an EXIF orientation (a phone photo taken "
+        "sideways, or mirrored) is stored: \"shown\" turns the pixels upright as viewers "
+        "and labelling tools show them (re-encoded; boxes that describe the file's own "
+        "view are turned with them); \"stored\" keeps the pixels as the file stores them "
+        "(boxes that describe the shown view are turned back onto their objects). "
+        "\"auto\": a detection image is stored in the view its annotation describes, "
+        "told by the annotation's stated size (a Pascal VOC <size>, a COCO image's width "
+        "and height) where it can tell, else the shown view that labelling tools "
+        "(Ultralytics, CVAT, Roboflow) label; classification images are kept as they are. "
+        "See docs/detection.md.", "choice", choices=ORIENTATIONS,
+        help="store EXIF-oriented images as shown (turned upright) or as stored in the "
+             "file; auto follows a detection source's annotations, and keeps "
+             "classification images as they are")
 
     layout: str = option(
         "tfrecorder", "the records' feature names: \"tfrecorder\" (`image`, `label`, "
@@ -358,6 +376,8 @@ class ImageOptions(Checked):
         self._int("max_image_side", "a positive int (pixels) or None", minimum=1)
         self._int("jpeg_quality", "an int from 1 to 100", minimum=1, maximum=100,
                   optional=False)
+        self._require("orientation", self.orientation in ORIENTATIONS,
+                      f"one of {', '.join(map(repr, ORIENTATIONS))}")
         self._bool("validate")
         self._int("max_image_pixels", "a positive int (width x height) or None for no "
                   "limit", minimum=1)
@@ -560,6 +580,8 @@ class ConvertOptions:
         the shard sizing), in JSON's types."""
         image = dataclasses.asdict(self.image)
         del image["layout"]  # the manifest's own field (`Manifest.layout`)
+        if image["orientation"] == "auto":  # the default: manifests stay as they were
+            del image["orientation"]
         return {"seed": self.split.seed, **image,
                 "compression": self.shards.compression,
                 "unassigned_split": list(self.split.unassigned_split),

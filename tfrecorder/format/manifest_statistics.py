@@ -111,6 +111,10 @@ class SplitStatistics:
     image_formats: Mapping[str, int] = field(default_factory=dict)
     image_channels: Mapping[int, int] = field(default_factory=dict)
     objects: ObjectStatistics | None = None
+    # Images whose EXIF orientation turned their pixels or boxes, or whose view was a
+    # guess (`turned_pixels`, `turned_boxes`, `ambiguous`; docs/detection.md): only the
+    # counts that are not 0, and absent from the JSON when none is.
+    orientation: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         found: dict[str, Any] = {"class_counts": list(self.class_counts),
@@ -124,6 +128,8 @@ class SplitStatistics:
             found["image_channels"] = {str(k): v for k, v in self.image_channels.items()}
         if self.objects is not None:
             found["objects"] = self.objects.to_json()
+        if self.orientation:
+            found["orientation"] = dict(self.orientation)
         return found
 
     @classmethod
@@ -136,7 +142,7 @@ class SplitStatistics:
                    distribution("image_bytes"), dict(data.get("image_formats") or {}),
                    {int(k): v for k, v in (data.get("image_channels") or {}).items()},
                    ObjectStatistics.from_json(data["objects"]) if data.get("objects")
-                   else None)
+                   else None, dict(data.get("orientation") or {}))
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,15 @@ class DatasetInfo:
         return {split: dict(zip(names, s.class_images)) for split, s in self.objects.items()}
 
     @property
+    def orientation(self) -> dict[str, dict[str, int]]:
+        """Per split, the images whose EXIF orientation turned their pixels
+        (`turned_pixels`) or their boxes (`turned_boxes`), or whose view the size their
+        annotation states could not tell (`ambiguous`: taken as shown); splits without
+        any are left out (docs/detection.md, "EXIF orientation")."""
+        return {split: dict(s.orientation) for split, s in self.statistics.items()
+                if s.orientation}
+
+    @property
     def rejected(self) -> Rejected | None:
         return self.manifest.rejected
 
@@ -211,7 +220,7 @@ class DatasetInfo:
         name one typing slip from a far commoner one."""
         return (*_duplicate_warnings(self.duplicates), *_balance_warnings(self),
                 *_object_warnings(self), *_annotation_warnings(self.annotations),
-                *_slip_warnings(self))
+                *_orientation_warnings(self), *_slip_warnings(self))
 
     # --- forms ----------------------------------------------------------------------------
 
@@ -412,6 +421,19 @@ def _slip(rare: str, common: str) -> bool:
     if not one_slip_apart(rare, common):
         return False
     return min(len(rare), len(common)) >= 5 or sorted(rare) == sorted(common)
+
+
+def _orientation_warnings(info: DatasetInfo) -> list[str]:
+    """Images whose EXIF orientation left it unclear which view their boxes describe."""
+    ambiguous = sum(counts.get("ambiguous", 0) for counts in info.orientation.values())
+    if not ambiguous:
+        return []
+    one = ambiguous == 1
+    return [f"{count(ambiguous, 'image')} with an EXIF orientation {'is' if one else 'are'} "
+            f"square or only flipped, so the size {'its' if one else 'their'} "
+            f"annotation states cannot tell which view its boxes describe: taken as the "
+            f"shown view that labelling tools show; check a few (tfrecorder show), or write "
+            f"them with orientation=\"stored\" if they were labelled unturned"]
 
 
 def box_areas(objects: ObjectStatistics) -> dict[str, int]:

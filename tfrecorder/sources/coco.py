@@ -146,6 +146,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
         images[["image_uri"]].assign(**{IMAGE_ID: _image_ids(images.index.to_numpy())}),
         found.objects(path, images), source, root, options,
         mask_sizes=images[["height", "width"]].to_numpy().tolist(),
+        annotated_sizes=images[["height", "width"]].to_numpy().tolist(),
         label_type=STRING_LABEL if label_map is not None else None,
         keypoint_names=keypoint_names, skipped=found.unknown_images(path),
         counts=AnnotationCounts(objects=len(found.elsewhere) + len(found.unsized),

@@ -53,7 +53,7 @@ from tfrecorder.sources.schema import (
     label_columns,
     synonym_role,
 )
-from tfrecorder.sources.table import Table
+from tfrecorder.sources.table import ANNOTATED_SIZE, Table
 from tfrecorder.sources.validate import split_cell, validate
 from tfrecorder.wording import count, name_row
 
@@ -133,7 +133,8 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
                   label_type: str | None = None,
                   keypoint_names: Sequence[str] | None = None,
                   skipped: pd.DataFrame | None = None,
-                  counts: AnnotationCounts | None = None) -> Table:
+                  counts: AnnotationCounts | None = None,
+                  annotated_sizes: Sequence | None = None) -> Table:
     """The detection table of a file's images and objects, settled by the one policy for
     bad annotations (`annotation_policy.settle`) and checked.
 
@@ -151,6 +152,8 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
         skipped: annotations the format set aside itself (`annotation_policy.skipped_rows`).
         counts: what the format counted itself (images without an annotation file,
             notes), which this completes.
+        annotated_sizes: per image, the [height, width] in pixels its annotation states
+            (None: none), where the format states sizes: the table's `ANNOTATED_SIZE`.
     """
     settled = settle(objects, options.invalid_annotations)
     objects = settled.objects
@@ -193,6 +196,10 @@ def objects_table(images: pd.DataFrame, objects: Objects, source: pd.DataFrame,
                          {name: values.shape[1] for name, values in arrays.items()
                           if values.ndim == 2},
                          keypoint_names)
+    if annotated_sizes is not None:
+        table = dataclasses.replace(table, rows=table.rows.assign(**{ANNOTATED_SIZE: pd.Series(
+            [None if size is None else [int(round(side)) for side in size]
+             for size in annotated_sizes], index=table.rows.index, dtype=object)}))
     return dataclasses.replace(table, skipped_annotations=skipped, annotations=counts)
 
 

@@ -484,7 +484,9 @@ def _table(accepted: list[_Row], unannotated: list[_Row], rejected: list[_Reject
                              [xml for xml, _, _ in dropped], DROPPED_DIFFICULT,
                              [written for _, _, written in dropped]) if dropped else None,
         counts=AnnotationCounts(objects=len(dropped) + sum(r.objects for r in rejected),
-                                unannotated_images=len(unannotated)))
+                                unannotated_images=len(unannotated)),
+        annotated_sizes=[row.annotation.size[::-1] if row.annotation else None
+                         for row in rows])
     names = [row.annotation.filename if row.annotation else fs.basename(row.image_uri)
              for row in rows]
     return dataclasses.replace(

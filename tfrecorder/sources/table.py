@@ -19,6 +19,13 @@ from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.sources import hashing, image_cells
 from tfrecorder.sources.column_values import Column
 
+# A detection table's column of the size each image's annotation states, [height, width]
+# in pixels (a Pascal VOC <size>, a COCO image's width and height), or None: what the
+# worker compares with the pixels to tell which view of an EXIF-oriented image the boxes
+# describe (`write/orientation.py`). Like `objects/mask`, a row's value for the worker,
+# never a feature of the records.
+ANNOTATED_SIZE = "annotated_size"
+
 
 @dataclass(frozen=True)
 class Table:
@@ -55,7 +62,8 @@ class Table:
             reads them)}; "size" None: the polygons are fractions of the image's width
             and height (YOLO-seg), drawn at any size. "segmentation": each row also has
             `mask_uri` (as given) and `mask_file` (resolved for reading): a PNG whose
-            pixel values are class ids, of the image's size.
+            pixel values are class ids, of the image's size. A detection table whose
+            source states each image's size also has the column `ANNOTATED_SIZE`.
     """
 
     rows: pd.DataFrame

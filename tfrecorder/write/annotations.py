@@ -18,23 +18,36 @@ from PIL import Image
 from tfrecorder.format.image_checks import ImageRejected
 from tfrecorder.format.layouts import AREA, MASK, SEGMENTATION_MASK
 from tfrecorder.storage import fs, store_errors
+from tfrecorder.write.orientation import SWAPS_SIDES, Turn, turned_mask
 from tfrecorder.write.rows import Row
 
 
 def drawn(row: Row, features: Mapping, source: tuple[int, int], stored: tuple[int, int],
-          read_mask: Callable[[], bytes] | None = None) -> dict:
-    """The features a row's annotations add, for an image of `source` (height, width)
-    stored at `stored`: `objects/mask` (one PNG of 0s and 1s per object), a rescaled
-    `objects/area`, or `segmentation_mask` (its file read by `read_mask`, a read started
-    ahead, or now). Raises ImageRejected for a mask that does not fit its image."""
+          read_mask: Callable[[], bytes] | None = None, turn: Turn | None = None) -> dict:
+    """The features a row's annotations add, for an image of `source` (height, width, as
+    its file stores it) stored at `stored`: `objects/mask` (one PNG of 0s and 1s per
+    object), a rescaled `objects/area`, or `segmentation_mask` (its file read by
+    `read_mask`, a read started ahead, or now). Raises ImageRejected for a mask that does
+    not fit its image.
+
+    With a `turn` (`orientation`): instance masks are drawn in the view their annotation
+    describes and turned as its boxes are; a class mask, of the file's stored pixels, is
+    turned as the image is. Areas do not change with a turn."""
     found = {}
     if AREA in features and source != stored:  # pixels of the stored image
         scale = stored[0] * stored[1] / (source[0] * source[1])
         found[AREA] = [float(np.float32(area * scale)) for area in features[AREA]]
     if row.masks is not None:
-        found[MASK] = [_png(mask) for mask in instance_masks(row.masks, stored)]
+        if turn is not None and turn.boxes:
+            drawn_at = stored[::-1] if turn.boxes in SWAPS_SIDES else stored
+            found[MASK] = [_png(turned_mask(mask, turn.boxes))
+                           for mask in instance_masks(row.masks, drawn_at)]
+        else:
+            found[MASK] = [_png(mask) for mask in instance_masks(row.masks, stored)]
     if row.mask_uri is not None:
-        found[SEGMENTATION_MASK] = _png(class_mask(row.mask_uri, source, stored, read_mask))
+        found[SEGMENTATION_MASK] = _png(class_mask(
+            row.mask_uri, source, stored, read_mask,
+            turn.orientation if turn is not None and turn.pixels else None))
     return found
 
 
@@ -178,10 +191,12 @@ def _compressed_runs(counts: str | bytes) -> list[int]:
 
 
 def class_mask(uri: str, source: tuple[int, int], stored: tuple[int, int],
-               read: Callable[[], bytes] | None = None) -> np.ndarray:
-    """A segmentation row's mask as class ids, checked to be its image's size and
-    resized, by nearest neighbour so its values stay class ids, to the stored image's.
-    `read` gives the file's bytes (a read started ahead); by default it is read now."""
+               read: Callable[[], bytes] | None = None, turned: int | None = None
+               ) -> np.ndarray:
+    """A segmentation row's mask as class ids, checked to be its image's size, turned by
+    its image's EXIF orientation `turned` where the image is (None: not), and resized, by
+    nearest neighbour so its values stay class ids, to the stored image's. `read` gives
+    the file's bytes (a read started ahead); by default it is read now."""
     try:
         data = read() if read is not None else fs.read_bytes(uri)
     except Exception as e:  # any I/O failure is this row's problem, not the run's
@@ -204,7 +219,9 @@ def class_mask(uri: str, source: tuple[int, int], stored: tuple[int, int],
             raise ImageRejected(f"mask {uri!r} has class ids up to {int(pixels.max())}; "
                                 "stored masks hold ids 0 to 255")
         pixels = pixels.astype(np.uint8)
-    if (height, width) != stored:
+    if turned is not None:
+        pixels = turned_mask(pixels, turned)
+    if pixels.shape[:2] != stored:
         pixels = np.asarray(Image.fromarray(pixels).resize(
             (stored[1], stored[0]), Image.Resampling.NEAREST))
     return pixels

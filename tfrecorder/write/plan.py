@@ -51,7 +51,7 @@ from tfrecorder.options import (
     SplitOptions,
 )
 from tfrecorder.sources import hashing
-from tfrecorder.sources.table import Table, rows_at
+from tfrecorder.sources.table import ANNOTATED_SIZE, Table, rows_at
 from tfrecorder.wording import count, name_rows
 from tfrecorder.write.rows import Row
 
@@ -561,7 +561,8 @@ def sample_rows(table: Table, order: np.ndarray) -> Iterator[Row]:
         yield Row(int(position), row.get("uri"), row.get("image_uri"),
                   _id_sized(row.get("label")),
                   Split.TRAIN, {name: _plain(row[name]) for name in inputs},
-                  row.get("image"), row.get("image_name"), row.get(MASK), row.get("mask_file"))
+                  row.get("image"), row.get("image_name"), row.get(MASK), row.get("mask_file"),
+                  None if row.get(ANNOTATED_SIZE) is None else tuple(row[ANNOTATED_SIZE]))
 
 
 def _id_sized(label):

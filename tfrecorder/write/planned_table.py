@@ -16,7 +16,7 @@ import pandas as pd
 
 from tfrecorder.format.layouts import MASK
 from tfrecorder.format.splits import Split
-from tfrecorder.sources.table import ArrowColumn, Table, arrow_backed
+from tfrecorder.sources.table import ANNOTATED_SIZE, ArrowColumn, Table, arrow_backed
 from tfrecorder.write.plan import Plan, ids_in
 from tfrecorder.write.rows import Row
 
@@ -50,6 +50,9 @@ class PlannedTable:
         # segmentation row's mask file.
         self.masks = rows[MASK].to_numpy(dtype=object) if MASK in rows else None
         self.mask_files = _texts(rows["mask_file"]) if "mask_file" in rows else None
+        # The size each detection row's annotation states (EXIF orientation).
+        self.annotated_sizes = (rows[ANNOTATED_SIZE].to_numpy(dtype=object)
+                                if ANNOTATED_SIZE in rows else None)
         self.labels = None
         if plan.label_ids is not None:
             self.labels = (_objects(plan.label_ids) if table.multi_label
@@ -93,12 +96,15 @@ class PlannedTable:
             for values in (self.uris, self.image_uris, self.image_names, self.mask_files))
         images, masks = ([None] * len(positions) if values is None else _cells(
             _take(values, positions)) for values in (self.images, self.masks))  # as they are
+        sizes = ([None] * len(positions) if self.annotated_sizes is None else
+                 [None if size is None else tuple(size)
+                  for size in self.annotated_sizes[positions].tolist()])
         return [Row(position, uri, image_uri, label, split,
                     {name: values[i] for name, values in inputs.items()}, image, name,
-                    mask, mask_file)
-                for i, (position, uri, image_uri, label, image, name, mask, mask_file)
+                    mask, mask_file, size)
+                for i, (position, uri, image_uri, label, image, name, mask, mask_file, size)
                 in enumerate(zip(positions.tolist(), uris, image_uris, labels, images, names,
-                                 masks, mask_files))]
+                                 masks, mask_files, sizes))]
 
     def inputs_at(self, positions: np.ndarray) -> dict[str, Sequence]:
         """The input columns' values at `positions`, as stored: NumPy columns (or Arrow

@@ -52,7 +52,7 @@ from tfrecorder.format.image_checks import (
     png_header,
     with_pillow,
 )
-from tfrecorder.format.layouts import record_layout
+from tfrecorder.format.layouts import BBOX, record_layout
 from tfrecorder.format.manifest import (
     BASE64_ALTCHARS,
     SIGNATURES,
@@ -63,7 +63,7 @@ from tfrecorder.format.manifest import (
 from tfrecorder.options import ImageOptions, RecordOptions
 from tfrecorder.sources.image_cells import image_data
 from tfrecorder.storage import fs, store_errors
-from tfrecorder.write import annotations
+from tfrecorder.write import annotations, orientation
 from tfrecorder.write.rows import Record, Rejection, Row, StoredImage
 
 # Channels of each mode images are stored in ("I;16": 16-bit greyscale).
@@ -95,12 +95,18 @@ def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | Non
             return Rejection(row.position, f"cannot read file: {store_errors.answer(e)}")
         if not data:
             return Rejection(row.position, "empty file (0 bytes)")
+    turn = None
     try:
+        if isinstance(data, bytes):
+            turn = with_pillow(orientation.decided, data, options.orientation,
+                               BBOX in features, row.annotated_size)
+            if turn is not None and turn.boxes:
+                features.update(orientation.turned_annotations(features, turn))
         image, stored_format, height, width, channels, source_size = (
-            _encode_image(data, options) if isinstance(data, bytes)
+            _encode_image(data, options, turn) if isinstance(data, bytes)
             else _encode_pixels(data, options))
         features.update(annotations.drawn(row, features, source_size, (height, width),
-                                          read_mask))
+                                          read_mask, turn))
     except ImageRejected as e:
         return Rejection(row.position, e.reason)
     except Image.UnidentifiedImageError:
@@ -110,9 +116,10 @@ def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | Non
     features.update(image_features(image, stored_format, height, width, channels,
                                    row.image_uri, row.image_name))
     stored = StoredImage(stored_format, height, width, channels, len(image),
-                         xxhash.xxh3_128_digest(image))
+                         xxhash.xxh3_128_digest(image), 0 if turn is None else turn.flags)
     return Record(encode_example(layout.record(features, row.position),
-                                 options.dtype_of_list), stored)
+                                 options.dtype_of_list), stored,
+                  features[BBOX] if turn is not None and turn.boxes else None)
 
 
 def encode_rows_without_images(split: str, labels: Sequence, inputs: Mapping[str, Sequence],
@@ -124,17 +131,20 @@ def encode_rows_without_images(split: str, labels: Sequence, inputs: Mapping[str
     return encode_examples(record_columns(split, labels, inputs), options.dtype_of_list)
 
 
-def _encode_image(data: bytes, options: ImageOptions
+def _encode_image(data: bytes, options: ImageOptions, turn: orientation.Turn | None = None
                   ) -> tuple[bytes, str, int, int, int, tuple[int, int]]:
     """Returns (stored bytes, format name, height, width, channels, the source's (height,
-    width)); raises ImageRejected."""
+    width), as the file stores it); raises ImageRejected. With a `turn` of its pixels,
+    the image is turned to its shown view and re-encoded."""
     can_draft = True
+    kept = turn is None or not turn.pixels
     if data.startswith(SIGNATURES["jpeg"]):
         jpeg = jpeg_header(data)
         _check_pixels(jpeg.width, jpeg.height, options.max_image_pixels)
         if options.validate:
             check_jpeg_data(data, jpeg)
-        if jpeg.tf_problem is None and _kept(options, "jpeg", jpeg.width, jpeg.height):
+        if kept and jpeg.tf_problem is None and _kept(options, "jpeg", jpeg.width,
+                                                      jpeg.height):
             # TensorFlow decodes grey JPEGs to one channel, colour (and CMYK) ones to three.
             return (data, "jpeg", jpeg.height, jpeg.width, 1 if jpeg.components == 1 else 3,
                     (jpeg.height, jpeg.width))
@@ -144,11 +154,12 @@ def _encode_image(data: bytes, options: ImageOptions
     elif data.startswith(SIGNATURES["png"]):
         png = png_header(data)
         _check_pixels(png.width, png.height, options.max_image_pixels)
-        if _kept(options, "png", png.width, png.height):
+        if kept and _kept(options, "png", png.width, png.height):
             if options.validate:
                 with_pillow(decode_fully, data)
             return data, "png", png.height, png.width, png.channels, (png.height, png.width)
-    return with_pillow(_converted, data, options, can_draft)
+    return with_pillow(_converted, data, options, can_draft,
+                       None if kept else turn.orientation)
 
 
 def _kept(options: ImageOptions, image_format: str, width: int, height: int) -> bool:
@@ -163,17 +174,26 @@ def _check_pixels(width: int, height: int, limit: int | None) -> None:
                             f"more than the limit of {limit:,}")
 
 
-def _converted(data: bytes, options: ImageOptions, can_draft: bool
+def _converted(data: bytes, options: ImageOptions, can_draft: bool,
+               turned: int | None = None
                ) -> tuple[bytes, str, int, int, int, tuple[int, int]]:
-    """The image decoded by Pillow, resized and encoded as `options` say."""
+    """The image decoded by Pillow, turned to its shown view by its EXIF orientation
+    `turned` (None: as stored), resized and encoded as `options` say. A turned JPEG stays
+    a JPEG (at jpeg_quality, as a resized one) where the format is "auto"."""
     image = Image.open(io.BytesIO(data))
     _check_pixels(*image.size, options.max_image_pixels)
     source_size = image.size[::-1]
-    target = _target_size(image.size, options)
-    if target is not None and can_draft and image.format == "JPEG":
-        image.draft(image.mode if image.mode in ("L", "RGB") else "RGB", target)
+    swaps = turned in orientation.SWAPS_SIDES
+    target = _target_size(image.size[::-1] if swaps else image.size, options)
+    was_jpeg = image.format == "JPEG"
+    if target is not None and can_draft and was_jpeg:
+        image.draft(image.mode if image.mode in ("L", "RGB") else "RGB",
+                    target[::-1] if swaps else target)
     image.load()
-    return (*_stored(image, target, options), source_size)
+    if turned is not None:
+        image = image.transpose(orientation.TRANSPOSES[turned])
+    return (*_stored(image, target, options, lossy=turned is not None and was_jpeg),
+            source_size)
 
 
 def _encode_pixels(pixels, options: ImageOptions
@@ -243,9 +263,10 @@ def _png(pixels: np.ndarray) -> bytes:
             + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b""))
 
 
-def _stored(image: Image.Image, target: tuple[int, int] | None, options: ImageOptions
-            ) -> tuple[bytes, str, int, int, int]:
-    """A decoded image, resized to `target` (None: kept) and encoded as `options` say."""
+def _stored(image: Image.Image, target: tuple[int, int] | None, options: ImageOptions,
+            lossy: bool = False) -> tuple[bytes, str, int, int, int]:
+    """A decoded image, resized to `target` (None: kept) and encoded as `options` say;
+    `lossy`: its source was a JPEG re-encoded anyway (turned), which "auto" keeps JPEG."""
     image = _normalized(image)
     if target is not None and image.size != target:
         image = image.resize(target, Image.Resampling.BICUBIC)
@@ -254,7 +275,8 @@ def _stored(image: Image.Image, target: tuple[int, int] | None, options: ImageOp
         image = _eight_bits(image)
         pixels = base64.b64encode(image.tobytes(), altchars=BASE64_ALTCHARS)
         return pixels, "raw", height, width, _CHANNELS[image.mode]
-    stored_format = _output_format(image.mode, resized=target is not None, options=options)
+    stored_format = _output_format(image.mode, resized=target is not None or lossy,
+                                   options=options)
     buffer = io.BytesIO()
     if stored_format == "jpeg":
         image = _eight_bits(image)

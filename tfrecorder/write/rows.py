@@ -26,11 +26,24 @@ class Row(NamedTuple):
     # "masks": a polygon list or RLE dict per object}; None: no masks (`Table`).
     masks: Mapping | None = None
     mask_uri: str | None = None  # a segmentation row's class-id mask (resolved)
+    # The (height, width) a detection row's annotation states its image is (`Table`'s
+    # ANNOTATED_SIZE), which tells the view an EXIF-oriented image's boxes describe
+    # (`orientation`); None: not stated.
+    annotated_size: tuple[int, int] | None = None
 
 
 class Rejection(NamedTuple):
     position: int
     reason: str
+
+
+# What a record's EXIF orientation made of its image, as bits (`StoredImage.turned`, set
+# by `orientation`; the statistics count them): its pixels turned to the shown view, its
+# boxes turned to the view of the pixels stored, its view taken as shown because the size
+# its annotation states could not tell.
+TURNED_PIXELS, TURNED_BOXES, AMBIGUOUS = 1, 2, 4
+TURNS_COUNTED = (("turned_pixels", TURNED_PIXELS), ("turned_boxes", TURNED_BOXES),
+                 ("ambiguous", AMBIGUOUS))
 
 
 class StoredImage(NamedTuple):
@@ -43,6 +56,9 @@ class StoredImage(NamedTuple):
     channels: int
     num_bytes: int  # of the stored image
     digest: bytes  # the stored image's xxh3-128: finds candidate duplicates, fast
+    # What its EXIF orientation made of it (`orientation`'s bits: pixels turned, boxes
+    # turned, view guessed); 0: nothing.
+    turned: int = 0
 
 
 class Record(NamedTuple):
@@ -50,6 +66,7 @@ class Record(NamedTuple):
 
     example: bytes
     image: StoredImage | None = None
+    boxes: list | None = None  # the boxes stored, where they are not the row's (turned)
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")

@@ -36,7 +36,7 @@ from tfrecorder.format.manifest_statistics import (
     SplitStatistics,
 )
 from tfrecorder.wording import row_word
-from tfrecorder.write.rows import Record, Row
+from tfrecorder.write.rows import TURNS_COUNTED, Record, Row
 
 _NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
 _DIGEST_BYTES = 16
@@ -127,6 +127,9 @@ class ShardFacts:
     boxes: array = field(default_factory=lambda: array("q"))
     box_heights: array = field(default_factory=lambda: array("f"))
     box_widths: array = field(default_factory=lambda: array("f"))
+    # What each record's EXIF orientation made of its image (`StoredImage.turned`'s bits);
+    # empty for a shard without images, and in receipts from before it.
+    turns: array = field(default_factory=lambda: array("b"))
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -135,9 +138,10 @@ class ShardFacts:
         image = record.image
         self.positions.append(row.position)
         self.labels.append(row.label)
-        boxes = row.inputs.get(BBOX)
+        boxes = row.inputs.get(BBOX) if record.boxes is None else record.boxes
         if boxes is not None:
             self._add_boxes(boxes)
+        self.turns.append(0 if image is None else image.turned)
         if image is None:
             self.formats.append(_NO_IMAGE)
             for column in (self.heights, self.widths, self.channels, self.sizes):
@@ -165,7 +169,7 @@ class ShardFacts:
         self.labels.extend(labels)
 
     def extend(self, other: ShardFacts) -> None:
-        for name in (*_COLUMNS, *_BOX_COLUMNS):
+        for name in (*_COLUMNS, *_BOX_COLUMNS, "turns"):
             getattr(self, name).extend(getattr(other, name))
         self.digests += other.digests
 
@@ -173,10 +177,13 @@ class ShardFacts:
         """These facts less the records at `indices` (dropped duplicates)."""
         kept = ShardFacts()
         starts = np.concatenate([[0], np.cumsum(self.boxes, dtype=np.int64)]).tolist()
+        turns = len(self.turns) == len(self)
         for index in range(len(self)):
             if index not in indices:
                 for name in _COLUMNS:
                     getattr(kept, name).append(getattr(self, name)[index])
+                if turns:
+                    kept.turns.append(self.turns[index])
                 kept.digests += self.digest(index)
                 if self.boxes:  # a detection shard: every record has its count
                     kept.boxes.append(self.boxes[index])
@@ -224,10 +231,10 @@ class ShardFacts:
 
 _COLUMNS = ("positions", "labels", "formats", "heights", "widths", "channels", "sizes")
 _BOX_COLUMNS = ("boxes", "box_heights", "box_widths")
-_ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS)
+_ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS, "turns")
 # How receipts stored the typed columns before they said so.
 _FIRST_TYPECODES = {**dict.fromkeys(_ARRAYS, "q"), "formats": "b", "box_heights": "f",
-                    "box_widths": "f"}
+                    "box_widths": "f", "turns": "b"}
 
 
 def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: bool = False
@@ -259,7 +266,18 @@ def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: boo
         image_width=_distribution(column("widths")),
         image_bytes=_distribution(column("sizes")),
         image_formats={STORED_FORMATS[i]: n for i, n in sorted(found.items())},
-        image_channels=dict(sorted(channels.items())), objects=found_objects)
+        image_channels=dict(sorted(channels.items())), objects=found_objects,
+        orientation=turned_images(facts))
+
+
+def turned_images(facts: Sequence[ShardFacts]) -> dict[str, int]:
+    """How many images of these shards their EXIF orientation turned, by what it turned
+    (`rows.TURNS_COUNTED`; those it did not are left out): none, for most datasets."""
+    turns = [np.frombuffer(shard.turns, np.int8) for shard in facts
+             if len(shard.turns) == len(shard)]
+    turns = np.concatenate([np.empty(0, np.int8), *turns])
+    found = {name: int(((turns & bit) != 0).sum()) for name, bit in TURNS_COUNTED}
+    return {name: n for name, n in found.items() if n}
 
 
 def _label_counts(facts: Sequence[ShardFacts], num_classes: int) -> tuple[np.ndarray, int]:

@@ -298,7 +298,8 @@ def _cancel(result) -> None:
 _STAGED = (("shard", "int32"), ("order", "int64"), ("position", "int64"), ("uri", "string"),
            ("image_uri", "string"), ("label", "string"), ("split", "string"),
            ("inputs", "string"), ("image_bytes", "binary"), ("image_pickle", "binary"),
-           ("image_name", "string"), ("masks", "string"), ("mask_uri", "string"))
+           ("image_name", "string"), ("masks", "string"), ("mask_uri", "string"),
+           ("annotated_size", "string"))
 _STAGED_GROUP_BYTES = 64 << 20  # rows a row group holds: about this many bytes
 
 
@@ -328,7 +329,8 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
                               image_bytes, image_pickle, row.image_name,
                               None if row.masks is None else json.dumps(
                                   row.masks, default=_plain_json),
-                              row.mask_uri))
+                              row.mask_uri, None if row.annotated_size is None
+                              else json.dumps(list(row.annotated_size))))
                 size += len(image_bytes or image_pickle or b"") + 100
                 if size >= _STAGED_GROUP_BYTES:
                     writer.write_table(_staged_table(group, schema))
@@ -369,7 +371,9 @@ def _parse_row(staged: dict) -> tuple[int, tuple[int, Row]]:
     return staged["shard"], (staged["order"], Row(
         staged["position"], staged["uri"], staged["image_uri"], json.loads(staged["label"]),
         staged["split"], json.loads(staged["inputs"]), image, staged["image_name"],
-        None if staged["masks"] is None else json.loads(staged["masks"]), staged["mask_uri"]))
+        None if staged["masks"] is None else json.loads(staged["masks"]), staged["mask_uri"],
+        None if staged["annotated_size"] is None else tuple(json.loads(
+            staged["annotated_size"]))))
 
 
 class _RowRejected(ImageError):
