@@ -32,6 +32,17 @@ def image(path: Path, seed: int = 0, size=(WIDTH, HEIGHT)) -> None:
     Image.fromarray(pixels).save(path, quality=95)
 
 
+def phone_photo(path: Path, orientation: int, seed: int = 0) -> None:
+    """A JPEG stored landscape (WIDTH x HEIGHT) whose EXIF orientation turns it, as a
+    phone writes a portrait photo."""
+    image(path, seed=seed)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    with Image.open(path) as stored:
+        stored.load()
+        stored.save(path, quality=95, exif=exif)
+
+
 # --- counters independent of the library -------------------------------------------------
 
 def coco_objects(path: Path) -> int:
@@ -193,15 +204,19 @@ def hostile_voc(root: Path) -> Path:
         "broken 02": voc("broken 02.jpg", dogs)[:-60],  # cut mid-object
         "slip 04": voc("slip 04.jpg", [*dogs, ("dgo", 5, 5, 20, 20)]),
         "more 05": voc("more 05.jpg", dogs),
+        # a phone photo (EXIF 6), labelled as CVAT shows it: turned, <size> 48 x 64
+        "phone 06": voc("phone 06.jpg", [("dog", 2, 2, 30, 50)], size=(HEIGHT, WIDTH)),
     }
     for k, (stem, text) in enumerate(files.items()):
         image(root / "JPEGImages" / f"{stem}.jpg", seed=k)
         (root / "Annotations").mkdir(parents=True, exist_ok=True)
         (root / "Annotations" / f"{stem}.xml").write_bytes(text.encode("utf-8"))
+    phone_photo(root / "JPEGImages" / "phone 06.jpg", 6)
     image(root / "JPEGImages" / "empty 03.jpg", seed=9)  # listed, no XML (no objects)
     main = root / "ImageSets" / "Main"
     main.mkdir(parents=True)
-    (main / "train.txt").write_text("plain 01\nbroken 02\nempty 03\nslip 04\nmore 05\n")
+    (main / "train.txt").write_text(
+        "plain 01\nbroken 02\nempty 03\nslip 04\nmore 05\nphone 06\n")
     (main / "val.txt").write_text("harbour view 09\n")
     return root
 
@@ -211,12 +226,20 @@ def test_hostile_voc_loses_nothing(tmp_path, layout):
     root = hostile_voc(tmp_path / "voc")
     out = tmp_path / "out"
     tfrecorder.convert(str(root), str(out), layout=layout)
-    counts = assert_accounted(out, voc_objects(root), images_in=6)
+    counts = assert_accounted(out, voc_objects(root), images_in=7)
     assert counts["clipped"] == 1 and counts["unannotated_images"] == 1
     assert counts["skipped"] == 1 and counts["in_rejected_images"] == 4  # broken 02's
     found = tfrecorder.info(str(out))
     assert found.splits["validation"].num_records == 1  # "harbour view 09" kept its split
-    assert found.splits["train"].num_records == 4  # broken 02 rejected, empty 03 kept
+    assert found.splits["train"].num_records == 5  # broken 02 rejected, empty 03 kept
+    assert found.orientation == {"train": {"turned_pixels": 1}}  # the phone photo
+    phone = next(e.features.feature for e in records(out)
+                 if b"phone" in e.features.feature[
+                     "image/filename" if layout == "tf_models" else "image_name"
+                 ].bytes_list.value[0])
+    key = "image/encoded" if layout == "tf_models" else "image"
+    stored = tf.io.decode_jpeg(phone[key].bytes_list.value[0])
+    assert stored.shape[:2] == (WIDTH, HEIGHT)  # the pixels its boxes describe: turned
     warned = " ".join(found.warnings)
     assert "'dgo'" in warned and "'dog'" in warned and "slip" in warned
     assert "1 image had no annotation file" in warned
@@ -235,7 +258,7 @@ def hostile_yolo(root: Path) -> Path:
     """Ultralytics' layout: boxes inside, a hair past (clipped, as Ultralytics does up to
     1%) and far past the edge, an unknown class, a malformed line, an image without a
     label file, a label file without an image, one with a byte-order mark and one that
-    is not text."""
+    is not text; a phone photo turned by its EXIF orientation."""
     for k, stem in enumerate("abcd"):
         image(root / "images" / "train" / f"{stem}.jpg", seed=k)
     labels = root / "labels" / "train"
@@ -246,6 +269,8 @@ def hostile_yolo(root: Path) -> Path:
     (labels / "c.txt").write_text("\ufeff1 0.25 0.25 0.1 0.1\n")  # a byte-order mark
     (labels / "d.txt").write_bytes(b"0 0.5 0.5 0.2 0.2\n\xff\xfe\x00\x81 0.1\n")
     (labels / "orphan.txt").write_text("0 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2 0.2\n")
+    phone_photo(root / "images" / "train" / "e.jpg", 8)  # Ultralytics labels it as shown
+    (labels / "e.txt").write_text("1 0.3 0.7 0.2 0.2\n")
     # b.jpg has no label file: an image without objects, as Ultralytics means it.
     (root / "data.yaml").write_text("path: .\ntrain: images/train\nnames:\n  0: dog\n  1: cat\n")
     return root
@@ -256,8 +281,9 @@ def test_hostile_yolo_loses_nothing(tmp_path, layout):
     root = hostile_yolo(tmp_path / "yolo")
     out = tmp_path / "out"
     tfrecorder.convert(str(root), str(out), layout=layout)
-    counts = assert_accounted(out, yolo_objects(root), images_in=4)
+    counts = assert_accounted(out, yolo_objects(root), images_in=5)
     assert counts["clipped"] == 1 and counts["unannotated_images"] == 1
+    assert tfrecorder.info(str(out)).orientation == {"train": {"turned_pixels": 1}}
     reasons = [row["reason"] for row in listed(out, "skipped_annotations.csv")]
     assert len(reasons) == 5 and reasons.count("label file without an image") == 2
     rejected = listed(out, "rejected.csv")
