@@ -242,7 +242,7 @@ def test_hostile_voc_loses_nothing(tmp_path, layout):
     assert stored.shape[:2] == (WIDTH, HEIGHT)  # the pixels its boxes describe: turned
     warned = " ".join(found.warnings)
     assert "'dgo'" in warned and "'dog'" in warned and "slip" in warned
-    assert "1 image had no annotation file" in warned
+    assert "1 image had no annotation file" in warned and "empty 03.jpg" in warned
     if layout == "tf_models":
         ids = [e.features.feature["image/source_id"].bytes_list.value[0]
                for e in records(out)]
@@ -284,6 +284,8 @@ def test_hostile_yolo_loses_nothing(tmp_path, layout):
     counts = assert_accounted(out, yolo_objects(root), images_in=5)
     assert counts["clipped"] == 1 and counts["unannotated_images"] == 1
     assert tfrecorder.info(str(out)).orientation == {"train": {"turned_pixels": 1}}
+    assert any("had no annotation file" in w and "b.jpg" in w
+               for w in tfrecorder.info(str(out)).warnings)
     reasons = [row["reason"] for row in listed(out, "skipped_annotations.csv")]
     assert len(reasons) == 5 and reasons.count("label file without an image") == 2
     rejected = listed(out, "rejected.csv")

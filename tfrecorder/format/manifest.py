@@ -336,6 +336,8 @@ class AnnotationCounts:
             file): written as images without objects, as those formats mean it.
         notes: what else the source's reading decided ("category id 0 'cells' (used by
             no annotation) dropped").
+        unannotated_examples: the first few images without an annotation file, as the
+            source names them, for the warning that asks to check them.
     """
 
     objects: int = 0
@@ -346,22 +348,31 @@ class AnnotationCounts:
     without_mask: int = 0
     unannotated_images: int = 0
     notes: tuple[str, ...] = ()
+    unannotated_examples: tuple[str, ...] = ()
 
     def __add__(self, other: AnnotationCounts) -> AnnotationCounts:
         """Two sources' counts as one dataset's (the files of a dict of splits)."""
-        return AnnotationCounts(*(getattr(self, name) + getattr(other, name)
-                                  for name in _COUNT_FIELDS),
-                                notes=tuple(dict.fromkeys(self.notes + other.notes)))
+        return AnnotationCounts(
+            *(getattr(self, name) + getattr(other, name) for name in _COUNT_FIELDS),
+            notes=tuple(dict.fromkeys(self.notes + other.notes)),
+            unannotated_examples=(self.unannotated_examples
+                                  + other.unannotated_examples)[:EXAMPLES_KEPT])
 
     def to_json(self) -> dict:
         found = {name: getattr(self, name) for name in _COUNT_FIELDS}
         found["notes"] = list(self.notes)
+        if self.unannotated_examples:
+            found["unannotated_examples"] = list(self.unannotated_examples)
         return found
 
     @classmethod
     def from_json(cls, data: Mapping) -> AnnotationCounts:
         return cls(**{name: int(data.get(name, 0)) for name in _COUNT_FIELDS},
-                   notes=tuple(data.get("notes") or ()))
+                   notes=tuple(data.get("notes") or ()),
+                   unannotated_examples=tuple(data.get("unannotated_examples") or ()))
+
+
+EXAMPLES_KEPT = 5  # images without an annotation file a manifest names
 
 
 _COUNT_FIELDS = ("objects", "written", "skipped", "in_rejected_images", "clipped",

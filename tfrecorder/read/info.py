@@ -379,10 +379,14 @@ def _annotation_warnings(counts: AnnotationCounts | None) -> list[str]:
         return []
     found = []
     if counts.unannotated_images:
+        shown = ", ".join(map(repr, counts.unannotated_examples))
+        more = counts.unannotated_images - len(counts.unannotated_examples)
+        shown += f" and {more:,} more" if shown and more > 0 else ""
         found.append(
             f"{count(counts.unannotated_images, 'image')} had no annotation file (an XML, a "
             f"label file) and {'was' if counts.unannotated_images == 1 else 'were'} written "
-            "as images without objects, as the format means it: check none lost its file")
+            "as images without objects, as the format means it"
+            + (f" ({shown})" if shown else "") + ": check none lost its file")
     if counts.without_mask:
         found.append(
             f"{count(counts.without_mask, 'object')} had no segmentation beside objects "

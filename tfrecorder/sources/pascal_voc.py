@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import SchemaError
-from tfrecorder.format.manifest import AnnotationCounts
+from tfrecorder.format.manifest import EXAMPLES_KEPT, AnnotationCounts
 from tfrecorder.format.splits import UNASSIGNED, Split, split_named
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import csv
@@ -484,7 +484,9 @@ def _table(accepted: list[_Row], unannotated: list[_Row], rejected: list[_Reject
                              [xml for xml, _, _ in dropped], DROPPED_DIFFICULT,
                              [written for _, _, written in dropped]) if dropped else None,
         counts=AnnotationCounts(objects=len(dropped) + sum(r.objects for r in rejected),
-                                unannotated_images=len(unannotated)),
+                                unannotated_images=len(unannotated),
+                                unannotated_examples=tuple(
+                                    row.name for row in unannotated[:EXAMPLES_KEPT])),
         annotated_sizes=[row.annotation.size[::-1] if row.annotation else None
                          for row in rows])
     names = [row.annotation.filename if row.annotation else fs.basename(row.image_uri)

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.errors import Option, SchemaError
-from tfrecorder.format.manifest import AnnotationCounts
+from tfrecorder.format.manifest import EXAMPLES_KEPT, AnnotationCounts
 from tfrecorder.format.splits import UNASSIGNED, Split, split_named
 from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
@@ -211,7 +211,9 @@ def _table(path: str, images: pd.DataFrame, names: tuple[str, ...], root: str,
         images, objects, source, root, options, label_type=STRING_LABEL, skipped=skipped,
         counts=AnnotationCounts(
             objects=orphaned + (int(rejected["objects"].sum()) if rejected is not None else 0),
-            unannotated_images=sum(text is None for text in texts)))
+            unannotated_images=sum(text is None for text in texts),
+            unannotated_examples=tuple(str(name) for name, text in zip(images.index, texts)
+                                       if text is None)[:EXAMPLES_KEPT]))
     return dataclasses.replace(table, label_map=LabelMap(names), rejected_rows=rejected)
 
 
