@@ -21,6 +21,7 @@ import tensorflow as tf
 from PIL import Image
 
 import tfrecorder
+from tfrecorder import cli
 from tfrecorder.errors import SchemaError
 
 WIDTH, HEIGHT = 64, 48
@@ -222,7 +223,7 @@ def hostile_voc(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("layout", ["tfrecorder", "tf_models"])
-def test_hostile_voc_loses_nothing(tmp_path, layout):
+def test_hostile_voc_loses_nothing(tmp_path, layout, capsys):
     root = hostile_voc(tmp_path / "voc")
     out = tmp_path / "out"
     tfrecorder.convert(str(root), str(out), layout=layout)
@@ -250,6 +251,13 @@ def test_hostile_voc_loses_nothing(tmp_path, layout):
         names = {e.features.feature["image/filename"].bytes_list.value[0].decode()
                  for e in records(out)}
         assert "harbour view 09.jpg" in names and "empty 03.jpg" in names
+    capsys.readouterr()
+    assert cli.main(["info", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Objects:      24 in the source: 19 written, 1 skipped, 4 in rejected images" \
+        in printed and "1  image without an annotation file" in printed
+    if layout == "tf_models":
+        assert "Label map:    1 dgo, 2 dog" in printed
 
 
 # --- YOLO --------------------------------------------------------------------------------

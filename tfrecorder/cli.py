@@ -282,9 +282,10 @@ def _print_objects(found: tfrecorder.DatasetInfo) -> None:
           f"{counts.skipped:,} skipped, {counts.in_rejected_images:,} in rejected images")
     for number, what in ((counts.clipped, "clipped to the image's edge"),
                          (counts.without_mask, "without a mask"),
-                         (counts.unannotated_images, "images without an annotation file")):
+                         (counts.unannotated_images, "without an annotation file")):
         if number:
-            print(f"  {number:>8,}  {what}")
+            noun = "images" if what.startswith("without an") else "objects"
+            print(f"  {number:>8,}  {noun if number > 1 else noun[:-1]} {what}")
 
 
 def _print_class_counts(found: tfrecorder.DatasetInfo) -> None:

@@ -385,7 +385,8 @@ def _annotation_warnings(counts: AnnotationCounts | None) -> list[str]:
         found.append(
             f"{count(counts.unannotated_images, 'image')} had no annotation file (an XML, a "
             f"label file) and {'was' if counts.unannotated_images == 1 else 'were'} written "
-            "as images without objects, as the format means it"
+            f"as {'an image' if counts.unannotated_images == 1 else 'images'} without "
+            "objects, as the format means it"
             + (f" ({shown})" if shown else "") + ": check none lost its file")
     if counts.without_mask:
         found.append(
@@ -413,7 +414,7 @@ def _slip_warnings(info: DatasetInfo) -> list[str]:
                       and _slip(rare.casefold(), name.casefold())),
                      key=totals.get, default=None)
         if common is not None:
-            found.append(f"the class {rare!r} ({n:,} {info.counted}) is one typing slip "
+            found.append(f"the class {rare!r} ({count(n, info.counted[:-1])}) is one typing slip "
                          f"from {common!r} ({totals[common]:,}): if it is a misspelling, "
                          "fix the annotations, or it is learned as a class of its own")
     return found
