@@ -229,6 +229,11 @@ def wait_writing(process: subprocess.Popen, out, seconds: float = 60) -> None:
           seconds)
 
 
+def wait_until(process: subprocess.Popen, ready, seconds: float = 60) -> None:
+    """Waits until `ready()` holds, failing with the process's errors if it ends first."""
+    _wait(process, ready, seconds)
+
+
 def _wait(process: subprocess.Popen, ready, seconds: float) -> None:
     deadline = time.time() + seconds
     while not ready():

@@ -22,6 +22,7 @@ from helpers import (
     read_manifest,
     start_slow_run,
     wait_gone,
+    wait_until,
     wait_writing,
     write_image,
 )
@@ -333,8 +334,10 @@ def test_sigterm_stops_a_beam_driver_and_removes_its_staged_copy_of_the_table(tm
     run = subprocess.Popen([sys.executable, "-c", BEAM_RUN, image, str(out)],
                            stderr=subprocess.PIPE, text=True)
     wait_writing(run, out, seconds=120)
-    staged = private_dirs(run.pid)
-    assert any("-staging-" in path for path in staged)
+    # (the run writes its journal before it stages the table: on a loaded machine the
+    # staged copy can come a moment after the first temporary file)
+    wait_until(run, lambda: any("-staging-" in path for path in private_dirs(run.pid)),
+               seconds=120)
     run.send_signal(signal.SIGTERM)
     _, stderr = run.communicate(timeout=60)
     assert run.returncode != 0 and "Terminated" in stderr, stderr
