@@ -122,6 +122,48 @@ def encode_example(features: Mapping[str, FeatureValue],
     Lengths are computed first and the parts joined once, so an image's bytes are copied
     once, not once per level of nesting.
     """
+    entries, size = _features(features, list_dtypes)
+    return b"".join([_header(1, size), *entries])
+
+
+def encode_sequence_example(context: Mapping[str, FeatureValue],
+                            feature_lists: Mapping[str, Sequence[FeatureValue]],
+                            list_dtypes: Mapping[str, str] = {}  # noqa: B006 (read only)
+                            ) -> bytes:
+    """Serializes a `tf.train.SequenceExample`: `context` as `encode_example`'s features,
+    and each of `feature_lists` as one Feature a step (a video's frames, their
+    timestamps), keys sorted as there, so the bytes are deterministic too. A step's
+    empty list takes its dtype from `list_dtypes`, as a context feature's does."""
+    context_entries, context_size = _features(context, list_dtypes)
+    lists, lists_size = [], 0
+    for name in sorted(feature_lists):
+        key = _keys.get(name) or _key(name)
+        steps, steps_size = [], 0
+        for value in feature_lists[name]:
+            try:
+                feature = _feature(value, list_dtypes.get(name))
+            except EmptyListError:
+                raise EmptyListError(name, list_dtypes.get(name)) from None
+            length = sum(map(len, feature))
+            header = _header(1, length)  # FeatureList.feature, repeated
+            steps += [header, *feature]
+            steps_size += len(header) + length
+        value = _header(2, steps_size)
+        length = len(key) + len(value) + steps_size
+        entry = _header(1, length)  # FeatureLists.feature_list, a map entry
+        lists += [entry, key, value, *steps]
+        lists_size += len(entry) + length
+    parts = []
+    if context:
+        parts += [_header(1, context_size), *context_entries]
+    if feature_lists:
+        parts += [_header(2, lists_size), *lists]
+    return b"".join(parts)
+
+
+def _features(features: Mapping[str, FeatureValue], list_dtypes: Mapping[str, str]
+              ) -> tuple[list[bytes], int]:
+    """The map entries of a Features message (its body, not yet joined) and their size."""
     entries, size = [], 0
     for name in sorted(features):
         key = _keys.get(name) or _key(name)
@@ -135,7 +177,7 @@ def encode_example(features: Mapping[str, FeatureValue],
         entry = _header(1, length)
         entries += [entry, key, value, *feature]
         size += len(entry) + length
-    return b"".join([_header(1, size), *entries])
+    return entries, size
 
 
 def encode_examples(columns: Mapping[str, Sequence[FeatureValue | None]],
