@@ -73,6 +73,12 @@ PINS: dict[str, tuple[str, str]] = {
     # OpenVINO's Datumaro, for Python 3.11 on manylinux x86_64 (it holds a Rust extension).
     "datumaro": (
         "1.13.12", "cf0caaf2a33279dbf4dc57d452c778bfd9bab3ae1ae6f8aea7aa709cde61c2cd"),
+    # MediaPipe's MediaSequence getters and setters (mediapipe/util/sequence), which
+    # define the video and audio record keys (issue 49). 0.10.21 is the newest release
+    # that ships them (1.x does not), for Python 3.11 on manylinux x86_64; only those two
+    # pure-Python modules are loaded (tests/mediapipe_sequence.py).
+    "mediapipe": (
+        "0.10.21", "05dc4a9e593655a79558d05d6227d31018c2537a4bd3362b51e230cf22aecfe3"),
 }
 
 # name -> the wheels a reader imports beside it that the project's environment lacks, as

@@ -129,3 +129,57 @@ def test_the_original_media_can_be_kept_instead_of_frames():
     found = tf.train.SequenceExample.FromString(record).context.feature
     assert found[ms.CLIP_ENCODED_MEDIA].bytes_list.value == [b"\x00mp4"]
     assert found[ms.CLIP_ENCODED_MEDIA_START].int64_list.value == [0]
+
+
+def test_mediapipe_builds_the_same_record_and_reads_ours():
+    """MediaPipe's own setters, given the same clip, build the record we write (every
+    key with its type), and its getters read ours back."""
+    from mediapipe_sequence import media_sequence
+
+    mp = media_sequence()
+    frames = [jpeg(np.full((8, 10, 3), 60 * k, np.uint8)) for k in range(2)]
+    waveform = np.linspace(-1, 1, 12, dtype=np.float32).reshape(6, 2)
+    ours = ms.sequence_record(
+        ms.Clip("a.mp4", 0, 1_000_000, (2,), ("wave",)),
+        ms.Frames(frames, [0, 500_000], 8, 10, frame_rate=2.0),
+        ms.Audio(waveform, 8000.0, packet=3),
+        ms.Segments([100_000], [300_000], [2], ["wave"]),
+        ms.Regions([0], [[[0.1, 0.2, 0.3, 0.4]]], [[2]], [["wave"]], [[5]]))
+    theirs = tf.train.SequenceExample()
+    mp.set_clip_data_path(b"a.mp4", theirs)
+    mp.set_clip_start_timestamp(0, theirs)
+    mp.set_clip_end_timestamp(1_000_000, theirs)
+    mp.set_clip_label_index((2,), theirs)
+    mp.set_clip_label_string((b"wave",), theirs)
+    mp.set_image_format(b"JPEG", theirs)
+    mp.set_image_height(8, theirs)
+    mp.set_image_width(10, theirs)
+    mp.set_image_channels(3, theirs)
+    mp.set_image_frame_rate(2.0, theirs)
+    for frame, timestamp in zip(frames, [0, 500_000]):
+        mp.add_image_encoded(frame, theirs)
+        mp.add_image_timestamp(timestamp, theirs)
+    mp.set_feature_sample_rate(8000.0, theirs, prefix="WAVEFORM")
+    mp.set_feature_num_channels(2, theirs, prefix="WAVEFORM")
+    mp.set_feature_num_samples(3, theirs, prefix="WAVEFORM")
+    for start in (0, 3):
+        mp.add_feature_floats(waveform[start:start + 3].reshape(-1), theirs, prefix="WAVEFORM")
+        mp.add_feature_timestamp(start * 1_000_000 // 8000, theirs, prefix="WAVEFORM")
+    mp.set_segment_start_timestamp((100_000,), theirs)
+    mp.set_segment_end_timestamp((300_000,), theirs)
+    mp.set_segment_label_index((2,), theirs)
+    mp.set_segment_label_string((b"wave",), theirs)
+    mp.add_bbox(np.array([[0.1, 0.2, 0.3, 0.4]], np.float32), theirs)
+    mp.add_bbox_timestamp(0, theirs)
+    mp.add_bbox_num_regions(1, theirs)
+    mp.add_bbox_is_annotated(1, theirs)
+    mp.add_bbox_label_index((2,), theirs)
+    mp.add_bbox_label_string((b"wave",), theirs)
+    mp.add_bbox_track_index((5,), theirs)
+    found = tf.train.SequenceExample.FromString(ours)
+    assert found == theirs
+    assert mp.get_clip_data_path(found) == b"a.mp4"
+    assert mp.get_image_encoded_at(1, found) == frames[1]
+    assert np.allclose(mp.get_bbox_at(0, found), [[0.1, 0.2, 0.3, 0.4]])
+    assert np.array_equal(np.asarray(mp.get_feature_floats_at(1, found, prefix="WAVEFORM")),
+                          waveform[3:].reshape(-1))
