@@ -183,3 +183,29 @@ def test_mediapipe_builds_the_same_record_and_reads_ours():
     assert np.allclose(mp.get_bbox_at(0, found), [[0.1, 0.2, 0.3, 0.4]])
     assert np.array_equal(np.asarray(mp.get_feature_floats_at(1, found, prefix="WAVEFORM")),
                           waveform[3:].reshape(-1))
+
+
+def test_records_decode_without_tensorflow_as_tensorflow_reads_them():
+    """`decode_sequence_example` (for readers that must not import TensorFlow) gives
+    every context value and every step's values as protobuf reads them."""
+    from tfrecorder.format.example_decoding import decode_sequence_example
+
+    record = ms.sequence_record(
+        ms.Clip("a.mp4", 0, 1_000_000, (2,), ("wave",)),
+        ms.Frames([jpeg(np.zeros((4, 6, 3), np.uint8))] * 2, [0, 500_000], 4, 6, 2.0),
+        ms.Audio(np.linspace(-1, 1, 8, dtype=np.float32), 8000.0, packet=4),
+        ms.Regions([0, 1], [[[0.1, 0.2, 0.3, 0.4]], np.zeros((0, 4))], [[2], []],
+                   [["wave"], []], [[5], []]))
+    context, lists = decode_sequence_example(record)
+    parsed = tf.train.SequenceExample.FromString(record)
+
+    def values(feature):
+        kind = feature.WhichOneof("kind")
+        return list(getattr(feature, kind).value) if kind else []
+
+    assert context == {k: values(f) for k, f in parsed.context.feature.items()}
+    assert lists == {k: [values(f) for f in fl.feature]
+                     for k, fl in parsed.feature_lists.feature_list.items()}
+    assert lists[ms.REGION_LABEL_STRING] == [[b"wave"], []]
+    with pytest.raises(ValueError, match="not a serialized tf.train.SequenceExample"):
+        decode_sequence_example(record[:-3])

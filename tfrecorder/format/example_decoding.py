@@ -120,22 +120,75 @@ def _length(data: bytes, pos: int) -> tuple[int, int]:
     return _read_varint(data, pos, len(data))
 
 
-def _map_entry(data: bytes, view: memoryview, start: int, end: int) -> tuple[str, list]:
-    """One entry of the Features map: its key and its Feature's values."""
-    name, kind, values = "", None, []
+def decode_sequence_example(serialized: bytes) -> tuple[dict[str, list], dict[str, list]]:
+    """The context and feature lists of a serialized `tf.train.SequenceExample` (a video
+    or audio clip's record, `media_sequence`): name -> values, as `decode_example` gives
+    them, and name -> one list of values a step, as `FromString` reads them.
+
+    Raises:
+        ValueError: `serialized` is not a well-formed SequenceExample.
+    """
+    data = bytes(serialized)
+    view = memoryview(data)
+    context: dict[str, list] = {}
+    lists: dict[str, list] = {}
+    try:
+        for number, wire, start, end in _fields(data, 0, len(data)):
+            if wire != LENGTH_DELIMITED or number not in (1, 2):
+                continue
+            for entry, entry_wire, entry_start, entry_end in _fields(data, start, end):
+                if entry != 1 or entry_wire != LENGTH_DELIMITED:
+                    continue
+                if number == 1:  # SequenceExample.context: a Features map entry
+                    name, values = _map_entry(data, view, entry_start, entry_end)
+                    context[name] = values
+                else:  # SequenceExample.feature_lists: a FeatureLists map entry
+                    name, steps = _list_entry(data, view, entry_start, entry_end)
+                    lists[name] = steps
+    except (ValueError, IndexError, struct.error) as error:
+        raise ValueError(f"not a serialized tf.train.SequenceExample: {error}") from None
+    return context, lists
+
+
+def _list_entry(data: bytes, view: memoryview, start: int, end: int) -> tuple[str, list]:
+    """One entry of the FeatureLists map: its key and each step's values."""
+    name, steps = "", []
     for number, wire, field_start, field_end in _fields(data, start, end):
         if wire != LENGTH_DELIMITED:
             continue
         if number == 1:
             name = str(view[field_start:field_end], "utf-8")
-        elif number == 2:  # the Feature: its lists, merged as protobuf merges a oneof
-            for kind_number, kind_wire, list_start, list_end in _fields(
-                    data, field_start, field_end):
-                if kind_number in _LIST_READERS and kind_wire == LENGTH_DELIMITED:
-                    if kind_number != kind:
-                        kind, values = kind_number, []
-                    values += _LIST_READERS[kind_number](data, view, list_start, list_end)
-    return name, values
+        elif number == 2:  # the FeatureList: its repeated Feature, one a step
+            steps += [_feature_values(data, view, (a, b)) for step, step_wire, a, b
+                      in _fields(data, field_start, field_end)
+                      if step == 1 and step_wire == LENGTH_DELIMITED]
+    return name, steps
+
+
+def _map_entry(data: bytes, view: memoryview, start: int, end: int) -> tuple[str, list]:
+    """One entry of the Features map: its key and its Feature's values."""
+    name, parts = "", []
+    for number, wire, field_start, field_end in _fields(data, start, end):
+        if wire != LENGTH_DELIMITED:
+            continue
+        if number == 1:
+            name = str(view[field_start:field_end], "utf-8")
+        elif number == 2:  # the Feature (given twice, protobuf merges the two)
+            parts.append((field_start, field_end))
+    return name, _feature_values(data, view, *parts)
+
+
+def _feature_values(data: bytes, view: memoryview, *parts: tuple[int, int]) -> list:
+    """A Feature's values (from each of its serialized `parts`, as one message): its
+    lists, merged as protobuf merges a oneof."""
+    kind, values = None, []
+    for start, end in parts:
+        for kind_number, kind_wire, list_start, list_end in _fields(data, start, end):
+            if kind_number in _LIST_READERS and kind_wire == LENGTH_DELIMITED:
+                if kind_number != kind:
+                    kind, values = kind_number, []
+                values += _LIST_READERS[kind_number](data, view, list_start, list_end)
+    return values
 
 
 def _bytes_list(data: bytes, view: memoryview, start: int, end: int) -> list[bytes]:
