@@ -458,8 +458,15 @@ def ray(tmp_path_factory):
         import ray
         import ray.data
 
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
-                 _node_ip_address="127.0.0.1", _temp_dir=session)
+        for attempt in (1, 2):  # Ray gives its raylet a fixed 30 s to start (node.py),
+            try:                # which a loaded 2-core host once missed: start it again
+                ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
+                         _node_ip_address="127.0.0.1", _temp_dir=session)
+                break
+            except Exception as error:
+                if attempt == 2 or "timed out during startup" not in str(error):
+                    raise
+                ray.shutdown()
         ray.data.DataContext.get_current().enable_progress_bars = False
         try:
             yield ray
