@@ -29,6 +29,7 @@ StringIntLabelMapItem item = 1;}, the fields of the 2019 release the wheel is a 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import sys
@@ -41,9 +42,11 @@ from interop import interop_path
 _OURS = ("object_detection", "lxml")  # top-level names we bring
 
 
-@functools.cache
-def object_detection() -> types.SimpleNamespace:
-    """`create_pascal_tf_record`, `dataset_util` and lxml's `etree`, loaded once."""
+@contextlib.contextmanager
+def _the_wheel_on_the_path():
+    """The pinned wheel's folder first on `sys.path` while its modules import; afterwards
+    `sys.path`, TensorFlow's entry and the session's own `object_detection` or `lxml` (if
+    any) are as they were, the wheel's taken out again: the loaded modules keep theirs."""
     folder = interop_path("object-detection")
     saved_path, saved_tf = list(sys.path), sys.modules["tensorflow"]
     shadowed = {n: m for n, m in sys.modules.items() if n.partition(".")[0] in _OURS}
@@ -51,6 +54,20 @@ def object_detection() -> types.SimpleNamespace:
         del sys.modules[name]
     sys.path.insert(0, str(folder))
     try:
+        yield folder
+    finally:
+        sys.modules["tensorflow"] = saved_tf
+        sys.path[:] = saved_path
+        for name in [n for n in sys.modules if n.partition(".")[0] in _OURS]:
+            del sys.modules[name]
+        sys.modules.update(shadowed)
+        importlib.invalidate_caches()
+
+
+@functools.cache
+def object_detection() -> types.SimpleNamespace:
+    """`create_pascal_tf_record`, `dataset_util` and lxml's `etree`, loaded once."""
+    with _the_wheel_on_the_path() as folder:
         stand_in = types.ModuleType("object_detection.utils.label_map_util")
         stand_in.__doc__ = "stands in: the wheel lacks its generated proto module"
         importlib.import_module("object_detection.utils")
@@ -61,13 +78,6 @@ def object_detection() -> types.SimpleNamespace:
                 "object_detection.dataset_tools.create_pascal_tf_record"),
             dataset_util=importlib.import_module("object_detection.utils.dataset_util"),
             etree=importlib.import_module("lxml.etree"), folder=folder)
-    finally:
-        sys.modules["tensorflow"] = saved_tf
-        sys.path[:] = saved_path
-        for name in [n for n in sys.modules if n.partition(".")[0] in _OURS]:
-            del sys.modules[name]
-        sys.modules.update(shadowed)
-        importlib.invalidate_caches()
     assert loaded.create_pascal_tf_record.tf is tf.compat.v1
     return loaded
 
@@ -75,24 +85,11 @@ def object_detection() -> types.SimpleNamespace:
 @functools.cache
 def label_map_util() -> types.ModuleType:
     """The Object Detection API's `label_map_util`, loaded once (module doc)."""
-    folder = interop_path("object-detection")
-    saved_path, saved_tf = list(sys.path), sys.modules["tensorflow"]
-    shadowed = {n: m for n, m in sys.modules.items() if n.partition(".")[0] in _OURS}
-    for name in shadowed:
-        del sys.modules[name]
-    sys.path.insert(0, str(folder))
-    try:
+    with _the_wheel_on_the_path():
         importlib.import_module("object_detection.protos")
         sys.modules[_LABEL_MAP_PB2] = _string_int_label_map_pb2()
         sys.modules["tensorflow"] = tf.compat.v1  # it reads files with tf.gfile.GFile
         module = importlib.import_module("object_detection.utils.label_map_util")
-    finally:
-        sys.modules["tensorflow"] = saved_tf
-        sys.path[:] = saved_path
-        for name in [n for n in sys.modules if n.partition(".")[0] in _OURS]:
-            del sys.modules[name]
-        sys.modules.update(shadowed)
-        importlib.invalidate_caches()
     assert module.tf is tf.compat.v1
     return module
 
