@@ -376,3 +376,45 @@ def test_the_beam_engine_writes_the_same_bytes(tmp_path):
     with pytest.warns(tfrecorder.DatasetWarning):
         convert(source, tmp_path / "local_auto", num_shards=1)
     assert shard_bytes(tmp_path / "beam_auto") == shard_bytes(tmp_path / "local_auto")
+
+
+def _jpeg_with(exif=None, xmp=None) -> bytes:
+    pixels = Image.fromarray(np.random.default_rng(0).integers(0, 255, (30, 40, 3), np.uint8))
+    buffer = io.BytesIO()
+    pixels.save(buffer, "JPEG", **({"exif": exif} if exif is not None else {}),
+                **({"xmp": xmp} if xmp is not None else {}))
+    return buffer.getvalue()
+
+
+def _pillows(data: bytes) -> tuple[int, tuple[int, int]]:
+    with Image.open(io.BytesIO(data)) as image:
+        value = image.getexif().get(0x0112, 1)
+        return (value if isinstance(value, int) and 1 <= value <= 8 else 1), image.size
+
+
+def _tagged(value, **tags) -> Image.Exif:
+    exif = Image.Exif()
+    exif.update({0x010F: "phone", **tags})
+    if value is not None:
+        exif[0x0112] = value
+    return exif
+
+
+_XMP = b'<x:xmpmeta><rdf:Description tiff:Orientation="6"/></x:xmpmeta>'
+_BIG_ENDIAN = b"Exif\0\0MM\0\x2a\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0\x08\0\0\0\0\0\0"
+
+
+@pytest.mark.parametrize(("data", "read_here"), [
+    *((_jpeg_with(_tagged(v)), True) for v in (None, 0, 1, 3, 5, 6, 8, 9, 300)),
+    (_jpeg_with(_BIG_ENDIAN), True), (_jpeg_with(), True), (_jpeg_with(xmp=_XMP), False),
+    (_jpeg_with(_tagged(None), xmp=_XMP), False), (_jpeg_with(_tagged(8), xmp=_XMP), True),
+], ids=lambda value: str(len(value)) if isinstance(value, bytes) else str(value))
+def test_a_jpegs_orientation_is_read_from_its_exif_as_pillow_reads_it(data, read_here):
+    """The JPEG path reads the Exif segment itself, Pillow only where XMP may decide: the
+    same orientation and size as Pillow's `getexif`, big- and little-endian, values out
+    of range, XMP alone."""
+    from tfrecorder.format.image_checks import jpeg_header
+
+    assert orientation.exif_orientation(data) == _pillows(data)
+    segments = jpeg_header(data).segments
+    assert (orientation._jpeg_orientation(data, segments) is not None) is read_here

@@ -97,7 +97,8 @@ def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | Non
             return Rejection(row.position, "empty file (0 bytes)")
     turn = None
     try:
-        if isinstance(data, bytes):
+        if isinstance(data, bytes) and orientation.applies(options.orientation,
+                                                            BBOX in features):
             turn = with_pillow(orientation.decided, data, options.orientation,
                                BBOX in features, row.annotated_size)
             if turn is not None and turn.boxes:
