@@ -30,6 +30,15 @@ def temporary_folders_in_tmp_path(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
 
 
+@pytest.fixture(autouse=True)
+def tensorflow_global_seed_unset():
+    """Each test starts with TensorFlow's global seed unset: a seeded op's stream (load's
+    `seed=` among them) depends on it too, and readers under test set it (Model Garden's
+    `set_random_seeds`), so a test's draws would depend on the tests run before it."""
+    if "tensorflow" in sys.modules:
+        sys.modules["tensorflow"].random.set_seed(None)
+
+
 @pytest.fixture
 def image_table(tmp_path) -> pd.DataFrame:
     """24 JPEG/PNG images of several sizes and modes, in an AutoML-style table."""

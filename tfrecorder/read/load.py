@@ -133,7 +133,9 @@ def load(
             each image's own channels.
         shuffle: shuffle shards and records; default: only the train split.
         shuffle_buffer: records held for shuffling (shards are shuffled when written).
-        seed: seeds shuffling and augmentation; None for a fresh order every run.
+        seed: seeds shuffling and augmentation; None for a fresh order every run. As
+            with TensorFlow's own seeded ops, the global seed (`tf.random.set_seed`,
+            `keras.utils.set_random_seed`) takes part: set it too, or leave it unset.
         repeat: repeat forever (for `steps_per_epoch`-style training).
         augment: for the train split only: "random_resized_crop" (Inception's crop of
             8-100% of the area, aspect 3/4-4/3, decoded alone and resized to
