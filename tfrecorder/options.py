@@ -389,6 +389,65 @@ class ImageOptions(Checked):
 
 
 @dataclass(frozen=True)
+class MediaOptions(Checked):
+    """How video and audio clips are stored (docs/video.md).
+
+    A video clip is stored as MediaPipe's MediaSequence stores one (`format/media_sequence`):
+    a JPEG a frame (`jpeg_quality` above) with its time on the source's own timeline.
+    Nothing here applies to images.
+    """
+
+    frame_rate: float | None = option(
+        None, "frames a second stored from a video, sampled on its timeline (the frame "
+        "shown at each 1/frame_rate s); None: every frame the video has.", "float",
+        metavar="FPS", help="frames a second stored from a video (default: all of them)")
+    short_side: int | None = option(
+        None, "resize frames so that their shorter side has this many pixels (aspect ratio "
+        "kept); None: as decoded.", "int", metavar="N",
+        help="resize video frames to this shorter side, in pixels")
+    clip_seconds: float | None = option(
+        None, "cut each video or audio file (or each time span a row gives) into clips of "
+        "this many seconds, one record a clip (a last, shorter piece is dropped and "
+        "counted); None: one clip a row.", "float", metavar="S",
+        help="cut videos and audio into clips of S seconds, one record each")
+    clip_frames: int | None = option(
+        None, "cut videos into clips of this many stored frames (at `frame_rate`), as "
+        "`clip_seconds` does in time; give one of the two.", "int", metavar="N",
+        help="cut videos into clips of N frames (at --frame-rate)")
+    sample_rate: int | None = option(
+        None, "samples a second of stored audio (resampled); None: the file's own.", "int",
+        metavar="HZ", help="resample audio to HZ samples a second")
+    audio_channels: int | None = option(
+        None, "channels of stored audio (1 mixes down to mono); None: the file's own.",
+        "int", metavar="N", help="audio channels stored (1: mono)")
+    keep_media: bool = option(
+        False, "store each clip's original container bytes (`clip/encoded_media_bytes`, "
+        "the whole file, with the clip's times) instead of decoded frames.", "switch",
+        help="store the original video or audio file's bytes instead of frames")
+
+    def __post_init__(self):
+        for name in ("frame_rate", "clip_seconds"):
+            value = getattr(self, name)
+            self._require(name, value is None or (is_number(value) and 0 < value < math.inf),
+                          "a positive number or None")
+        self._int("short_side", "a positive int (pixels) or None", minimum=1)
+        self._int("clip_frames", "a positive int or None", minimum=1)
+        self._int("sample_rate", "a positive int (Hz) or None", minimum=1)
+        self._int("audio_channels", "a positive int or None", minimum=1)
+        self._bool("keep_media")
+        if self.clip_seconds is not None and self.clip_frames is not None:
+            raise OptionError(
+                "give ", Option("clip_seconds"), " or ", Option("clip_frames"),
+                f", not both (clip_seconds={self.clip_seconds!r}, clip_frames="
+                f"{self.clip_frames!r})", option="clip_frames")
+        if self.clip_frames is not None and self.frame_rate is None:
+            raise OptionError(
+                Option("clip_frames"), " counts frames at ", Option("frame_rate"),
+                ", which is not set: give frame_rate too (or clip_seconds)",
+                option="clip_frames")
+
+
+@dataclass(frozen=True)
 class RejectOptions(Checked):
     """What happens to rows whose image cannot be written."""
 
@@ -523,6 +582,10 @@ class RecordOptions(ImageOptions):
     # The layout the plan built for these classes and keypoints, once (a worker encodes
     # every row with it); None: `layouts.record_layout` asks the registry.
     record_layout: Layout | None = field(default=None, compare=False, repr=False)
+    # A video or audio table's: what its rows' files are ("video", "audio"; None: images)
+    # and how their clips are stored.
+    media: str | None = None
+    media_options: MediaOptions | None = None
 
     @classmethod
     def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,
@@ -541,8 +604,8 @@ class RecordOptions(ImageOptions):
         return dict(self.list_dtypes)
 
 
-GROUPS = (TableOptions, SplitOptions, ImageOptions, RejectOptions, ShardOptions,
-          OutputOptions, RunOptions, BeamOptions)
+GROUPS = (TableOptions, SplitOptions, ImageOptions, MediaOptions, RejectOptions,
+          ShardOptions, OutputOptions, RunOptions, BeamOptions)
 
 
 @dataclass(frozen=True)
@@ -552,6 +615,7 @@ class ConvertOptions:
     table: TableOptions = field(default_factory=TableOptions)
     split: SplitOptions = field(default_factory=SplitOptions)
     image: ImageOptions = field(default_factory=ImageOptions)
+    media: MediaOptions = field(default_factory=MediaOptions)
     reject: RejectOptions = field(default_factory=RejectOptions)
     shards: ShardOptions = field(default_factory=ShardOptions)
     output: OutputOptions = field(default_factory=OutputOptions)

@@ -24,6 +24,7 @@ from typing import Any
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.errors import OptionError
 from tfrecorder.format import manifest_statistics
+from tfrecorder.format.media_sequence import Media
 from tfrecorder.format.splits import SPLITS, Split  # noqa: F401  (the manifest names its splits so)
 from tfrecorder.storage import fs
 
@@ -408,6 +409,9 @@ class Manifest:
     # What became of a detection source's objects (None: not a detection dataset, or a
     # manifest written before they were counted).
     annotations: AnnotationCounts | None = None
+    # A video or audio dataset's kind, what its SequenceExamples store and their counts
+    # (`media_sequence.Media`); None: a dataset of images or of a plain table.
+    media: Media | None = None
 
     @property
     def has_images(self) -> bool:
@@ -477,6 +481,8 @@ class Manifest:
             found["skipped_annotations"] = self.skipped_annotations.to_json()
         if self.annotations is not None:
             found["annotations"] = self.annotations.to_json()
+        if self.media is not None:
+            found["media"] = self.media.to_json()
         if self.rejected is not None:  # a finished manifest, not a header
             found["splits"] = {str(name): s.to_json() for name, s in self.splits.items()}
             found["rejected"] = self.rejected.to_json()
@@ -513,6 +519,7 @@ class Manifest:
                                      if data.get("skipped_annotations") else None),
                 annotations=(AnnotationCounts.from_json(data["annotations"])
                              if data.get("annotations") else None),
+                media=Media.from_json(data["media"]) if data.get("media") else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"{MANIFEST} is not a tfrecorder manifest ({type(error).__name__}"

@@ -13,7 +13,7 @@ so workers never import it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -198,3 +198,30 @@ def sequence_record(clip: Clip, *parts: Frames | Audio | Segments | Regions,
         context[CLIP_ENCODED_MEDIA] = encoded_media
         context[CLIP_ENCODED_MEDIA_START] = int(clip.start_us)
     return encode_sequence_example(context, lists, _DTYPES)
+
+
+# What a media dataset's records hold: decoded frames, a waveform, or the source file's
+# own bytes (`MediaOptions.keep_media`).
+STORED = ("frames", "waveform", "encoded_media")
+
+
+@dataclass(frozen=True)
+class Media:
+    """What `dataset.json` says of a video or audio dataset (its `media`): the kind of
+    file its records came from, what they store, and per split how many clips, stored
+    frames (0 for audio) and seconds they hold. Readers parse its records as
+    SequenceExamples under this module's keys."""
+
+    kind: str  # "video" or "audio"
+    stored: str  # one of STORED
+    # Per split: {"clips": n, "frames": n, "seconds": s}; {} in a header.
+    counts: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "stored": self.stored,
+                "counts": {str(k): dict(v) for k, v in self.counts.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Media:
+        return cls(kind=data["kind"], stored=data["stored"],
+                   counts={k: dict(v) for k, v in (data.get("counts") or {}).items()})

@@ -26,6 +26,19 @@ from tfrecorder.sources.column_values import Column
 # never a feature of the records.
 ANNOTATED_SIZE = "annotated_size"
 
+# A video or audio table's columns (`Table.media`), a row's for the worker, never features
+# of the records: the clip's time span on its file's own timeline, in integer microseconds
+# (<NA>: from the file's start, to its end), and its timed annotations, one entry a label
+# of the row's `label` list, in its order: SEGMENTS (task "action_recognition") lists
+# (start_us, end_us), a key frame's start being its end; REGIONS (task
+# "object_tracking") lists (time_us, ymin, xmin, ymax, xmax, track_id), the box in
+# fractions of the frame and `track_id` the object's instance (an int a video).
+CLIP_START = "clip_start_us"
+CLIP_END = "clip_end_us"
+SEGMENTS = "segments"
+REGIONS = "regions"
+MEDIA_KINDS = ("image", "video", "audio")
+
 
 @dataclass(frozen=True)
 class Table:
@@ -74,6 +87,11 @@ class Table:
     class_names: tuple[str, ...] | None = None  # integer labels' names, from the source
     image_column: str | None = None  # the source's column of images held in memory
     task: str = "classification"  # or "detection", "segmentation" (see above)
+    # What the files at `uri` are: "image", or "video" / "audio" (their `image_uri` and
+    # `uri` columns then name the media file, and CLIP_START, CLIP_END and the task's
+    # SEGMENTS or REGIONS are columns; tasks "classification" (`label`: the clip's
+    # class or classes), "action_recognition" and "object_tracking").
+    media: str = "image"
     label_column: str | None = None  # the source's one label column, as messages name it
     # The source's own classes with their ids (a COCO file's categories, a YOLO data.yaml's
     # names): text labels are numbered in its order, used or not, and the tf_models layout

@@ -30,6 +30,12 @@ class Row(NamedTuple):
     # ANNOTATED_SIZE), which tells the view an EXIF-oriented image's boxes describe
     # (`orientation`); None: not stated.
     annotated_size: tuple[int, int] | None = None
+    # A video or audio row's clip (`Table.media`): its time span on the file's own
+    # timeline, in microseconds (None: from its start, to its end), and its timed
+    # annotations (the table's SEGMENTS or REGIONS value, paired with `label` by position).
+    clip_start_us: int | None = None
+    clip_end_us: int | None = None
+    timed: tuple | None = None
 
 
 class Rejection(NamedTuple):
