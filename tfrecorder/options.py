@@ -639,10 +639,13 @@ class ConvertOptions:
                                          for f in dataclasses.fields(group) if f.name in given})
         return cls(**groups)
 
-    def recorded(self) -> dict:
+    def recorded(self, media: str = "image") -> dict:
         """The options the manifest records (those that change the bytes written, with
-        the shard sizing), in JSON's types."""
+        the shard sizing), in JSON's types; a video or audio table's (`media`) with the
+        `MediaOptions`."""
         image = dataclasses.asdict(self.image)
+        if media != "image":
+            image.update(dataclasses.asdict(self.media))
         del image["layout"]  # the manifest's own field (`Manifest.layout`)
         if image["orientation"] == "auto":  # the default: manifests stay as they were
             del image["orientation"]

@@ -90,7 +90,10 @@ def tfds_files(manifest: Manifest) -> dict[str, bytes]:
 def tfds_readable(manifest: Manifest) -> bool:
     """Whether TFDS reads the dataset through `tfds_files`: not gzip shards, nor a layout
     TFDS cannot read (`Layout.tfds_readable`: the tf_models one), nor features TFDS cannot
-    nest ("a" beside "a/b", an empty group)."""
+    nest ("a" beside "a/b", an empty group), nor clips (SequenceExamples, which TFDS's
+    features, parsing Examples, do not read)."""
+    if manifest.media is not None:
+        return False
     keys = list(manifest.features)
     nestable = all(all(key.split("/")) for key in keys) and not any(
         other.startswith(key + "/") for key in keys for other in keys)

@@ -44,6 +44,7 @@ from tfrecorder.format.manifest import (
     index_filename,
 )
 from tfrecorder.format.manifest_statistics import Duplicate
+from tfrecorder.format.media_sequence import Media
 from tfrecorder.format.tfds_metadata import tfds_files
 from tfrecorder.format.tfrecord import ShardWriter, open_read, read_records
 from tfrecorder.options import DEFAULT_MAX_REJECTED
@@ -56,6 +57,7 @@ from tfrecorder.write.statistics import (
     Located,
     ShardFacts,
     candidate_duplicates,
+    clip_counts,
     describe_duplicates,
     dropped_copies,
     split_statistics,
@@ -256,7 +258,18 @@ def manifest_header(plan: Plan, table: Table, options: dict, *,
                     options=json.loads(json.dumps(options)),
                     labels=labels, created_by=f"tfrecorder {__version__}",
                     task=table.task, layout=plan.image_options.layout,
-                    skipped_annotations=report.skipped(), annotations=report.annotations)
+                    skipped_annotations=report.skipped(), annotations=report.annotations,
+                    media=_media(plan, table))
+
+
+def _media(plan: Plan, table: Table) -> Media | None:
+    """A video or audio dataset's `media` section, before its counts are known."""
+    if table.media == "image":
+        return None
+    options = plan.image_options.media_options
+    stored = ("encoded_media" if options is not None and options.keep_media
+              else "frames" if table.media == "video" else "waveform")
+    return Media(table.media, stored)
 
 
 def _num_classes(plan: Plan) -> int:
@@ -343,6 +356,10 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
         folder.write_bytes(LABEL_MAP, label_map.encode())
     manifest = header.finished(splits, rejected, statistics, duplicates,
                                _annotations(header, report, statistics, written, rows))
+    if header.media is not None:
+        manifest = replace(manifest, media=replace(header.media, counts={
+            str(split): clip_counts([_facts(w) for w in written.shards if w.split == split])
+            for split in splits}))
     for name, content in tfds_files(manifest).items():
         folder.write_bytes(name, content)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
@@ -373,7 +390,7 @@ def _duplicates(folder, header: Manifest, written: Written, rows: SourceRows
                 ) -> list[tuple[Duplicate, list[Located]]]:
     """Every image stored more than once, with where each copy is: candidates by their
     content hashes, confirmed by their bytes."""
-    if rows.image_uris is None:
+    if rows.image_uris is None or header.media is not None:  # (clips: not sought yet)
         return []
     shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
     image_key = layout_of(header).key("image")

@@ -35,6 +35,7 @@ from tfrecorder.format.layouts import (
     record_layout,
 )
 from tfrecorder.format.manifest import (
+    DEFAULT_LAYOUT,
     IMAGE_FEATURES,
     LABEL,
     Feature,
@@ -51,7 +52,15 @@ from tfrecorder.options import (
     SplitOptions,
 )
 from tfrecorder.sources import hashing
-from tfrecorder.sources.table import ANNOTATED_SIZE, Table, rows_at
+from tfrecorder.sources.table import (
+    ANNOTATED_SIZE,
+    CLIP_END,
+    CLIP_START,
+    REGIONS,
+    SEGMENTS,
+    Table,
+    rows_at,
+)
 from tfrecorder.wording import count, name_rows
 from tfrecorder.write.rows import Row
 
@@ -400,6 +409,8 @@ def stored_features(table: Table, image: ImageOptions,
     """Every feature of the records, under the layout's keys (`load()` builds its parsing
     spec from these alone; the encoder types empty lists by them). Without the
     categorical inputs' `vocabularies` (not planned yet), their features have none."""
+    if table.media != "image":
+        return _clip_features(table, image)
     layout = layout_named(image.layout, label_vocabulary)
     layout.check(table.has_images, image.image_format)
     labels = record_feature_types(table.has_labels, table.multi_label)
@@ -419,6 +430,19 @@ def stored_features(table: Table, image: ImageOptions,
     return layout.features(table.task, IMAGE_FEATURES if table.has_images else {},
                            labels.get(LABEL), dict(sorted(objects.items())), inputs,
                            label_vocabulary)
+
+
+def _clip_features(table: Table, image: ImageOptions) -> dict[str, Feature]:
+    """A video or audio table's features beyond MediaSequence's own keys (which
+    `format/media_sequence` declares, and readers parse by): its input columns, stored in
+    each clip's context under their names."""
+    if image.layout != DEFAULT_LAYOUT:
+        raise OptionError(
+            f"a {table.media} table is stored as MediaPipe's MediaSequence stores clips "
+            f"(tf.train.SequenceExample); layout={image.layout!r} is for images. Leave ",
+            Option("layout"), " out.", option="layout")
+    return {column.name: Feature(column.dtype, tuple(column.shape), role="input")
+            for column in table.inputs}
 
 
 def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
@@ -454,6 +478,8 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
     model_ids = plan_model_ids(table, options.split, vocabulary)
     encoder = RecordOptions.of(options.image, vocabulary, features, model_ids)
     encoder = replace(encoder, record_layout=record_layout(encoder))  # built once, here
+    if table.media != "image":
+        encoder = replace(encoder, media=table.media, media_options=options.media)
     return Plan(seed, encoder,
                 options.shards.compression, vocabulary, label_ids,
                 splits, tuple(shards), vocabularies, features, model_ids)
@@ -562,7 +588,17 @@ def sample_rows(table: Table, order: np.ndarray) -> Iterator[Row]:
                   _id_sized(row.get("label")),
                   Split.TRAIN, {name: _plain(row[name]) for name in inputs},
                   row.get("image"), row.get("image_name"), row.get(MASK), row.get("mask_file"),
-                  None if row.get(ANNOTATED_SIZE) is None else tuple(row[ANNOTATED_SIZE]))
+                  None if row.get(ANNOTATED_SIZE) is None else tuple(row[ANNOTATED_SIZE]),
+                  *_clip_span(row))
+
+
+def _clip_span(row: Mapping) -> tuple:
+    """A video or audio row's clip span and timed annotations, as `Row` holds them."""
+    start, end = (row.get(name) for name in (CLIP_START, CLIP_END))
+    timed = row.get(SEGMENTS, row.get(REGIONS))
+    return (None if start is None or pd.isna(start) else int(start),
+            None if end is None or pd.isna(end) else int(end),
+            None if timed is None else tuple(map(tuple, timed)))
 
 
 def _id_sized(label):

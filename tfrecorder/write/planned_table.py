@@ -16,7 +16,16 @@ import pandas as pd
 
 from tfrecorder.format.layouts import MASK
 from tfrecorder.format.splits import Split
-from tfrecorder.sources.table import ANNOTATED_SIZE, ArrowColumn, Table, arrow_backed
+from tfrecorder.sources.table import (
+    ANNOTATED_SIZE,
+    CLIP_END,
+    CLIP_START,
+    REGIONS,
+    SEGMENTS,
+    ArrowColumn,
+    Table,
+    arrow_backed,
+)
 from tfrecorder.write.plan import Plan, ids_in
 from tfrecorder.write.rows import Row
 
@@ -53,6 +62,13 @@ class PlannedTable:
         # The size each detection row's annotation states (EXIF orientation).
         self.annotated_sizes = (rows[ANNOTATED_SIZE].to_numpy(dtype=object)
                                 if ANNOTATED_SIZE in rows else None)
+        # A video or audio row's clip span (None: the file's start or end) and timed
+        # annotations (segments or regions, paired with its labels).
+        self.clip_spans = None
+        if CLIP_START in rows:
+            self.clip_spans = [_optional_ints(rows[CLIP_START]), _optional_ints(rows[CLIP_END])]
+        timed = SEGMENTS if SEGMENTS in rows else REGIONS if REGIONS in rows else None
+        self.timed = rows[timed].to_numpy(dtype=object) if timed else None
         self.labels = None
         if plan.label_ids is not None:
             self.labels = (_objects(plan.label_ids) if table.multi_label
@@ -99,12 +115,17 @@ class PlannedTable:
         sizes = ([None] * len(positions) if self.annotated_sizes is None else
                  [None if size is None else tuple(size)
                   for size in self.annotated_sizes[positions].tolist()])
+        starts, ends = ([[None] * len(positions)] * 2 if self.clip_spans is None else
+                        [values[positions].tolist() for values in self.clip_spans])
+        timed = ([None] * len(positions) if self.timed is None else
+                 [None if t is None else tuple(map(tuple, t)) for t in self.timed[positions]])
         return [Row(position, uri, image_uri, label, split,
                     {name: values[i] for name, values in inputs.items()}, image, name,
-                    mask, mask_file, size)
-                for i, (position, uri, image_uri, label, image, name, mask, mask_file, size)
+                    mask, mask_file, size, start, end, annotations)
+                for i, (position, uri, image_uri, label, image, name, mask, mask_file, size,
+                        start, end, annotations)
                 in enumerate(zip(positions.tolist(), uris, image_uris, labels, images, names,
-                                 masks, mask_files, sizes))]
+                                 masks, mask_files, sizes, starts, ends, timed))]
 
     def inputs_at(self, positions: np.ndarray) -> dict[str, Sequence]:
         """The input columns' values at `positions`, as stored: NumPy columns (or Arrow
@@ -117,6 +138,11 @@ def _objects(values: Sequence) -> np.ndarray:
     found = np.empty(len(values), dtype=object)
     found[:] = values if not isinstance(values, np.ndarray) else values.tolist()
     return found
+
+
+def _optional_ints(column: pd.Series) -> np.ndarray:
+    """A nullable integer column as objects: ints, and None for <NA>."""
+    return np.array([None if pd.isna(v) else int(v) for v in column], dtype=object)
 
 
 def _texts(column: pd.Series):

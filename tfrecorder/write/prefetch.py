@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -34,6 +35,7 @@ MAX_IN_FLIGHT = 64
 MAX_BUFFERED_BYTES = 64 << 20  # fetched, not yet encoded (plus what is in flight)
 # A record's size when no sampled row gives one (every sampled row rejected).
 _FALLBACK_RECORD_BYTES = 100_000
+_CLIPS_SAMPLED = 2  # video or audio rows encoded to estimate a record's size
 
 
 class RowReads(NamedTuple):
@@ -162,7 +164,7 @@ def encode_read(row: Row, reads: RowReads, options: ImageOptions, prefetcher: Pr
 
 
 def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions,
-                      features: Mapping[str, Feature]) -> float:
+                      features: Mapping[str, Feature], media: str = "image") -> float:
     """The mean size of the records of `rows` (a sample: `plan.sample_rows`), which
     `convert` measures before `make_plan` to give each split as many shards as keep them
     near `shard_size_mb`; 0 when no split is sized by bytes (nothing is read then).
@@ -171,12 +173,16 @@ def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions,
     reads from buckets), which the plan must not load and frozen options must not do: so
     it lives here, beside the encoder it runs, with the sample's reads started at once.
     Image headers only: the sample is not validated. `features` are the records' (the
-    plan's, by `plan.stored_features`).
+    plan's, by `plan.stored_features`); `media`, what the rows' files are (`Table.media`).
     """
     if not options.shards.sized_by_bytes:
         return 0.0
     image_options = RecordOptions.of(dataclasses.replace(options.image, validate=False),
                                      None, features)
+    if media != "image":  # a clip costs what a hundred images do: a few tell enough
+        image_options = dataclasses.replace(image_options, media=media,
+                                            media_options=options.media)
+        rows = itertools.islice(rows, _CLIPS_SAMPLED)
     with Prefetcher() as prefetcher:
         sizes = [len(result.example) for _, result
                  in encode_in_order(rows, image_options, prefetcher)

@@ -36,7 +36,7 @@ from tfrecorder.format.manifest_statistics import (
     SplitStatistics,
 )
 from tfrecorder.wording import row_word
-from tfrecorder.write.rows import TURNS_COUNTED, Record, Row
+from tfrecorder.write.rows import TURNS_COUNTED, Record, Row, StoredImage
 
 _NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
 _DIGEST_BYTES = 16
@@ -130,6 +130,10 @@ class ShardFacts:
     # What each record's EXIF orientation made of its image (`StoredImage.turned`'s bits);
     # empty for a shard without images, and in receipts from before it.
     turns: array = field(default_factory=lambda: array("b"))
+    # A clip record's stored frames (0 for audio) and length in microseconds; empty for
+    # other records. Its image columns describe its frames (format, size, bytes stored).
+    frames: array = field(default_factory=lambda: array("i"))
+    durations: array = field(default_factory=lambda: array("q"))
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -138,6 +142,13 @@ class ShardFacts:
         image = record.image
         self.positions.append(row.position)
         self.labels.append(row.label)
+        clip = getattr(record, "clip", None)
+        if clip is not None:
+            self.frames.append(clip.frames)
+            self.durations.append(clip.duration_us)
+            if clip.frames:  # its frames, as an image's columns
+                image = StoredImage("jpeg", clip.height, clip.width, 3, clip.num_bytes,
+                                    clip.digest)
         boxes = row.inputs.get(BBOX) if record.boxes is None else record.boxes
         if boxes is not None:
             self._add_boxes(boxes)
@@ -169,7 +180,7 @@ class ShardFacts:
         self.labels.extend(labels)
 
     def extend(self, other: ShardFacts) -> None:
-        for name in (*_COLUMNS, *_BOX_COLUMNS, "turns"):
+        for name in (*_COLUMNS, *_BOX_COLUMNS, "turns", *_CLIP_COLUMNS):
             getattr(self, name).extend(getattr(other, name))
         self.digests += other.digests
 
@@ -231,10 +242,20 @@ class ShardFacts:
 
 _COLUMNS = ("positions", "labels", "formats", "heights", "widths", "channels", "sizes")
 _BOX_COLUMNS = ("boxes", "box_heights", "box_widths")
-_ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS, "turns")
+_CLIP_COLUMNS = ("frames", "durations")
+_ARRAYS = (*(name for name in _COLUMNS if name != "labels"), *_BOX_COLUMNS, "turns",
+           *_CLIP_COLUMNS)
 # How receipts stored the typed columns before they said so.
 _FIRST_TYPECODES = {**dict.fromkeys(_ARRAYS, "q"), "formats": "b", "box_heights": "f",
                     "box_widths": "f", "turns": "b"}
+
+
+def clip_counts(facts: Sequence[ShardFacts]) -> dict[str, float]:
+    """A split's clips, stored frames and seconds (the manifest's `media.counts`)."""
+    frames = sum(sum(shard.frames) for shard in facts)
+    seconds = sum(sum(shard.durations) for shard in facts) / 1e6
+    return {"clips": sum(len(shard.durations) for shard in facts), "frames": frames,
+            "seconds": round(seconds, 3)}
 
 
 def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: bool = False

@@ -260,6 +260,8 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     model_ids = plan_model_ids(head, options.split, vocabulary)
     encoder = RecordOptions.of(options.image, vocabulary, features, model_ids)
     encoder = replace(encoder, record_layout=record_layout(encoder))
+    if head.media != "image":
+        encoder = replace(encoder, media=head.media, media_options=options.media)
     counts = tuple(int(sum(f.split_counts[code] for f in facts)) for code in range(len(SPLITS)))
     num_unassigned = sum(f.num_unassigned for f in facts)
     if num_unassigned:
@@ -268,7 +270,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
         ((key, (f.index, position), row) for f in facts for key, position, row in f.sample),
         key=lambda item: item[:2])][:SIZE_SAMPLE]
     record_bytes = mean_record_bytes(sample, options, stored_features(
-        head, options.image, vocabulary))
+        head, options.image, vocabulary), head.media)
     shard_counts = tuple(options.shards.count(split, n, record_bytes)
                          for split, n in zip(SPLITS, counts))
     report = SourceReport.joined([f.report for f in facts])
@@ -276,7 +278,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     summary = Plan(options.split.seed, encoder, options.shards.compression, vocabulary,
                    None, RowColumn(np.zeros(0, dtype=np.int8)), (), vocabularies, features,
                    model_ids)
-    header = manifest_header(summary, head, options.recorded(), num_rows=sum(counts),
+    header = manifest_header(summary, head, options.recorded(head.media), num_rows=sum(counts),
                              num_classes=num_classes, report=report)
     limit = RejectionLimit(sum(counts) + report.num_rejected_rows,
                            options.reject.max_rejected, report.rejected_reasons)
