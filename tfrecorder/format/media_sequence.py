@@ -216,12 +216,19 @@ class Media:
     stored: str  # one of STORED
     # Per split: {"clips": n, "frames": n, "seconds": s}; {} in a header.
     counts: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # What cutting files into clips of `clip_seconds` did: {"clip_seconds", "rows",
+    # "clips", "tails_dropped", "seconds_dropped"}; None: files were not cut.
+    cut: Mapping[str, float] | None = None
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "stored": self.stored,
-                "counts": {str(k): dict(v) for k, v in self.counts.items()}}
+        found = {"kind": self.kind, "stored": self.stored,
+                 "counts": {str(k): dict(v) for k, v in self.counts.items()}}
+        if self.cut is not None:
+            found["cut"] = dict(self.cut)
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping) -> Media:
         return cls(kind=data["kind"], stored=data["stored"],
-                   counts={k: dict(v) for k, v in (data.get("counts") or {}).items()})
+                   counts={k: dict(v) for k, v in (data.get("counts") or {}).items()},
+                   cut=dict(data["cut"]) if data.get("cut") else None)

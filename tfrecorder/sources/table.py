@@ -117,6 +117,10 @@ class Table:
     # holds, clipped, without a mask; its images without an annotation file; notes
     # (`annotation_policy`). The writer fills in what it wrote. None: not detection.
     annotations: AnnotationCounts | None = field(default=None, repr=False, compare=False)
+    # What cutting long files into clips did (`write/clip_cutting`): the clip length, the
+    # rows cut, the clips made, the shorter last pieces dropped and their seconds; the
+    # manifest's `media.cut`. None: not cut.
+    clip_cuts: dict | None = field(default=None, repr=False, compare=False)
     # Columns' words (`hashing.cell_words`) that validation computed on its way (lists of
     # k numbers, checked as one array): `value_hashes` takes them, and lets them go.
     cell_words: dict[str, np.ndarray] = field(default_factory=dict, repr=False,

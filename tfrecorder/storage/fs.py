@@ -246,6 +246,17 @@ class _RangeReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def seekable(self) -> bool:  # a container's index may be at its end (an MP4's moov)
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
     def readinto(self, buffer) -> int:
         if self.position >= self.size:
             return 0

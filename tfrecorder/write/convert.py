@@ -40,6 +40,12 @@ from tfrecorder.sources.table_files import table_files
 from tfrecorder.storage import fs
 from tfrecorder.write import output, prefetch
 from tfrecorder.write import resume as resume_journal
+from tfrecorder.write.clip_cutting import (
+    clip_length_us,
+    cut_into_clips,
+    describe_cuts,
+    file_duration_us,
+)
 from tfrecorder.write.engines import EngineRun, engine_for
 from tfrecorder.write.finish import (
     RejectionLimit,
@@ -152,6 +158,9 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             manifest, run = convert_in_pipeline(files, output_dir, options)
         return _result(output_dir, options, manifest, run, time.perf_counter() - started)
     table = load_table(source, **vars(options.table))
+    if table.media != "image" and clip_length_us(options.media) is not None:
+        table = cut_into_clips(table, options.media, file_duration_us)
+        logger.info("%s", describe_cuts(table.clip_cuts))
     release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image
     engine.check(output_dir, table)

@@ -269,7 +269,7 @@ def _media(plan: Plan, table: Table) -> Media | None:
     options = plan.image_options.media_options
     stored = ("encoded_media" if options is not None and options.keep_media
               else "frames" if table.media == "video" else "waveform")
-    return Media(table.media, stored)
+    return Media(table.media, stored, cut=table.clip_cuts)
 
 
 def _num_classes(plan: Plan) -> int:
