@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from apache_beam.pvalue import AsSingleton
 
-from tfrecorder.errors import TFRecorderError
+from tfrecorder.errors import Option, OptionError, TFRecorderError
 from tfrecorder.format.layouts import record_layout
 from tfrecorder.format.manifest import LABEL, Manifest, shard_filename
 from tfrecorder.format.splits import SPLITS
@@ -44,6 +44,7 @@ from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, RecordOptions
 from tfrecorder.sources import concat_tables
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.table_files import file_table
+from tfrecorder.write.clip_cutting import clip_length_us
 from tfrecorder.write.finish import (
     RejectionLimit,
     SourceReport,
@@ -252,6 +253,13 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     heads = {f.name: f.head for f in facts}
     head = concat_tables(heads, {name: name for name in heads}) if len(heads) > 1 \
         else next(iter(heads.values()))
+    if head.media != "image" and clip_length_us(options.media) is not None:
+        raise OptionError(
+            Option("clip_seconds" if options.media.clip_seconds else "clip_frames"),
+            " cuts files into clips as the table is read, which a pipeline that reads "
+            "its table files itself does not do yet: give convert() the table as a "
+            "DataFrame (it is cut before the job starts), or cut the spans into the "
+            "table's start and end columns.", option="clip_seconds")
     vocabulary, num_classes = _labels(head, facts, options)
     vocabularies = {c.name: c.categories or tuple(sorted(
         {v for f in facts for v in f.categories[c.name]})) for c in head.inputs
