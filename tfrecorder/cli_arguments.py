@@ -85,7 +85,8 @@ class Sources(argparse.Action):
 # Each group of `tfrecorder.options`, as the command's help shows it.
 _GROUP_TITLES = {
     options.TableOptions: "table", options.SplitOptions: "splits",
-    options.ImageOptions: "images", options.RejectOptions: "rejected rows",
+    options.ImageOptions: "images", options.MediaOptions: "video and audio",
+    options.RejectOptions: "rejected rows",
     options.ShardOptions: "shards", options.OutputOptions: "output folder",
     options.RunOptions: "local run", options.BeamOptions: "Apache Beam",
 }
