@@ -415,3 +415,27 @@ def test_a_folder_of_videos_beside_images_is_refused(tmp_path):
 def test_a_folder_of_images_is_still_images(tmp_path):
     touch(tmp_path, "cat/1.jpg", "dog/2.png")
     assert load_table(str(tmp_path)).media == "image"
+
+
+# --- what planning reads of a table of clips ---------------------------------------------
+
+def test_a_large_csv_of_clips_read_in_chunks_is_the_table_read_whole(tmp_path):
+    (tmp_path / "a.csv").write_text("audio_uri,label,start,end\nd.wav,bark,0,1.5\n"
+                                    "c.wav,meow,,\ne.wav,bark,2,inf\n")
+    whole = load_table(str(tmp_path / "a.csv"))
+    chunked = load_table(str(tmp_path / "a.csv"), chunk_rows=1)
+    assert (chunked.media, chunked.task) == ("audio", "classification")
+    assert spans(chunked) == spans(whole) == [(0, 1_500_000), (None, None),
+                                              (2_000_000, None)]
+    assert str(chunked.rows[CLIP_END].dtype) == "Int64"
+    assert chunked.value_hashes.tolist() == whole.value_hashes.tolist()
+
+
+def test_rows_of_clips_hash_their_span_and_annotations(tmp_path):
+    path = write_jsonl(tmp_path / "t.jsonl", [
+        {"videoGcsUri": f"gs://v{i}.mp4", "temporalBoundingBoxAnnotations": [
+            {"displayName": "car", "timeOffset": f"{t}s", "xMin": 0.1, "yMin": 0.1,
+             "xMax": 0.5, "yMax": 0.5}]} for i, t in ((1, 1), (2, 2))])
+    table = load_table(path)
+    hashes = table.value_hashes  # what UNASSIGNED splits and resumed runs read
+    assert len(set(hashes.tolist())) == 2

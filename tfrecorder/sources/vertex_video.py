@@ -296,27 +296,51 @@ _UNREADABLE = Problem("unreadable box", "whose box cannot be read", _BOX_FIX)
 def _tracking_csv(path, base_dir, options, lines, uris, splits, rest) -> Table:
     where = f"the CSV file {path!r}"
     first, video_of = images_in_order(uris, splits, lines)
-    image, labels, boxes, rows, written, codes, times, tracks = [], [], [], [], [], [], [], []
+    found = _Boxes(path, where)
     for i, (line, cells) in enumerate(zip(lines, rest)):
         if not any(cells):
             continue  # a video without annotations
         cells = (cells + [""] * _TRACK_CELLS)[:_TRACK_CELLS]
         why, box = vertices_box(cells[3:])
-        image.append(video_of[i])
-        labels.append(cells[0] or None)
-        boxes.append(box if box is not None else [np.nan] * 4)
-        codes.append(1 if why else 0)
-        rows.append(lines[first[video_of[i]]])  # its video's row
-        written.append(f"line {line}: {','.join(cells)!r}" + (f" (a box {why})" if why
-                                                             else ""))
-        times.append(_track_time(cells[2], line, where))
-        tracks.append(_instance(cells[1], f"line {line} of {where}", [line]))
-    objects = Objects.of(image, labels, boxes, rows, lambda j: written[j], where,
-                         problem=codes, problems=(_UNREADABLE,),
-                         names=lambda j: (path, written[j].split(":", 1)[0], written[j]),
-                         time=np.asarray(times, dtype=np.int64),
-                         track=np.asarray(tracks, dtype=np.int64))
+        found.add(video_of[i], lines[first[video_of[i]]], cells[0] or None, box,
+                  f"line {line}: {','.join(cells)!r}" + (f" (a box {why})" if why else ""),
+                  _track_time(cells[2], line, where),
+                  _instance(cells[1], f"line {line} of {where}", [line]))
+    objects = found.objects()
     return _tracking_rows(base_dir, options, lines, uris, splits, first, objects)
+
+
+class _Boxes:
+    """A tracking file's boxes, gathered one `add` a box, as `annotation_policy.Objects`
+    (a box that cannot be read marked `_UNREADABLE`), with their times and instances."""
+
+    def __init__(self, path: str, where: str):
+        self.path, self.where = path, where
+        self.video, self.rows, self.labels, self.boxes, self.codes = [], [], [], [], []
+        self.written, self.times, self.tracks = [], [], []
+
+    def add(self, video: int, row, label, box: list[float] | None, written: str,
+            time: int, track: int) -> None:
+        """A box of `video` (the table's row `row`), as the file writes it (`written`:
+        "line 4: ..."); None: unreadable."""
+        self.video.append(video)
+        self.rows.append(row)
+        self.labels.append(label)
+        self.boxes.append([np.nan] * 4 if box is None else box)
+        self.codes.append(int(box is None))
+        self.written.append(written)
+        self.times.append(time)
+        self.tracks.append(track)
+
+    def objects(self) -> Objects:
+        written = self.written
+        return Objects.of(self.video, self.labels, self.boxes, self.rows,
+                          lambda j: written[j], self.where, problem=self.codes,
+                          problems=(_UNREADABLE,),
+                          names=lambda j: (self.path, written[j].split(":", 1)[0],
+                                           written[j]),
+                          time=np.asarray(self.times, dtype=np.int64),
+                          track=np.asarray(self.tracks, dtype=np.int64))
 
 
 def _track_time(cell: str, line, where: str) -> int:
@@ -499,29 +523,21 @@ def _name(label, where: str, line) -> None:
 
 def _tracking_jsonl(path, where, base_dir, options, lines, uris, splits, lists) -> Table:
     first, video_of = images_in_order(uris, splits, lines)
-    image, labels, boxes, rows, written, codes, times, tracks = [], [], [], [], [], [], [], []
+    found = _Boxes(path, where)
     for i, line in enumerate(lines):
         for k, box in enumerate(lists[line, _BOXES]):
             at = f"line {line} of {where} (box {k})"
             corners = [_coordinate(box.get(key)) for key in ("ymin", "xmin", "ymax", "xmax")]
-            unreadable = any(value is None for value in corners)
-            image.append(video_of[i])
-            labels.append(box.get("displayname"))
-            boxes.append([np.nan] * 4 if unreadable else corners)
-            codes.append(1 if unreadable else 0)
-            rows.append(lines[first[video_of[i]]])  # its video's row
-            written.append(f"line {line}, box {k}: {json.dumps(box)[:200]}")
             offset = box.get("timeoffset")
             if is_missing(offset):
                 raise SchemaError(f"{at} has no timeOffset: a box is drawn on the frame at "
                                   "a time (\"4.0s\"). Give its time.", rows=[line])
-            times.append(media.time_us(offset, at, "timeOffset", rows=[line]))
-            tracks.append(_instance(box.get("instanceid"), at, [line]))
-    objects = Objects.of(image, labels, boxes, rows, lambda j: written[j], where,
-                         problem=codes, problems=(_UNREADABLE,),
-                         names=lambda j: (path, written[j].split(":", 1)[0], written[j]),
-                         time=np.asarray(times, dtype=np.int64),
-                         track=np.asarray(tracks, dtype=np.int64))
+            found.add(video_of[i], lines[first[video_of[i]]], box.get("displayname"),
+                      None if None in corners else corners,
+                      f"line {line}, box {k}: {json.dumps(box)[:200]}",
+                      media.time_us(offset, at, "timeOffset", rows=[line]),
+                      _instance(box.get("instanceid"), at, [line]))
+    objects = found.objects()
     return _tracking_rows(base_dir, options, lines, uris, splits, first, objects)
 
 
