@@ -10,6 +10,10 @@ dispatcher that picks one.
                     a column of boxes (detection.py)
     automl_detection.py  AutoML Vision / Vertex AI object-detection CSV files
     vertex_jsonl.py Vertex AI JSONL import files (classes or boxes)
+    vertex_video.py Vertex AI video import files, JSONL and CSV: classification, action
+                    recognition, object tracking (issue 49)
+    clips_csv.py    clips CSV files as DeepMind's DMVR takes them: path,start,end,label
+    media.py        what video and audio sources share: times, clips, the clip table
     coco.py         COCO object-detection JSON files
     coco_folder.py  COCO datasets as downloaded: COCO's, datumaro's, Roboflow's folders
     pascal_voc.py   Pascal VOC XML files (LabelImg, CVAT, the VOC2007/2012 layout)
@@ -50,6 +54,7 @@ from tfrecorder.format.vocabulary import LabelMap
 from tfrecorder.options import TableOptions
 from tfrecorder.sources import (
     automl_detection,
+    clips_csv,
     coco,
     coco_folder,
     csv,
@@ -60,6 +65,7 @@ from tfrecorder.sources import (
     table_files,
     tables,
     vertex_jsonl,
+    vertex_video,
     yolo,
 )
 from tfrecorder.sources.table import Table
@@ -72,9 +78,12 @@ from tfrecorder.wording import shown
 # told apart by what it holds before `folder` takes it as label/file: a YOLO data file
 # (`yolo`), COCO files where COCO, datumaro and Roboflow put them (`coco_folder`), Pascal
 # VOC XML annotations (`pascal_voc`); `folder` refuses annotations it would lose (other
-# XML files, a labels/ tree).
-FILE_FORMATS = (tables, parquet, yolo, coco_folder, pascal_voc, folder, vertex_jsonl,
-                coco, automl_detection, csv)
+# XML files, a labels/ tree). Vertex AI's video files and clips CSVs are told by their
+# content before `vertex_jsonl` (which takes any `.jsonl`) and `automl_detection` (whose
+# boxes an object-tracking line's resemble): a video JSONL names `videoGcsUri`, and a
+# video CSV line starts with a video path.
+FILE_FORMATS = (tables, parquet, yolo, coco_folder, pascal_voc, folder, vertex_video,
+                clips_csv, vertex_jsonl, coco, automl_detection, csv)
 # What each task needs, for an error when the source is read for another.
 _NEEDS = {
     "classification": "labels of whole images",

@@ -362,7 +362,7 @@ class _Objects:
                                          | np.signbit(xs).any(axis=1)
                                          | np.signbit(ys).any(axis=1)))
             for i in odd.tolist():
-                boxes[i] = _box([self.cells.record(i)[j].strip() if j < cells.fields[i]
+                boxes[i] = vertices_box([self.cells.record(i)[j].strip() if j < cells.fields[i]
                                  else "" for j in range(lead + 1, lead + 1 + _COORDINATES)])[1]
         self.entry = np.flatnonzero(shape.label_given | (given > 0) | (problem > 0))
         self.labels = shape.labels[self.entry]
@@ -387,9 +387,10 @@ class _Objects:
                           problems=_PROBLEMS, names=names)
 
 
-def _box(cells: list[str]) -> tuple[str | None, list[float] | None]:
-    """The box [ymin, xmin, ymax, xmax] of a line's coordinate cells (None: no box), or
-    what is wrong with them."""
+def vertices_box(cells: list[str]) -> tuple[str | None, list[float] | None]:
+    """The box [ymin, xmin, ymax, xmax] of a line's eight coordinate cells (two vertices,
+    `x_min,y_min,,,x_max,y_max,,`, or four; None: no box), or what is wrong with them.
+    Also Vertex AI's video object-tracking CSV's (`vertex_video`)."""
     if any(cells[_COORDINATES:]):
         return "with more than eight coordinates after the label", None
     cells = (cells + [""] * _COORDINATES)[:_COORDINATES]

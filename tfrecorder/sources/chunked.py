@@ -35,17 +35,19 @@ import pandas as pd
 from tfrecorder.errors import Option, SchemaError
 from tfrecorder.format.splits import SPLITS, UNASSIGNED
 from tfrecorder.options import TableOptions
+from tfrecorder.sources import media
 from tfrecorder.sources.column_values import Column
 from tfrecorder.sources.schema import (
     IMAGE_URI,
     INPUT_KINDS,
     INTEGER_LABEL,
+    MEDIA_TYPES,
     SPLIT_KEY,
     STRING_LABEL,
     column_types,
     is_missing,
 )
-from tfrecorder.sources.table import Table, arrow_backed
+from tfrecorder.sources.table import CLIP_END, CLIP_START, Table, arrow_backed
 from tfrecorder.sources.validate import validate
 from tfrecorder.storage import fs
 from tfrecorder.write.heap import release_freed_memory
@@ -169,8 +171,11 @@ def _pinned_schema(frame: pd.DataFrame, part: Table, schema: Mapping | None) -> 
             if part.multi_label else next((v for v in labels if v is not None), None)
         label_type = INTEGER_LABEL if isinstance(first, (int, np.integer)) else STRING_LABEL
         for name, type_name in types.items():
-            if type_name not in (*INPUT_KINDS, SPLIT_KEY, IMAGE_URI):
+            if type_name not in (*INPUT_KINDS, SPLIT_KEY, IMAGE_URI, *MEDIA_TYPES):
                 pinned[name] = label_type
+    if part.media != "image":  # a clip's start and end stay its span in every chunk
+        for name in media.span_columns(frame, schema or {}):
+            pinned.pop(name, None)
     return pinned
 
 
@@ -270,13 +275,15 @@ class _Spill:
         if name == "split":
             codes = pd.Categorical(column, categories=_SPLIT_CATEGORIES).codes
             self._append_numbers(name, codes.astype(np.int8), kind="split")
-        elif column.dtype.kind in "iuf" and not isinstance(column.dtype, pd.CategoricalDtype):
+        elif column.dtype.kind in "iuf" and not isinstance(column.dtype, pd.CategoricalDtype) \
+                and not _masked(column):
             self._append_numbers(name, column.to_numpy())
         else:
             values = pa.chunked_array(pa.array(column.array)) if arrow_backed(column) \
                 else _arrow_objects(name, column)
-            if values.null_count == 0 and (pa.types.is_int64(values.type)
-                                           or pa.types.is_float64(values.type)):
+            if values.null_count == 0 and not _masked(column) and (
+                    pa.types.is_int64(values.type)
+                    or pa.types.is_float64(values.type)):
                 # Numbers held as Python objects (a CSV file's): a NumPy column, mapped.
                 return self._append_numbers(name, values.to_numpy())
             writer = self.writers.get(name)
@@ -329,9 +336,13 @@ class _Spill:
         source = pd.DataFrame({name.split(":", 1)[1]: _series(values, index)
                                for name, values in mapped.items()
                                if name.startswith("\0source:")}, index=index, copy=False)
+        for name in (CLIP_START, CLIP_END):  # a clip's span: nullable, as `media` made it
+            if name in columns:
+                columns[name] = columns[name].astype("Int64")
         table = Table(rows=pd.DataFrame(columns, index=index, copy=False), source=source,
                       inputs=tuple(self.inputs), multi_label=self.first.multi_label,
-                      base_dir=self.first.base_dir, label_column=self.first.label_column)
+                      base_dir=self.first.base_dir, label_column=self.first.label_column,
+                      media=self.first.media, task=self.first.task)
         table.__dict__["value_hashes"] = mapped["\0hashes"]  # as validated, chunk by chunk
         return table
 
@@ -390,6 +401,13 @@ def _wide(arrow_type):
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         return pa.large_list(_wide(arrow_type.value_type))
     return arrow_type
+
+
+def _masked(column: pd.Series) -> bool:
+    """A column of pandas' nullable numbers (a clip's `Int64` span, `media`): kept with
+    its blanks (<NA>), in Arrow, whichever chunk has them."""
+    return isinstance(column.dtype, pd.api.extensions.ExtensionDtype) \
+        and column.dtype.kind in "iuf" and not arrow_backed(column)
 
 
 def _index(parts: list, name) -> pd.Index:

@@ -1,4 +1,9 @@
-"""Image folders laid out as `label/file` or `split/label/file` (`train/cat/1.jpg`)."""
+"""Image folders laid out as `label/file` or `split/label/file` (`train/cat/1.jpg`), and
+folders of clips laid out alike (`train/cartwheel/1.mp4`, `dog/bark.wav`): a folder whose
+files are videos or audio by their extension (`media.media_of_path`) is a table of clips,
+one a file, each its whole file (issue 49). The layout is the same for every kind of
+file, so one reader serves them; what the files are is decided once, over all of them
+(`_media`), as a table holds one kind of file."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import pandas as pd
 from tfrecorder.errors import SchemaError
 from tfrecorder.format.splits import split_named
 from tfrecorder.options import TableOptions
-from tfrecorder.sources import yolo
+from tfrecorder.sources import media, yolo
 from tfrecorder.sources.image_paths import has_image_extension, is_image_file
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.validate import validate
@@ -26,9 +31,23 @@ def claims(path: str, folder: bool) -> bool:
 
 
 def read(path: str, base_dir: str, options: TableOptions) -> Table:
-    """The folder's table."""
-    return validate(folder_table(path), base_dir=base_dir, schema=options.schema,
-                    split=options.split)
+    """The folder's table: of images, or of clips (`video_uri` or `audio_uri`)."""
+    frame = folder_table(path)
+    kind = _media(frame["image_uri"].tolist(), path)
+    if kind is not None:
+        frame = frame.rename(columns={"image_uri": f"{kind}_uri"})
+    return validate(frame, base_dir=base_dir, schema=options.schema, split=options.split)
+
+
+def _media(uris: list[str], root: str) -> str | None:
+    """"video" or "audio" for a folder of clips; None for a folder of images.
+
+    Raises:
+        SchemaError: for clips beside other files (images, or both kinds of clip).
+    """
+    if not any(media.media_of_path(uri) for uri in uris):
+        return None
+    return media.media_column_kind(uris, f"the folder {root!r}")
 
 
 _STRAY_SNIFFED = 100  # stray files without an image extension whose bytes are looked at
@@ -67,7 +86,8 @@ def folder_table(root: str) -> pd.DataFrame:
             "into the split folders, or out of the folder.")
     depth = 3 if by_split else 2
     stray = [uri for uri, parts in entries if len(parts) < depth]
-    unknown = [uri for uri in stray if not has_image_extension(uri)]
+    unknown = [uri for uri in stray if not has_image_extension(uri)
+               and not media.media_of_path(uri)]
     sniffed = set(unknown[:_STRAY_SNIFFED]) if not remote else set()
     stray_images = [uri for uri in stray if uri not in unknown
                     or (uri in sniffed and is_image_file(uri))]

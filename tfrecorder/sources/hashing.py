@@ -86,6 +86,9 @@ def row_hashes(words: Iterable[tuple[str, np.ndarray]], num_rows: int | None = N
     return hashes
 
 
+_NA_WORD = -(1 << 63)  # a nullable int's <NA>: no time, id or count takes it
+
+
 def cell_words(column: pd.Series | Sequence) -> np.ndarray:
     """One 64-bit word a cell of `column`; equal cells give equal words. Columns of
     objects are read a chunk of rows at a time, so that Arrow-backed text is never all
@@ -96,6 +99,10 @@ def cell_words(column: pd.Series | Sequence) -> np.ndarray:
     if isinstance(dtype, pd.CategoricalDtype):  # each category once
         categories = cell_words(pd.Series(column.cat.categories.tolist(), dtype=object))
         return categories[column.cat.codes.to_numpy()]
+    if dtype is not None and dtype.kind in "iub" and getattr(column, "hasnans", False):
+        # pandas' nullable ints (a clip's span, `media`): <NA> is a word of its own
+        return np.asarray(column.to_numpy(dtype=np.int64, na_value=_NA_WORD),
+                          dtype=np.int64).view(np.uint64)
     if dtype is not None and dtype.kind in "iub":
         return np.asarray(column, dtype=np.int64).view(np.uint64)
     text = _arrow_text(column)

@@ -1,12 +1,13 @@
 """Column types: what each column of the table becomes in the records.
 
 Without a `schema`, columns are typed by name and dtype: `split`, `image_uri` and `label`
-are the AutoML Vision columns (also in another case, with `-` or a space for `_`, or in
-the plural: `Label`, `IMAGE_URI`, `labels`), and every other column passes through as a
-feature typed from its pandas dtype (integers and booleans -> int64, floats -> float32,
-text -> bytes, pandas categoricals -> ids in a saved vocabulary; cells holding lists ->
-lists). A `schema` maps column names to TFRecorder's type names to say otherwise, or to
-None to drop a column.
+are the AutoML Vision columns, and `video_uri` or `audio_uri` name a clip's file in the
+place of `image_uri` (a table has one kind of file: `media.py`); all are also read in
+another case, with `-` or a space for `_`, or in the plural (`Label`, `IMAGE_URI`,
+`labels`). Every other column passes through as a feature typed from its pandas dtype
+(integers and booleans -> int64, floats -> float32, text -> bytes, pandas categoricals ->
+ids in a saved vocabulary; cells holding lists -> lists). A `schema` maps column names to
+TFRecorder's type names to say otherwise, or to None to drop a column.
 
 The values themselves are checked and converted to what is stored by `column_values`,
 apart because that is a job of its own: this module decides a column's type, that one
@@ -34,15 +35,24 @@ logger = logging.getLogger(__name__)
 # TFRecorder's type names. Label, split and image columns become the features `label`,
 # `split` and `image` (+ `image_uri`); inputs keep their column's name.
 SPLIT_KEY, IMAGE_URI, IMAGE = "SplitKey", "ImageUri", "Image"  # Image: held in memory
+# A video or an audio file's path: the row is a clip of it (`Table.media`; `media.py`).
+VIDEO_URI, AUDIO_URI = "VideoUri", "AudioUri"
+MEDIA_TYPES = {VIDEO_URI: "video", AUDIO_URI: "audio"}
 STRING_LABEL, INTEGER_LABEL = "StringLabel", "IntegerLabel"
 INPUT_KINDS = {"IntegerInput": "int64", "FloatInput": "float32", "StringInput": "string",
                "CategoricalInput": "categorical"}
 IMAGE_TYPES = (IMAGE_URI, IMAGE)
-TYPES = (SPLIT_KEY, IMAGE_URI, IMAGE, STRING_LABEL, INTEGER_LABEL, *INPUT_KINDS)
+# The types that give a row its file, of which a table has one column: images (by path or
+# held in memory), or a video or audio file's path.
+FILE_TYPES = (*IMAGE_TYPES, *MEDIA_TYPES)
+TYPES = (SPLIT_KEY, IMAGE_URI, IMAGE, VIDEO_URI, AUDIO_URI, STRING_LABEL, INTEGER_LABEL,
+         *INPUT_KINDS)
 LABEL_TYPES = (STRING_LABEL, INTEGER_LABEL)
 _LABEL = "Label"  # a `label` column not named in the schema: text or integer, as found
-_DEFAULT_TYPES = {"split": SPLIT_KEY, "image_uri": IMAGE_URI, "label": _LABEL}
-ROLES = tuple(_DEFAULT_TYPES)  # the columns read by name: split, image_uri, label
+_DEFAULT_TYPES = {"split": SPLIT_KEY, "image_uri": IMAGE_URI, "label": _LABEL,
+                  "video_uri": VIDEO_URI, "audio_uri": AUDIO_URI}
+# The columns read by name: split, image_uri, label, and a clip's video_uri or audio_uri.
+ROLES = tuple(_DEFAULT_TYPES)
 # Names other tools give these columns. Never taken silently (a `class` column may be a
 # ticket class, a `set` a Lego set): a table that lacks the role and has such a column is
 # asked what it is (see `tfrecorder.sources.table`). Compared by `name_key`.
@@ -57,6 +67,12 @@ SYNONYMS = {
     "label": frozenset({"class", "classes", "classname", "classid", "category",
                         "categories", "target", "targets", "labelname", "labelid",
                         "labelids", "labelnames"}),
+    "video_uri": frozenset({"video", "videos", "videopath", "videopaths", "videofile",
+                            "videourl", "videogcsuri", "videoname", "clip", "clips",
+                            "clippath"}),
+    "audio_uri": frozenset({"audio", "audios", "audiopath", "audiopaths", "audiofile",
+                            "audiourl", "audiogcsuri", "wav", "wavpath", "sound",
+                            "soundfile"}),
 }
 _BY_LOWER_NAME = {re.sub(r"[_\s]", "", name.lower()): name for name in TYPES}
 
@@ -68,9 +84,10 @@ def name_key(name) -> str:
 
 
 def role_by_name(name) -> str | None:
-    """`split`, `image_uri` or `label` for a column named so in any case, with `-` or a
-    space for `_`, or in the plural (`Split`, `IMAGE_URI`, `Image URI`, `labels`); else
-    None. Such a column takes the role unless the schema says otherwise."""
+    """The role of a column named `split`, `image_uri`, `label`, `video_uri` or
+    `audio_uri` in any case, with `-` or a space for `_`, or in the plural (`Split`,
+    `IMAGE_URI`, `Image URI`, `labels`); else None. Such a column takes the role unless
+    the schema says otherwise."""
     key = name_key(name)
     for role in ROLES:
         if key in (name_key(role), name_key(role) + "s"):
@@ -161,7 +178,7 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
                 ".")
         if names[0] != role:
             logger.info("Reading column %r as the %r column.", names[0], role)
-    images = [name for name, kind in types.items() if kind in IMAGE_TYPES]
+    images = [name for name, kind in types.items() if kind in FILE_TYPES]
     if len(images) > len(detected):  # an image column by name or schema: the others
         for name in detected:       # are typed by their dtype, as any input column
             types[name] = _input_type(frame[name])
@@ -171,7 +188,7 @@ def column_types(frame: pd.DataFrame, schema: Mapping | None) -> dict[str, str]:
         log = logger.warning if image_cells.holds_bytes(frame[detected[0]]) else logger.info
         log("Reading column %r as images held in memory; to store it as bytes instead, "
             "declare schema={%r: 'StringInput'}.", detected[0], detected[0])
-    for roles in ((SPLIT_KEY,), IMAGE_TYPES):
+    for roles in ((SPLIT_KEY,), FILE_TYPES):
         columns = [name for name, kind in types.items() if kind in roles]
         if len(columns) > 1:
             raise SchemaError(

@@ -32,7 +32,8 @@ ANNOTATED_SIZE = "annotated_size"
 # of the row's `label` list, in its order: SEGMENTS (task "action_recognition") lists
 # (start_us, end_us), a key frame's start being its end; REGIONS (task
 # "object_tracking") lists (time_us, ymin, xmin, ymax, xmax, track_id), the box in
-# fractions of the frame and `track_id` the object's instance (an int a video).
+# fractions of the frame and `track_id` the object's instance (an int a video; -1 where
+# the source names none, as Vertex AI's examples write "instance_id": "-1").
 CLIP_START = "clip_start_us"
 CLIP_END = "clip_end_us"
 SEGMENTS = "segments"

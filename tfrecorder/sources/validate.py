@@ -18,7 +18,7 @@ import pandas as pd
 from tfrecorder.errors import Option, OptionError, SchemaError
 from tfrecorder.format.manifest import RESERVED
 from tfrecorder.format.splits import SPLITS, UNASSIGNED, spellings_text, split_named
-from tfrecorder.sources import image_cells
+from tfrecorder.sources import image_cells, media
 from tfrecorder.sources.column_values import input_column
 from tfrecorder.sources.image_paths import (
     first_local_file_is_image,
@@ -28,11 +28,14 @@ from tfrecorder.sources.image_paths import (
 )
 from tfrecorder.sources.labels import INTEGER, row_labels
 from tfrecorder.sources.schema import (
+    AUDIO_URI,
+    FILE_TYPES,
     IMAGE,
-    IMAGE_TYPES,
     IMAGE_URI,
     INPUT_KINDS,
+    MEDIA_TYPES,
     SPLIT_KEY,
+    VIDEO_URI,
     column_types,
     is_missing,
     label_columns,
@@ -65,6 +68,12 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
     """
     schema = schema or {}
     types = column_types(frame, schema)
+    # A table of video or audio files: its `start` and `end` columns are each row's clip
+    # (`media`), not inputs.
+    kind = next((MEDIA_TYPES[t] for t in types.values() if t in MEDIA_TYPES), None)
+    spans = media.span_columns(frame, schema) if kind else (None, None)
+    for name in spans:
+        types.pop(name, None)
     fills = fill_missing if isinstance(fill_missing, Mapping) else {}
     inputs = [name for name, type_name in types.items() if type_name in INPUT_KINDS]
     strangers = sorted(set(fills) - set(inputs))
@@ -80,7 +89,7 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
             "nothing to convert. Pass the table with its rows (did a filter remove them "
             "all?).")
     _check_roles(frame, types, schema, base_dir)
-    image_column = next((n for n, t in types.items() if t in IMAGE_TYPES), None)
+    image_column = next((n for n, t in types.items() if t in FILE_TYPES), None)
     if image_column is None and not inputs:
         _nothing_to_store(frame, types)
     rows = pd.DataFrame(index=frame.index)
@@ -121,14 +130,18 @@ def validate(frame: pd.DataFrame, base_dir: str, schema: Mapping | None = None,
         kept = isinstance(values, pd.api.extensions.ExtensionArray) or (
             isinstance(values, np.ndarray) and values.dtype.kind in "if")
         rows[name] = pd.Series(values, index=frame.index, dtype=None if kept else object)
-    return Table(rows=rows, source=frame, inputs=tuple(columns), cell_words=words,
-                 number_grids=grids,
-                 multi_label=multi_label,
-                 label_column=names[0] if len(names) == 1 else None,
-                 base_dir=base_dir, image_column=image_column if "image" in rows else None)
+    table = Table(rows=rows, source=frame, inputs=tuple(columns), cell_words=words,
+                  number_grids=grids,
+                  multi_label=multi_label,
+                  label_column=names[0] if len(names) == 1 else None,
+                  base_dir=base_dir, image_column=image_column if "image" in rows else None)
+    if kind is None:
+        return table
+    return media.clip_table(table, kind, *media.span_values(frame, *spans))
 
 
-_ROLE_TYPES = {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"}
+_ROLE_TYPES = {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel",
+               "video_uri": VIDEO_URI, "audio_uri": AUDIO_URI}
 SAMPLE = 100  # values looked at to tell what an unnamed column holds
 
 
@@ -141,9 +154,9 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
     bytes), are named like a label (`class`, `category`, `target`), or are named one
     typing slip from a role (`lable`, `spilt`). No input may take a feature's name
     either."""
-    roles = {"split": SPLIT_KEY in types.values(),
-             "image_uri": bool(set(IMAGE_TYPES) & set(types.values())),
-             "label": bool(label_columns(types))}
+    files = bool(set(FILE_TYPES) & set(types.values()))  # one kind of file a table
+    roles = {"split": SPLIT_KEY in types.values(), "image_uri": files, "video_uri": files,
+             "audio_uri": files, "label": bool(label_columns(types))}
     untyped = [n for n, t in types.items() if t in INPUT_KINDS and n not in schema]
     found: dict[str, list[tuple[str, str]]] = {}  # role -> (column, why)
     for name in untyped:
@@ -161,6 +174,9 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
                 or first_local_file_is_image(sample, base_dir)):
             found.setdefault("image_uri", []).append(
                 (name, f"looks like image paths (e.g. {shown(sample[0])})"))
+        elif not roles["image_uri"] and is_text and (clips := _clip_paths(sample)):
+            found.setdefault(f"{clips}_uri", []).append(
+                (name, f"looks like {clips} paths (e.g. {shown(sample[0])})"))
         elif not roles["label"] and synonym_role(name) == "label":
             found.setdefault("label", []).append((name, "is named like a label column"))
         elif (role := misspelled_role(name)) and not roles[role]:
@@ -193,6 +209,13 @@ def _check_roles(frame: pd.DataFrame, types: Mapping, schema: Mapping,
             f"column {taken[0]!r} would replace a feature tfrecorder writes "
             f"({', '.join(RESERVED)}). Rename it, or drop it with ", dropping(taken[0]), ".",
             column=taken[0])
+
+
+def _clip_paths(sample: list) -> str | None:
+    """"video" or "audio" where every value of a sample is a path with that kind's
+    extension (`media.media_of_path`)."""
+    kinds = {media.media_of_path(v.strip()) if isinstance(v, str) else None for v in sample}
+    return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
 
 def _holds_split_names(column: pd.Series, sample: list) -> bool:

@@ -56,7 +56,7 @@ def claims(path: str, folder: bool) -> bool:
 
 def read(path: str, base_dir: str, options: TableOptions) -> Table:
     """The file's classification or detection table (by its annotations, or `task`)."""
-    lines, entries = _entries(path)
+    lines, entries = entries_of(path)
     has_boxes = [line for line, entry in zip(lines, entries) if BOXES in entry]
     has_classes = [line for line, entry in zip(lines, entries)
                    if CLASS in entry or CLASSES in entry]
@@ -70,7 +70,7 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
     if task == "auto":
         task = "detection" if has_boxes else "classification"
     uris = [entry[IMAGE] for entry in entries]
-    splits = [_split(path, line, entry) for line, entry in zip(lines, entries)]
+    splits = [split_of(path, line, entry) for line, entry in zip(lines, entries)]
     index = pd.Index(lines, name=LINE)
     if task != "detection":
         labels = _classes(path, lines, entries)
@@ -96,8 +96,10 @@ def read(path: str, base_dir: str, options: TableOptions) -> Table:
                          label_type=STRING_LABEL)
 
 
-def _entries(path: str) -> tuple[list[int], list[dict]]:
-    """Every non-blank line's object, and its line number."""
+def entries_of(path: str, uri_key: str = IMAGE, noun: str = "image"
+               ) -> tuple[list[int], list[dict]]:
+    """Every non-blank line's object, and its line number: each an object naming its
+    file (`uri_key`: `imageGcsUri`, or a video's `videoGcsUri`, `vertex_video`)."""
     data = fs.read_bytes(path)
     try:
         text = data.decode("utf-8-sig")
@@ -115,10 +117,11 @@ def _entries(path: str) -> tuple[list[int], list[dict]]:
                 f"line {number} of the JSONL file {path!r} is not JSON ({error.msg} at "
                 f"column {error.colno}): {_clip(line)!r}. A JSONL file holds one JSON "
                 "object a line.", rows=[number]) from None
-        if not isinstance(entry, dict) or not isinstance(entry.get(IMAGE), str):
+        if not isinstance(entry, dict) or not isinstance(entry.get(uri_key), str):
             raise SchemaError(
-                f"line {number} of the JSONL file {path!r} names no image: {_clip(line)!r}. "
-                f'Each line is an object with its image\'s "{IMAGE}".', rows=[number])
+                f"line {number} of the JSONL file {path!r} names no {noun}: "
+                f"{_clip(line)!r}. Each line is an object with its {noun}'s \"{uri_key}\".",
+                rows=[number])
         lines.append(number)
         entries.append(entry)
     if not entries:
@@ -131,10 +134,12 @@ def _clip(text: str, width: int = 120) -> str:
     return text if len(text) <= width else text[:width] + "..."
 
 
-def _split(path: str, line: int, entry: dict) -> str:
-    """The line's ml_use as written ("" when none: UNASSIGNED)."""
+def split_of(path: str, line: int, entry: dict) -> str:
+    """The line's ml_use as written ("" when none: UNASSIGNED). Vertex AI's video
+    examples also write the key short, "ml_use"."""
     labels = entry.get(SPLITS) or {}
-    split = labels.get(ML_USE, "") if isinstance(labels, dict) else None
+    split = labels.get(ML_USE, labels.get("ml_use", "")) if isinstance(labels, dict) \
+        else None
     if not isinstance(split, str):
         raise SchemaError(f'line {line} of the JSONL file {path!r} has "{SPLITS}" '
                           f"{labels!r}: an object whose {ML_USE!r} is {_ML_USES_TEXT}.",
