@@ -586,6 +586,9 @@ class RecordOptions(ImageOptions):
     # and how their clips are stored.
     media: str | None = None
     media_options: MediaOptions | None = None
+    # What a media row's labels describe (`Table.task`): "classification" (the clip's
+    # classes), "action_recognition" (its SEGMENTS), "object_tracking" (its REGIONS).
+    task: str = "classification"
 
     @classmethod
     def of(cls, image: ImageOptions, class_names: tuple[str, ...] | None,

@@ -64,6 +64,7 @@ from tfrecorder.options import ImageOptions, RecordOptions
 from tfrecorder.sources.image_cells import image_data
 from tfrecorder.storage import fs, store_errors
 from tfrecorder.write import annotations, orientation
+from tfrecorder.write.clip_records import encode_clip
 from tfrecorder.write.rows import Record, Rejection, Row, StoredImage
 
 # Channels of each mode images are stored in ("I;16": 16-bit greyscale).
@@ -95,6 +96,8 @@ def encode_row(row: Row, options: RecordOptions, read: Callable[[], bytes] | Non
             return Rejection(row.position, f"cannot read file: {store_errors.answer(e)}")
         if not data:
             return Rejection(row.position, "empty file (0 bytes)")
+    if getattr(options, "media", None):  # a video or audio clip (ImageOptions have none)
+        return encode_clip(row, data, options)
     turn = None
     try:
         if isinstance(data, bytes) and orientation.applies(options.orientation,

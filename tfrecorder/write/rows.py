@@ -67,12 +67,28 @@ class StoredImage(NamedTuple):
     turned: int = 0
 
 
+class StoredClip(NamedTuple):
+    """What the writer learns of a video or audio clip as it stores it, for the dataset's
+    statistics: its stored frames (0 for audio, or when the file is kept), its span, the
+    frames' size (0 without frames), and its media payload (the JPEG frames, the
+    waveform's float32 bytes, or the kept file): size and xxh3-128."""
+
+    frames: int
+    duration_us: int
+    height: int
+    width: int
+    num_bytes: int
+    digest: bytes
+
+
 class Record(NamedTuple):
-    """A row encoded: its serialized Example, and its image as stored (None without)."""
+    """A row encoded: its serialized Example (a clip's SequenceExample), and its image or
+    clip as stored (None without)."""
 
     example: bytes
     image: StoredImage | None = None
     boxes: list | None = None  # the boxes stored, where they are not the row's (turned)
+    clip: StoredClip | None = None
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
