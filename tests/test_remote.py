@@ -253,16 +253,29 @@ except tfrecorder.StorageError as error:
 """
 
 
+@pytest.fixture(scope="module")
+def startup_seconds(tmp_path_factory) -> float:
+    """What a conversion that fails at once costs in a subprocess (Python, TensorFlow's
+    import, the command line) on this machine, now: a shared host under load takes
+    several times its idle seconds, so times are measured beyond it."""
+    missing = tmp_path_factory.mktemp("startup") / "missing.csv"
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "tfrecorder", "convert", str(missing),
+                    str(missing.parent / "out")], capture_output=True, timeout=120)
+    return time.monotonic() - started
+
+
 @pytest.mark.parametrize("cause, command", [
     ("connection refused", ["-m", "tfrecorder", "convert"]),
     ("connection refused", ["-c", API_CONVERT]),
     ("timed out", ["-m", "tfrecorder", "convert"])], ids=["refused-cli", "refused-api",
                                                           "timed-out-cli"])
 def test_a_gcs_endpoint_that_cannot_be_reached_is_one_line_within_seconds(
-        gcs_store, tmp_path, cause, command):
-    """No route to the store: the probe gives up within seconds and names the cause, in
-    one line without the store client's tracebacks (gcsfs retried for 36 s before, then
-    logged three tracebacks and blamed the bucket's name and the credentials)."""
+        gcs_store, tmp_path, startup_seconds, cause, command):
+    """No route to the store: the probe gives up within seconds of the command's start
+    and names the cause, in one line without the store client's tracebacks (gcsfs
+    retried for 36 s before, then logged three tracebacks and blamed the bucket's name
+    and the credentials)."""
     table_csv = tmp_path / "table.csv"
     pd.DataFrame({"image_uri": ["gs://bucket/a.jpg"], "label": ["a"]}).to_csv(
         table_csv, index=False)
@@ -273,7 +286,7 @@ def test_a_gcs_endpoint_that_cannot_be_reached_is_one_line_within_seconds(
                                   str(tmp_path / "out")], capture_output=True, text=True,
                                  env={**os.environ, "STORAGE_EMULATOR_HOST": endpoint},
                                  timeout=120)
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started - startup_seconds < 10
     assert process.returncode == 1 and "Traceback" not in process.stderr
     lines = process.stderr.strip().splitlines()
     assert len(lines) == 1, process.stderr

@@ -93,13 +93,14 @@ def cut_into_clips(table: Table, options: MediaOptions,
                    "seconds_dropped": round(tail_us / 1e6, 3)})
 
 
-def file_duration_us(uri: str) -> int:
-    """A video or audio file's length, from its headers where the container says it
-    (a bucket's file is read in ranges, not whole)."""
+def file_duration_us(uri: str, kind: str | None = None) -> int:
+    """A video or audio file's length (its `kind` of stream's, "video" or "audio"), from
+    its headers where the container says it (a bucket's file is read in ranges, not
+    whole)."""
     from tfrecorder.write.media import media_duration_us  # PyAV: only for media tables
 
     with fs.open_read(uri) as file:
-        return media_duration_us(file)
+        return media_duration_us(file, kind)
 
 
 def _file_ends(uris: Sequence[str], ends: list, duration_us: Callable[[str], int]

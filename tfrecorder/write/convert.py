@@ -8,6 +8,7 @@ or any file is written.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import inspect
 import logging
@@ -159,7 +160,8 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         return _result(output_dir, options, manifest, run, time.perf_counter() - started)
     table = load_table(source, **vars(options.table))
     if table.media != "image" and clip_length_us(options.media) is not None:
-        table = cut_into_clips(table, options.media, file_duration_us)
+        table = cut_into_clips(table, options.media,
+                               functools.partial(file_duration_us, kind=table.media))
         logger.info("%s", describe_cuts(table.clip_cuts))
     release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image

@@ -317,7 +317,9 @@ class _JpegFrames:
         width, height = _scaled(frame.width, frame.height, self._short_side)
         quarters = _quarter_turns(frame.rotation, self._rotate_tag)
         ranges = {"src_color_range": frame.color_range or None}
-        if frame.colorspace in _JPEG_YCBCR:
+        if frame.colorspace in _JPEG_YCBCR and width % 2 == 0 and height % 2 == 0:
+            # (libjpeg-turbo's planes encoder reads past a 4:2:0 plane of an odd side:
+            # such frames go through RGB, or their JPEGs would differ run to run.)
             scaled = frame.reformat(width, height, format="yuvj420p",
                                     interpolation="BILINEAR", threads=1, **ranges)
             planes = [_turned(_plane(p), quarters) for p in scaled.planes]
@@ -333,11 +335,17 @@ class _JpegFrames:
 
 
 def _scaled(width: int, height: int, short_side: int | None) -> tuple[int, int]:
+    """The size a frame is stored at: its shorter side `short_side`, its longer one in
+    proportion, rounded to an even number of pixels (as FFmpeg's `scale=-2` rounds, and
+    as 4:2:0 JPEG planes want it)."""
     if short_side is None or min(width, height) == short_side:
         return width, height
     scale = short_side / min(width, height)
-    return ((short_side, max(1, round(height * scale))) if width <= height
-            else (max(1, round(width * scale)), short_side))
+
+    def even(side: int) -> int:
+        return max(2, 2 * round(side * scale / 2))
+
+    return (short_side, even(height)) if width <= height else (even(width), short_side)
 
 
 def _quarter_turns(rotation: float, rotate_tag: str | None) -> int:
@@ -353,9 +361,11 @@ def _quarter_turns(rotation: float, rotate_tag: str | None) -> int:
 
 
 def _plane(plane) -> np.ndarray:
-    """A plane's pixels without its line padding."""
-    return np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)[
-        :, :plane.width]
+    """A plane's pixels without its line padding, contiguous: simplejpeg's planes
+    encoder reads rows `width` apart whatever the array's strides, so a view with the
+    padding (uninitialised bytes) gave different JPEGs each run."""
+    return np.ascontiguousarray(np.frombuffer(plane, np.uint8).reshape(
+        plane.height, plane.line_size)[:, :plane.width])
 
 
 def _turned(pixels: np.ndarray, quarters: int) -> np.ndarray:
