@@ -99,10 +99,12 @@ def _record(number: int, clip: Mapping, kind: str, vocabulary: Sequence[str]) ->
         times = [start + round(k * 1e6 / rate) for k in range(count)]
         end = start + round(count * 1e6 / rate)
         parts = [ms.Frames(frames, times, height, width, rate)]
-        regions = clip.get("regions")  # [(frame, boxes, labels, tracks)]
+        # [(frame, boxes, labels, tracks)]: the region at that frame's time (a fraction
+        # of a frame: between two, as an annotation's own time may fall)
+        regions = clip.get("regions")
         if regions is not None:
             parts.append(ms.Regions(
-                [times[frame] for frame, *_ in regions],
+                [start + round(frame * 1e6 / rate) for frame, *_ in regions],
                 [np.asarray(boxes, np.float32).reshape(-1, 4) for _, boxes, _, _ in regions],
                 [[vocabulary.index(name) for name in names] for _, _, names, _ in regions],
                 [list(names) for _, _, names, _ in regions],

@@ -70,8 +70,7 @@ def test_train_windows_are_seeded_strided_and_new_every_epoch(videos):
             assert times == [k * STEP_US for k in frames]  # timestamps of those frames
         frames = epoch[0][0]
         assert frames == list(range(frames[0], frames[0] + 8, 2)) and frames[0] <= 20 - 7
-    offsets = {epoch[0][0][0] for run in (epochs(1), epochs(2)) for epoch in run}
-    assert len(offsets) > 2  # seeds draw different offsets
+    assert epochs(8) != first  # another seed, other windows
 
 
 def test_other_splits_take_the_centre_window(videos):
@@ -143,7 +142,9 @@ def tracks(tmp_path_factory) -> str:
         {"num_frames": 6, "split": "validation", "regions": [
             (1, [box, [0.3, 0.3, 0.9, 0.9]], ["car", "person"], [7, 8]),
             (3, [box], ["car"], [7]), (4, [], [], [])]},
-        {"num_frames": 6, "split": "validation", "regions": [(2, [box], ["person"], [1])]},
+        # At 0.46 s: 0.04 s from frame 5, within half a frame's 0.05 s; 0.06 s from frame 4.
+        {"num_frames": 6, "split": "validation", "regions": [(2, [box], ["person"], [1]),
+                                                               (4.6, [box], ["car"], [2])]},
     ], task="object_tracking")
 
 
@@ -164,7 +165,8 @@ def test_tracking_clips_give_each_sampled_frames_boxes(tracks):
     batch = next(iter(tfrecorder.load(tracks, "validation", num_frames=6, batch_size=2,
                                       max_boxes=3)))
     assert batch["objects/bbox"].shape == (2, 6, 3, 4)
-    assert batch["objects/num"].numpy()[1].tolist() == [0, 0, 1, 0, 0, 0]
+    assert batch["objects/num"].numpy()[1].tolist() == [0, 0, 1, 0, 0, 1]
+    assert batch["objects/track"].numpy()[1, :, 0].tolist() == [-1, -1, 1, -1, -1, 2]
     padded = next(iter(tfrecorder.load(tracks, "validation", num_frames=6, batch_size=2)))
     assert padded["objects/bbox"].shape == (2, 6, 2, 4)  # the batch's most boxes a frame
     assert np.all(padded["objects/label"].numpy()[1, :, 1] == -1)
@@ -200,7 +202,7 @@ def test_audio_crops_are_random_for_train_central_otherwise_and_padded(sounds):
     clip = next(iter(tfrecorder.load(sounds, "validation", num_samples=400)))
     assert np.allclose(clip["audio"][:, 0] * 1000, np.arange(300, 700))
     starts = set()
-    for seed in range(6):
+    for seed in range(3):
         for clip in tfrecorder.load(sounds, "train", num_samples=400, seed=seed,
                                     shuffle=False):
             samples = np.round(clip["audio"].numpy()[:, 0] * 1000)
