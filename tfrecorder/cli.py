@@ -42,6 +42,7 @@ from tfrecorder.format.manifest import (
 )
 from tfrecorder.legacy.cli import add_commands as add_tfrecorder_2_commands
 from tfrecorder.legacy.cli import from_fire_flags
+from tfrecorder.read.info import duration
 from tfrecorder.storage import fs
 from tfrecorder.wording import byte_unit, count, in_unit
 
@@ -220,6 +221,7 @@ def _info(args: argparse.Namespace) -> int:
     for name, records, shards, num_bytes in [*rows, total]:
         print(f"  {name:<11}{_counted(records, 8, 'record')} {_counted(shards, 5, 'shard')} "
               f"{_megabytes(num_bytes):>12}")
+    _print_clips(found)
     _print_class_counts(found)
     _print_boxes(found)
     _print_image_statistics(found)
@@ -256,12 +258,18 @@ def _info(args: argparse.Namespace) -> int:
     if manifest.task != "classification" or manifest.layout != DEFAULT_LAYOUT:
         print(f"Task:         {manifest.task}, in the {manifest.layout} layout")
     print(f"Compression:  {manifest.compression or 'none'}")
-    images = (_image_options(manifest.options) if manifest.has_images
-              else "none (the records hold no images)")
-    print(f"Image format: {images}")
-    print("Features:")
+    if manifest.media is not None:
+        print(f"Media:        {manifest.media.kind}, stored as "
+              f"{_STORED[manifest.media.stored]} (SequenceExamples, MediaSequence keys)")
+    else:
+        images = (_image_options(manifest.options) if manifest.has_images
+                  else "none (the records hold no images)")
+        print(f"Image format: {images}")
     rows = [(name, feature.dtype, _shape(feature.shape), _role(name, feature, labels))
             for name, feature in manifest.features.items()]
+    if not rows:  # a clip's keys are MediaSequence's (docs), not manifest features
+        return 0
+    print("Features:")
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  " + "  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths))
@@ -271,6 +279,20 @@ def _info(args: argparse.Namespace) -> int:
 
 _REASONS_SHOWN = 5
 _CLASSES_SHOWN = 50
+_STORED = {"frames": "JPEG frames", "waveform": "float32 waveforms",
+           "encoded_media": "the source files' bytes"}
+
+
+def _print_clips(found: tfrecorder.DatasetInfo) -> None:
+    """Per split of a video or audio dataset: clips, frames, seconds."""
+    if not found.media:
+        return
+    print("Clips:")
+    for split, counts in found.media.items():
+        frames = (f" {_counted(counts['frames'], 10, 'frame')}" if found.media_kind == "video"
+                  else "")
+        print(f"  {split:<11}{_counted(counts['clips'], 8, 'clip')}{frames} "
+              f"{duration(counts['seconds']):>14}")
 
 
 def _print_objects(found: tfrecorder.DatasetInfo) -> None:

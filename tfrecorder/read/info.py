@@ -112,8 +112,30 @@ class DatasetInfo:
 
     @property
     def counted(self) -> str:
-        """What `class_counts` counts: "objects" (boxes) for detection, else "records"."""
-        return "objects" if self.task == "detection" else "records"
+        """What `class_counts` counts: "objects" (boxes) for detection and object
+        tracking, "segments" for action recognition, "clips" for a video or audio
+        dataset's clip labels, else "records"."""
+        if self.task in ("detection", "object_tracking"):
+            return "objects"
+        if self.task == "action_recognition":
+            return "segments"
+        return "clips" if self.manifest.media is not None else "records"
+
+    @property
+    def media(self) -> dict[str, dict[str, float]]:
+        """Per split of a video or audio dataset: its `clips`, stored `frames` (0 for
+        audio) and `seconds`, as the writer counted them ({} for other datasets)."""
+        media = self.manifest.media
+        if media is None:
+            return {}
+        return {str(split): {"clips": int(c.get("clips", 0)), "frames": int(c.get("frames", 0)),
+                             "seconds": float(c.get("seconds", 0.0))}
+                for split, c in media.counts.items()}
+
+    @property
+    def media_kind(self) -> str | None:
+        """"video" or "audio"; None for a dataset of images or of a table."""
+        return self.manifest.media.kind if self.manifest.media is not None else None
 
     @property
     def class_counts(self) -> dict[str, dict[str, int]]:
@@ -245,6 +267,8 @@ class DatasetInfo:
                                     if self.manifest.skipped_annotations else None),
             "annotations": self.annotations.to_json() if self.annotations else None,
             "label_map_ids": self.label_map_ids,
+            "media": ({"kind": self.media_kind, "stored": self.manifest.media.stored,
+                       "counts": self.media} if self.media_kind else None),
             "duplicates": ([d.to_json() for d in self.duplicates]
                            if self.duplicates_checked else None),
             "warnings": list(self.warnings),
@@ -260,12 +284,29 @@ class DatasetInfo:
             classes += f", {count(sum(s.num_boxes for s in self.objects.values()), 'object')}"
         if self.unlabeled:
             classes += f", {sum(self.unlabeled.values()):,} without a label"
+        if self.media:
+            totals = {key: sum(c[key] for c in self.media.values())
+                      for key in ("clips", "frames", "seconds")}
+            classes += (f", {self.media_kind}: {count(totals['clips'], 'clip')}"
+                        + (f", {count(totals['frames'], 'frame')}" if totals["frames"] else "")
+                        + f", {duration(totals['seconds'])}")
         warned = f", {count(len(self.warnings), 'warning')}" if self.warnings else ""
         return (f"<DatasetInfo {self.path!r}: {count(self.num_records, 'record')} ({counts})"
                 f"{classes}{warned}>")
 
     def _repr_html_(self) -> str:
         return html_summary(self, thumbnail_strip(self))
+
+
+def duration(seconds: float) -> str:
+    """'42.5 s', '12 min 5 s', '3 h 20 min'."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
 
 
 def _duplicate_warnings(duplicates: tuple[Duplicate, ...]) -> list[str]:
@@ -528,7 +569,7 @@ def _class_heading(info: DatasetInfo) -> str:
 def thumbnail_strip(info: DatasetInfo, count: int = 8, size: int = 64) -> str:
     """A few thumbnails, one per class first, as inline images; "" for a dataset without
     images, or whose images cannot be read now (a notebook's display must not fail)."""
-    if not info.manifest.has_images or not info.splits:
+    if not (info.manifest.has_images or info.manifest.media) or not info.splits:
         return ""
     from tfrecorder.read.drawing import png_data_uri  # Pillow: when a notebook asks
     from tfrecorder.read.thumbnails import thumbnails

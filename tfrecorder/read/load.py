@@ -57,6 +57,7 @@ from tfrecorder.format.manifest import (
     read_manifest,
 )
 from tfrecorder.read.augmentation import AUGMENT_PRESETS, augmentation, seeded
+from tfrecorder.read.clips import ClipOptions, clip_batched, clip_decoder, clip_supervised
 from tfrecorder.read.crops import CenterCrop, RandomResizedCrop, center_window, random_window
 from tfrecorder.read.decoding import decoded_record
 from tfrecorder.read.info import DatasetInfo
@@ -107,6 +108,9 @@ def load(
     drop_remainder: bool = False,
     with_info: bool = False,
     host: tuple[int, int] | None = None,
+    num_frames: int | None = None,
+    frame_stride: int = 1,
+    num_samples: int | None = None,
 ):
     """Loads a dataset written by tfrecorder as `tf.data` pipelines.
 
@@ -122,6 +126,19 @@ def load(
     and `objects/mask`, uint8 [n, height, width] of 0s and 1s. A segmentation dataset's
     hold `segmentation_mask`, uint8 [height, width, 1] of class ids. Annotations follow
     their image through `image_size` and `augment`.
+
+    A video dataset's elements are clips (`tfrecorder.read.clips` has the details):
+    `video` uint8 [num_frames, height, width, 3], its frames sampled as DeepMind's DMVR
+    samples them: a random window of `num_frames` frames `frame_stride` apart for the
+    train split (seeded by `seed`, a new one every epoch), the centre window for the
+    others, a clip shorter than the window looping; only those frames are decoded.
+    With it `timestamps` int64 [num_frames] (microseconds), `label` (-1: none) and
+    `data_path`; object tracking adds each sampled frame's boxes, `objects/bbox`
+    [num_frames, B, 4] with `objects/label`, `objects/track` (padded with -1 to the
+    clip's most boxes on a frame, or to `max_boxes`), `objects/num` and
+    `objects/is_annotated` [num_frames]; action recognition adds `segments/start`,
+    `segments/end` and `segments/label`. An audio dataset's elements hold `audio`
+    float32 [N, channels] (never mixed down), `sample_rate`, `label` and `data_path`.
 
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
@@ -181,6 +198,11 @@ def load(
             record (a logged warning says so). Either way tf.distribute's auto-sharding
             is turned off for the dataset, which is sharded already; without `host` it
             shards by record (DATA), which suits any shard count.
+        num_frames: for video datasets: frames a clip gives (None: all of them, which
+            cannot batch); `image_size` resizes them.
+        frame_stride: for video datasets: frames between two sampled ones (1: each).
+        num_samples: for audio datasets: samples a clip gives, a random crop for train
+            and the centre otherwise, a shorter clip padded with zeros (None: all).
 
     Returns:
         A `tf.data.Dataset` for `split`, or a dict of them by split name ("train"; 2.0's
@@ -191,12 +213,18 @@ def load(
         batch_size=batch_size, image_size=image_size, channels=channels, shuffle=shuffle,
         shuffle_buffer=shuffle_buffer, seed=seed, repeat=repeat, augment=augment,
         crop=crop, cache=cache, as_supervised=as_supervised, multi_hot=multi_hot,
-        max_boxes=max_boxes, drop_remainder=drop_remainder, with_info=with_info, host=host)
+        max_boxes=max_boxes, drop_remainder=drop_remainder, with_info=with_info, host=host,
+        num_frames=num_frames, frame_stride=frame_stride, num_samples=num_samples)
     augment = AUGMENT_PRESETS.get(augment, augment) if isinstance(augment, str) else augment
     crop = CenterCrop() if crop == "center" else crop
     manifest = read_manifest(path)
     check_options(manifest, image_size, channels, augment, crop, as_supervised, multi_hot,
-                   max_boxes)
+                  max_boxes, num_frames, frame_stride, num_samples, batch_size)
+    clip_options = None
+    if manifest.media is not None:
+        clip_options = ClipOptions(
+            num_frames, frame_stride, num_samples, image_size, max_boxes,
+            manifest.labels.num_classes if multi_hot else None)
     splits = [split] if split is not None else [s for s in SPLITS if s in manifest.splits]
     check_shards(path, manifest, splits)
     if batch_size is not None and image_size is None:
@@ -213,7 +241,7 @@ def load(
             crop=augment if name == "train" and isinstance(augment, RandomResizedCrop)
             else crop, cache=cache,
             as_supervised=as_supervised, multi_hot=multi_hot, max_boxes=max_boxes,
-            drop_remainder=drop_remainder, host=host,
+            drop_remainder=drop_remainder, host=host, clip_options=clip_options,
         )
         for name in splits
     }
@@ -223,10 +251,10 @@ def load(
 
 def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffle,
               shuffle_buffer, seed, repeat, augment, crop, cache, as_supervised, multi_hot,
-              max_boxes, drop_remainder, host):
+              max_boxes, drop_remainder, host, clip_options=None):
     """One split's pipeline. `augment` is this split's (None but for train), and `crop`
     the window its images are decoded in (a `RandomResizedCrop`, a `CenterCrop`, or
-    None for the whole image)."""
+    None for the whole image). `clip_options` reads a video or audio dataset's clips."""
     tf = tensorflow()
 
     autotune = tf.data.AUTOTUNE
@@ -290,6 +318,11 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
             ds = ds.apply(tf.data.experimental.assert_cardinality(num_records - unlabeled))
     if shuffle and not cache:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if clip_options is not None:
+        return _clips(ds, manifest, split, clip_options, shuffle=shuffle,
+                      shuffle_buffer=shuffle_buffer, seed=seed, ordered=ordered, cache=cache,
+                      repeat=repeat, batch_size=batch_size, drop_remainder=drop_remainder,
+                      as_supervised=as_supervised)
 
     # `transform` augments an element (a dict), given a seed of its own.
     transform = None
@@ -350,6 +383,30 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     if as_supervised:
         ds = ds.map(_supervised(manifest))
     return ds.prefetch(autotune)
+
+
+def _clips(ds, manifest: Manifest, split: str, options: ClipOptions, *, shuffle: bool,
+           shuffle_buffer: int, seed: int | None, ordered: bool, cache, repeat: bool,
+           batch_size: int | None, drop_remainder: bool, as_supervised: bool):
+    """A video or audio split's clips (`clips`): the records cached as read (a new window
+    is drawn every epoch), each decoded with a seed of its own for the train split's
+    random windows, the centre window for the others."""
+    tf = tensorflow()
+
+    if cache:
+        ds = _cached(ds, split, cache, shuffle, shuffle_buffer, seed)
+    random = split == "train"
+    decode = clip_decoder(manifest, options, random)
+    if random:
+        ds = seeded(ds, seed)
+    ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
+    if repeat:
+        ds = ds.repeat()
+    if batch_size:
+        ds = clip_batched(ds, batch_size, drop_remainder)
+    if as_supervised:
+        ds = ds.map(clip_supervised(manifest))
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def _labelled(manifest: Manifest) -> Callable:

@@ -26,7 +26,8 @@ logger = logging.getLogger(__name__)
 
 def checked_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer, seed, repeat,
                   augment, crop, cache, as_supervised, multi_hot, max_boxes, drop_remainder,
-                  with_info, host) -> tuple[int, int] | None:
+                  with_info, host, num_frames=None, frame_stride=1,
+                  num_samples=None) -> tuple[int, int] | None:
     """Refuses, before any file is read, a value no dataset could take, with the
     `OptionError` that `convert` raises for it: inside the pipeline the same mistake
     surfaces later, far from the option (`'bool' object is not callable` from a
@@ -36,6 +37,11 @@ def checked_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer,
                 optional=False)
     checked_int("seed", seed, "an int or None", minimum=-(2**63), maximum=2**63 - 1)
     checked_int("max_boxes", max_boxes, "a positive int or None", minimum=1)
+    checked_int("num_frames", num_frames, "a positive int (frames a clip) or None", minimum=1)
+    checked_int("frame_stride", frame_stride, "a positive int (1: consecutive frames)",
+                minimum=1, optional=False)
+    checked_int("num_samples", num_samples, "a positive int (audio samples a clip) or None",
+                minimum=1)
     require("channels", channels, channels is None or (is_int(channels) and channels in (
         0, 1, 3, 4)), "0, 1, 3, 4 or None")
     checked_bool("shuffle", shuffle, optional=True)
@@ -65,8 +71,23 @@ def checked_values(*, batch_size, image_size, channels, shuffle, shuffle_buffer,
 
 
 def check_options(manifest: Manifest, image_size, channels, augment, crop, as_supervised,
-                   multi_hot, max_boxes) -> None:
-    """Refuses options this dataset cannot take (images, labels, its task)."""
+                   multi_hot, max_boxes, num_frames=None, frame_stride=1,
+                   num_samples=None, batch_size=None) -> None:
+    """Refuses options this dataset cannot take (images, labels, its task, its media)."""
+    clip_options = {"num_frames": num_frames, "frame_stride": frame_stride,
+                    "num_samples": num_samples}
+    if manifest.media is not None:
+        check_clip_options(manifest, image_size=image_size, channels=channels,
+                           augment=augment, crop=crop, multi_hot=multi_hot,
+                           max_boxes=max_boxes, batch_size=batch_size, **clip_options)
+        return
+    given = [name for name, value in clip_options.items()
+             if value is not None and (name != "frame_stride" or value != 1)]
+    if given:
+        raise OptionError(
+            f"{given[0]} samples video or audio clips, and this dataset holds "
+            f"{'images' if manifest.has_images else 'table rows'}. Leave {given[0]} out.",
+            option=given[0])
     features = manifest.features
     labelled = layout_of(manifest).key(LABEL) in features
     if not manifest.has_images:
@@ -102,6 +123,62 @@ def check_options(manifest: Manifest, image_size, channels, augment, crop, as_su
             "multi_hot is for multi-label datasets, and this one has a single label per "
             "record: its label is already a class id. Leave multi_hot out (or use "
             "tf.one_hot on the label).", option="multi_hot")
+
+
+# Options of `load` for images only, and why a clip dataset takes none of them.
+_IMAGE_ONLY = {
+    "augment": "augments images; a clip's frames are sampled in time (num_frames, "
+               "frame_stride: a random window for train) and resized by image_size",
+    "crop": "crops images; a clip's frames are resized whole by image_size",
+}
+
+
+def check_clip_options(manifest: Manifest, *, image_size, channels, augment, crop,
+                       multi_hot, max_boxes, batch_size, num_frames, frame_stride,
+                       num_samples) -> None:
+    """Refuses, for a video or audio dataset, options that do not apply to its clips,
+    each naming the option: image options on clips, frame options on audio, sample
+    options on video, and batches of clips of any length."""
+    from tfrecorder.read.clips import AUDIO, TRACKING, kind_of
+
+    kind = kind_of(manifest)
+    for name, value in (("augment", augment), ("crop", crop)):
+        if value is not None:
+            raise OptionError(f"{name} {_IMAGE_ONLY[name]}. Leave {name} out for this "
+                              f"{kind} dataset.", option=name)
+    if channels not in (None, 3):
+        raise OptionError(f"a clip's frames are RGB (channels=3), so channels={channels!r} "
+                          "cannot apply. Leave channels out.", option="channels")
+    if kind == AUDIO:
+        given = [name for name, value in (("image_size", image_size),
+                                          ("num_frames", num_frames)) if value is not None]
+        given += ["frame_stride"] if frame_stride != 1 else []
+        if given:
+            raise OptionError(f"{given[0]} applies to video frames, and this dataset holds "
+                              "audio. Leave it out (num_samples crops audio clips).",
+                              option=given[0])
+        if batch_size is not None and num_samples is None:
+            raise OptionError(
+                "audio clips differ in length, so batches of them need num_samples=N "
+                "(a random crop of N samples for train, the centre one otherwise; shorter "
+                "clips padded with zeros).", option="num_samples")
+    else:
+        if num_samples is not None:
+            raise OptionError("num_samples crops audio clips, and this dataset holds video. "
+                              "Use num_frames for frames.", option="num_samples")
+        if batch_size is not None and num_frames is None:
+            raise OptionError(
+                "video clips differ in length, so batches of them need num_frames=T (a "
+                "random window of T frames for train, the centre one otherwise; shorter "
+                "clips loop).", option="num_frames")
+    if max_boxes is not None and manifest.task != TRACKING:
+        raise OptionError(f"max_boxes pads the boxes of an object tracking dataset, and "
+                          f"this one is a {manifest.task} dataset. Leave max_boxes out.",
+                          option="max_boxes")
+    if multi_hot and not (manifest.labels and manifest.labels.multi_label):
+        raise OptionError(
+            "multi_hot is for multi-label datasets, and this one has a single label per "
+            "clip: its label is already a class id. Leave multi_hot out.", option="multi_hot")
 
 
 def check_shards(path: str, manifest: Manifest, splits: list[str]) -> None:

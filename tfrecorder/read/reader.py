@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 
 from tfrecorder.errors import Option, VerificationError
-from tfrecorder.format.example_decoding import decode_example
+from tfrecorder.format.example_decoding import decode_example, decode_sequence_example
 from tfrecorder.format.layouts import MASK, SEGMENTATION_MASK, layout_of
 from tfrecorder.format.manifest import (
     BASE64_ALTCHARS,
@@ -52,7 +52,8 @@ from tfrecorder.format.manifest import (
     read_manifest,
 )
 from tfrecorder.format.tfrecord import CorruptRecordError, frame_offsets, unframed
-from tfrecorder.option_checks import checked_bool, is_int, require
+from tfrecorder.option_checks import checked_bool, checked_int, is_int, require
+from tfrecorder.read.clips import ClipOptions, clip_values
 from tfrecorder.read.shards import shard_records
 from tfrecorder.storage import fs
 
@@ -63,8 +64,10 @@ _DTYPES = {"int64": np.int64, "float32": np.float32, "string": object}
 
 
 def open_split(path: str | os.PathLike, split: str = "train", *, decode: bool = True,
-               channels: int = 3, transform: Callable[[dict], object] | None = None
-               ) -> SplitDataset:
+               channels: int = 3, transform: Callable[[dict], object] | None = None,
+               num_frames: int | None = None, frame_stride: int = 1,
+               num_samples: int | None = None, max_boxes: int | None = None,
+               multi_hot: bool = False, seed: int | None = None) -> SplitDataset:
     """One split of a dataset as a sequence of records with random access, without
     TensorFlow: `len(ds)`, `ds[i]`, `ds.shard(i, n)`, `ds.to_torch()`; Grain reads it as
     it is (`grain.MapDataset.source(ds)`).
@@ -81,6 +84,13 @@ def open_split(path: str | os.PathLike, split: str = "train", *, decode: bool = 
             image's own channels (grey, RGB, RGBA).
         transform: a function of each record's dict, applied last, in the process that
             reads the record (a DataLoader worker): augmentation, resizing, a tuple.
+        num_frames, frame_stride, num_samples, max_boxes, multi_hot: for video and
+            audio datasets, as `load()` takes them: the same elements (`clips`), frames
+            decoded by simplejpeg to `load()`'s pixels. Resizing is left to `transform`.
+        seed: the train split's random windows (and crops of audio): with a seed, record
+            i's window is drawn from (seed, i, epoch), the same every run, and new after
+            `ds.set_epoch(n)` (as a DistributedSampler's epochs); None draws a fresh one
+            at every read. Other splits take the centre window.
 
     Returns:
         A `SplitDataset` whose records are dicts by tfrecorder's feature names (either
@@ -99,19 +109,38 @@ def open_split(path: str | os.PathLike, split: str = "train", *, decode: bool = 
             "3 (RGB) or 0 (each image's own channels)")
     require("transform", transform, transform is None or callable(transform),
             "a function of a record's dict, or None")
-    return split_dataset(path, read_manifest(path), split, decode, channels, transform)
+    checked_int("seed", seed, "an int or None", minimum=-(2**63), maximum=2**63 - 1)
+    from tfrecorder.read.load_checks import check_options, checked_values
+
+    checked_values(batch_size=None, image_size=None, channels=None, shuffle=None,
+                   shuffle_buffer=1, seed=seed, repeat=False, augment=None, crop=None,
+                   cache=False, as_supervised=False, multi_hot=multi_hot,
+                   max_boxes=max_boxes, drop_remainder=False, with_info=False, host=None,
+                   num_frames=num_frames, frame_stride=frame_stride, num_samples=num_samples)
+    manifest = read_manifest(path)
+    check_options(manifest, None, None, None, None, False, multi_hot, max_boxes,
+                  num_frames, frame_stride, num_samples)
+    clips = None if manifest.media is None else ClipOptions(
+        num_frames, frame_stride, num_samples, None, max_boxes,
+        manifest.labels.num_classes if multi_hot else None)
+    return split_dataset(path, manifest, split, decode, channels, transform, clips, seed)
 
 
 def split_dataset(path: str, manifest: Manifest, split: str, decode: bool = True,
-                  channels: int = 3, transform: Callable[[dict], object] | None = None
+                  channels: int = 3, transform: Callable[[dict], object] | None = None,
+                  clips: ClipOptions | None = None, seed: int | None = None
                   ) -> SplitDataset:
     """`open_split` of a manifest read already, its options checked: how `show` and the
-    report read records too."""
+    report read records too. A video or audio dataset's records are clips read by
+    `clips` (default: every frame, the whole waveform)."""
     info = manifest.split(split, path)
     shards = tuple(_Shard(fs.join(path, shard.file), shard.num_records,
                           fs.join(path, shard.index) if shard.index else "",
                           manifest.compression) for shard in info.shards)
-    return SplitDataset(path, str(split), manifest, shards, decode, channels, transform)
+    if manifest.media is not None and clips is None:
+        clips = ClipOptions()
+    return SplitDataset(path, str(split), manifest, shards, decode, channels, transform,
+                        clips=clips, seed=seed)
 
 
 class _Shard:
@@ -199,10 +228,12 @@ class SplitDataset:
 
     def __init__(self, path: str, split: str, manifest: Manifest, shards: tuple[_Shard, ...],
                  decode: bool, channels: int, transform: Callable | None,
-                 start: int = 0, stop: int | None = None):
+                 start: int = 0, stop: int | None = None, *, clips: ClipOptions | None = None,
+                 seed: int | None = None, epoch: int = 0):
         self.path, self.split, self.manifest = path, split, manifest
         self._shards = shards
         self._decode, self._channels, self._transform = decode, channels, transform
+        self._clips, self._seed, self._epoch = clips, seed, epoch
         self._ends = list(np.cumsum([s.num_records for s in shards], dtype=np.int64).tolist())
         self._total = self._ends[-1] if self._ends else 0
         self._start, self._stop = start, self._total if stop is None else stop
@@ -250,7 +281,15 @@ class SplitDataset:
             start = self._start + index * size // count
             stop = self._start + (index + 1) * size // count
         return SplitDataset(self.path, self.split, self.manifest, self._shards, self._decode,
-                            self._channels, self._transform, start, stop)
+                            self._channels, self._transform, start, stop, clips=self._clips,
+                            seed=self._seed, epoch=self._epoch)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Draws the train split's clip windows of epoch `epoch` (with a seed: the same
+        windows for the same epoch, new ones for another); DataLoader workers started
+        after this call (each epoch, unless persistent) see it."""
+        require("epoch", epoch, is_int(epoch) and epoch >= 0, "an int of 0 or more")
+        self._epoch = int(epoch)
 
     def close(self) -> None:
         """Closes the shards this process has open (a later read opens them again);
@@ -318,6 +357,9 @@ class SplitDataset:
     def _values(self, serialized: bytes, index: int) -> object:
         """A record's dict, shaped by the manifest (and its images decoded), then
         `transform`ed."""
+        if self._clips is not None:
+            found = self._clip(serialized, index)
+            return found if self._transform is None else self._transform(found)
         stored = self._layout.values(decode_example(serialized))
         found = {}
         for name, dtype, rows, default in self._shapes:
@@ -343,6 +385,20 @@ class SplitDataset:
                 found[MASK] = np.stack([_png_pixels(m)[..., 0] for m in found[MASK]]) \
                     if len(found[MASK]) else np.zeros((0, *size), np.uint8)
         return found if self._transform is None else self._transform(found)
+
+
+    def _clip(self, serialized: bytes, index: int) -> dict:
+        """A video or audio record's element (`clips.clip_values`): the train split's
+        window random (from (seed, position, epoch), or fresh without a seed), the
+        others' the centre one."""
+        rng = None
+        if self.split == "train":
+            position = self._position(index)
+            rng = np.random.default_rng(None if self._seed is None else
+                                        [self._seed % 2**63, position, self._epoch])
+        context, lists = decode_sequence_example(serialized)
+        return clip_values(context, lists, self.manifest, self._clips, rng,
+                           (lambda data: _jpeg_pixels(data, 3)) if self._decode else None)
 
 
 def _damaged(problem: str) -> VerificationError:

@@ -258,7 +258,7 @@ def _objects(dataset: DatasetInfo) -> str:
 
 
 def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
-    if not dataset.manifest.has_images:
+    if not dataset.manifest.has_images and dataset.manifest.media is None:
         return "<p>The dataset stores no images.</p>"
     if not dataset.num_records:
         return "<p>The dataset holds no records.</p>"
@@ -266,7 +266,9 @@ def _thumbnails(dataset: DatasetInfo, per_class: int, size: int) -> str:
 
     split = "train" if "train" in dataset.splits else next(iter(dataset.splits))
     # The chart's classes, so that a thousand classes are not all read (by default all).
-    counts = dataset.class_counts.get(split, {})
+    # A clip's boxes' or segments' classes are not rows of clips (`thumbnails.sample`).
+    rows_by_class = dataset.manifest.media is None or dataset.counted == "clips"
+    counts = dataset.class_counts.get(split, {}) if rows_by_class else {}
     chosen = [name for name in _largest(counts, CHART_CLASSES) if counts[name]] or None
     by_class: dict[str | None, list] = {}
     found = thumbnails(dataset.path, split, per_class, size, classes=chosen)

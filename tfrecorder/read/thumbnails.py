@@ -9,6 +9,11 @@ large dataset is not read to the end. JPEGs are decoded at a reduced DCT scale (
 `draft`), which skips most of a full decode: a sheet of 100 photos takes a fraction of a
 second.
 
+A video clip's thumbnail is a strip of a few of its frames, evenly spread over the clip,
+side by side within the thumbnail's square (only those frames are decoded); an audio
+clip's is its waveform's envelope with its duration and rate. So `show`, the report and
+`info`'s strip draw clips as they draw images.
+
 Apart from `show`, which lays the thumbnails out on a sheet, because the report and
 `info`'s thumbnail strip lay them out themselves.
 """
@@ -57,6 +62,8 @@ logger = logging.getLogger(__name__)
 MAX_ROWS = 50
 _RAW_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # raw pixels' channels -> Pillow mode
 _PLACEHOLDER = "#c8c8c8"
+STRIP_FRAMES = 4  # frames of a video clip its thumbnail shows
+_WAVE = "#1f5f9f"
 NO_BOXES = "no boxes"  # the title of a detection sheet's row of images without boxes
 
 
@@ -131,6 +138,7 @@ class Sample:
     without_boxes: list[Thumbnail] | None = None
     counts: dict[str, int] | None = None
     without_boxes_counted: int | None = None
+    noun: str = "image"  # what a row counts: "clip" for a video or audio dataset
 
     @property
     def no_boxes(self) -> int:
@@ -158,7 +166,7 @@ class Sample:
             counted = 0
         if counted is None:
             return ""
-        return count(counted, "image") if counted else f"none in {self.split}"
+        return count(counted, self.noun) if counted else f"none in {self.split}"
 
 
 def sample(path: str, split: str, per_class: int, size: int,
@@ -168,12 +176,14 @@ def sample(path: str, split: str, per_class: int, size: int,
     a detection split's first images without boxes too."""
     _check_positive(per_class=per_class, thumbnail_size=size)
     manifest = read_manifest(path)
-    if not manifest.has_images:
+    if not manifest.has_images and manifest.media is None:
         raise OptionError(f"the dataset in {path!r} has no images to show: it was written "
                           "from a table without an image column. Read its records with "
                           "tfrecorder.load or tfrecorder.inspect.", option="path")
     records = split_dataset(path, manifest, split, decode=False)
     class_names = manifest.labels.class_names if manifest.labels is not None else ()
+    if manifest.media is not None and manifest.task != "classification":
+        class_names = ()  # a clip's classes are its boxes' or segments': one row
     detection = manifest.task == "detection"
     rows: dict[str, list[Thumbnail]] = {name: [] for name in _rows(class_names, classes,
                                                                    split)}
@@ -186,8 +196,9 @@ def sample(path: str, split: str, per_class: int, size: int,
         without_wanted = min(per_class, per_class if without_counted is None else without_counted)
     without: list[Thumbnail] = []
     missing = sum(wanted.values()) + without_wanted
+    noun = "clip" if manifest.media is not None else "image"
     if not missing:  # no shard need be opened
-        return Sample(split, rows, None, counts, without_counted)
+        return Sample(split, rows, None, counts, without_counted, noun)
     in_order = records.in_order()
     with contextlib.closing(in_order):  # a shard is opened when its first record is asked
         for shard, index, record in in_order:
@@ -210,7 +221,7 @@ def sample(path: str, split: str, per_class: int, size: int,
             missing -= len(takers) + bare
             if not missing:
                 break
-    return Sample(split, rows, without or None, counts, without_counted)
+    return Sample(split, rows, without or None, counts, without_counted, noun)
 
 
 def _check_positive(**numbers: int) -> None:
@@ -283,12 +294,20 @@ class RecordValues:
     objects: tuple[Box, ...] = ()
     masks: tuple[bytes, ...] = ()
     segmentation: bytes | None = None
+    # A video clip's frames to draw (JPEG bytes), or an audio clip's waveform and rate.
+    frames: tuple[bytes, ...] = ()
+    waveform: np.ndarray | None = None
+    sample_rate: float = 0.0
 
 
 def record_values(record: Mapping, class_names: Sequence[str],
                   detection: bool) -> RecordValues:
     """What `show` and the report draw of a record as `SplitDataset` reads it undecoded
-    (`decode=False`: canonical names, either layout), with the dataset's class names."""
+    (`decode=False`: canonical names, either layout), with the dataset's class names.
+    A clip's (`clips`: `video` as its frames' bytes, or `audio`) draws a strip of
+    frames or its waveform, named by its file."""
+    if "video" in record or "audio" in record:
+        return _clip_values(record, class_names)
     image = {name: _plain(record[name]) for name in IMAGE_FEATURES if name in record}
     ids = tuple(np.atleast_1d(record.get(OBJECT_LABEL if detection else LABEL, ())).tolist())
     known = tuple(i for i in ids if 0 <= i < len(class_names))
@@ -303,6 +322,19 @@ def record_values(record: Mapping, class_names: Sequence[str],
         image, _text(image.get("image_name", b"")), known,
         tuple(class_names[i] for i in known), objects, tuple(record.get(MASK, ())),
         record.get(SEGMENTATION_MASK))
+
+
+def _clip_values(record: Mapping, class_names: Sequence[str]) -> RecordValues:
+    ids = tuple(np.atleast_1d(record.get(LABEL, ())).tolist())
+    known = tuple(i for i in ids if 0 <= i < len(class_names))
+    frames = list(record.get("video", ()))
+    if len(frames) > STRIP_FRAMES:  # evenly spread, first and last included
+        frames = [frames[i] for i in np.linspace(0, len(frames) - 1, STRIP_FRAMES).round()
+                  .astype(int).tolist()]
+    return RecordValues({}, _text(record.get("data_path", b"")), known,
+                        tuple(class_names[i] for i in known), frames=tuple(frames),
+                        waveform=record.get("audio"),
+                        sample_rate=float(record.get("sample_rate", 0.0)))
 
 
 def _plain(value):
@@ -326,6 +358,10 @@ def record_thumbnail(values: RecordValues, size: int) -> tuple[Image.Image, str]
     with its masks drawn over it; or a placeholder and why not. The report draws
     duplicates with it too."""
     try:
+        if values.frames:
+            return _strip(values.frames, size), ""
+        if values.waveform is not None:
+            return _waveform(values.waveform, values.sample_rate, size), ""
         image = _decode(values.image, size)
         image.thumbnail((size, size))
     except _DECODE_ERRORS as error:
@@ -352,6 +388,42 @@ def _decode(image: dict, size: int) -> Image.Image:
         if image.format == "JPEG":
             image.draft("RGB", (size, size))  # decodes at 1/2, 1/4 or 1/8 scale
     return _on_white(image)
+
+
+def _strip(frames: Sequence[bytes], size: int) -> Image.Image:
+    """A clip's frames side by side, `size` wide in all, each decoded small."""
+    each = max(1, size // len(frames))
+    shown = []
+    for data in frames:
+        frame = Image.open(io.BytesIO(data), formats=["JPEG"])
+        frame.draft("RGB", (each, each))
+        frame = frame.convert("RGB")
+        frame.thumbnail((each, size))
+        shown.append(frame)
+    height = max(frame.height for frame in shown)
+    strip = Image.new("RGB", (each * len(shown), height), BACKGROUND)
+    for k, frame in enumerate(shown):
+        strip.paste(frame, (k * each + (each - frame.width) // 2, (height - frame.height) // 2))
+    return strip
+
+
+def _waveform(samples: np.ndarray, rate: float, size: int) -> Image.Image:
+    """An audio clip's first channel as its envelope (the least and most sample of each
+    column), with its duration and rate written in."""
+    samples = np.asarray(samples, np.float32).reshape(len(samples), -1)[:, 0]
+    height = max(16, size // 2)
+    image = Image.new("RGB", (size, height), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    if len(samples):
+        columns = np.array_split(samples, min(size, len(samples)))
+        middle, half = height / 2, height / 2 - 1
+        for x, column in enumerate(columns):
+            low, high = float(np.clip(column.min(), -1, 1)), float(np.clip(column.max(), -1, 1))
+            draw.line([(x, middle - high * half), (x, middle - low * half)], fill=_WAVE)
+    seconds = len(samples) / rate if rate else 0.0
+    draw.text((2, 1), f"{seconds:.2f} s, {rate:g} Hz", fill=TEXT,
+              font=font(caption_font_size(size)))
+    return image
 
 
 def _with_masks(image: Image.Image, values: RecordValues) -> Image.Image:

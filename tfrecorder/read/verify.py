@@ -85,6 +85,9 @@ class Check(StrEnum):
     BOXES = "boxes"  # a detection record's box is outside [0, 1], or its min >= its max
     OBJECTS = "objects"  # a detection record has another number of classes than boxes
     MASK = "mask"  # a mask is not of its image's size, or an object's not 0s and 1s
+    # Each clip of a video or audio dataset (`verify_clips`).
+    TIMESTAMPS = "timestamps"  # its frames' or audio's times do not increase
+    SAMPLES = "samples"  # an audio packet holds another number of samples than recorded
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +116,8 @@ class VerifyReport:
     dataset_dir: str
     num_records: dict[str, int]  # records with sound framing and checksums, per split
     num_shards: int  # shards the manifest lists
-    num_images_decoded: int  # records that parsed and decoded to their recorded shape
+    # records that parsed and decoded to their recorded shape (a clip dataset's: frames)
+    num_images_decoded: int
     num_records_parsed: int  # records that parsed with the manifest's features
     problems: list[Problem] = field(default_factory=list)
 
@@ -140,7 +144,9 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         decode_images: also parse every record, check its ids and split, and decode its
             image (the slow part); False checks files, framing, checksums, counts and
-            sizes only, without TensorFlow.
+            sizes only, without TensorFlow. For a video or audio dataset: decode every
+            stored frame, and check times, audio packets, label ids and the manifest's
+            clip and frame counts (`verify_clips`, without TensorFlow).
         progress: show a progress bar over records.
 
     Returns:
@@ -181,7 +187,13 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
                 readable.append(ReadableShard(shard.file, file, split, count))
 
     num_parsed = num_decoded = 0
-    if decode_images:
+    if decode_images and manifest.media is not None:  # clips: no TensorFlow
+        from tfrecorder.read.verify_clips import check_clips
+
+        num_parsed, num_decoded, found = check_clips(manifest, readable, progress)
+        problems += [Problem(file=f.file, record=f.record, check=Check(f.check),
+                             detail=f.detail) for f in found]
+    elif decode_images:
         from tfrecorder.read.verify_records import check_records  # TensorFlow: only to decode
 
         num_parsed, num_decoded, record_problems = check_records(manifest, readable,
