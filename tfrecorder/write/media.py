@@ -277,8 +277,11 @@ def _every_frame(decoded: _TimedFrames, start_us: int | None, end_us: int | None
 
 def _sampled(decoded: _TimedFrames, start_us: int | None, end_us: int | None,
              frame_rate: float, header_end_us: int | None):
-    """(frame, its time) shown at each start + k / frame_rate before the clip's end:
-    the last frame at or before that time (before the first frame: the first)."""
+    """(frame, time) at each time t = start + k / frame_rate before the clip's end: the
+    frame shown at t (the last at or before it; before the first frame, the first), with
+    t as its time. The times are the sampling's, as MediaPipe's PacketResamplerCalculator
+    and FFmpeg's fps filter give them: evenly spaced, so a frame shown at two of them is
+    stored twice under two times, and `image/timestamp` always increases."""
     step = 1_000_000 / frame_rate
     stop = math.inf if end_us is None else end_us
     origin, k, shown = start_us, 0, None
@@ -286,17 +289,17 @@ def _sampled(decoded: _TimedFrames, start_us: int | None, end_us: int | None,
         if origin is None:
             origin = time_us
         while origin + k * step < min(time_us, stop):
-            yield shown or (frame, time_us)
+            yield (shown or frame), round(origin + k * step)
             k += 1
         if origin + k * step >= stop:
             return
-        shown = (frame, time_us)
+        shown = frame
     if shown is None:
         return
     # The stream ended: the last frame is shown until the video's end.
     video_end = max(decoded.end_us, header_end_us or 0)
     while origin + k * step < min(stop, video_end):
-        yield shown
+        yield shown, round(origin + k * step)
         k += 1
 
 

@@ -299,7 +299,7 @@ _STAGED = (("shard", "int32"), ("order", "int64"), ("position", "int64"), ("uri"
            ("image_uri", "string"), ("label", "string"), ("split", "string"),
            ("inputs", "string"), ("image_bytes", "binary"), ("image_pickle", "binary"),
            ("image_name", "string"), ("masks", "string"), ("mask_uri", "string"),
-           ("annotated_size", "string"))
+           ("annotated_size", "string"), ("clip", "string"))
 _STAGED_GROUP_BYTES = 64 << 20  # rows a row group holds: about this many bytes
 
 
@@ -330,7 +330,8 @@ def _stage(plan: Plan, table: Table, staging: str, folder: OutputFolder
                               None if row.masks is None else json.dumps(
                                   row.masks, default=_plain_json),
                               row.mask_uri, None if row.annotated_size is None
-                              else json.dumps(list(row.annotated_size))))
+                              else json.dumps(list(row.annotated_size)),
+                              _staged_clip(row)))
                 size += len(image_bytes or image_pickle or b"") + 100
                 if size >= _STAGED_GROUP_BYTES:
                     writer.write_table(_staged_table(group, schema))
@@ -373,7 +374,21 @@ def _parse_row(staged: dict) -> tuple[int, tuple[int, Row]]:
         staged["split"], json.loads(staged["inputs"]), image, staged["image_name"],
         None if staged["masks"] is None else json.loads(staged["masks"]), staged["mask_uri"],
         None if staged["annotated_size"] is None else tuple(json.loads(
-            staged["annotated_size"]))))
+            staged["annotated_size"])), *_unstaged_clip(staged.get("clip"))))
+
+
+def _staged_clip(row: Row) -> str | None:
+    """A video or audio row's span and timed annotations, as JSON (None: not a clip)."""
+    if row.clip_start_us is None and row.clip_end_us is None and row.timed is None:
+        return None
+    return json.dumps([row.clip_start_us, row.clip_end_us, row.timed])
+
+
+def _unstaged_clip(staged: str | None) -> tuple:
+    if staged is None:
+        return None, None, None
+    start, end, timed = json.loads(staged)
+    return start, end, None if timed is None else tuple(map(tuple, timed))
 
 
 class _RowRejected(ImageError):
