@@ -243,7 +243,8 @@ def _info(args: argparse.Namespace) -> int:
             print(f"  {annotations:>8,}  {reason}")
     _print_objects(found)
     if not found.duplicates_checked:
-        print("Duplicates:   not sought (written before tfrecorder sought them)")
+        print("Duplicates:   " + ("not sought for clips" if manifest.media is not None else
+                                  "not sought (written before tfrecorder sought them)"))
     elif not found.duplicates:
         print("Duplicates:   none (no image is stored twice)")
     if found.warnings:
@@ -353,7 +354,8 @@ def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
     rows = [(split, s) for split, s in found.statistics.items() if s.image_height]
     if not rows:
         return
-    print("Images:")
+    clips = found.manifest.media is not None  # a clip's frames: its size, its bytes
+    print("Frames:" if clips else "Images:")
     for split, s in rows:
         height, width, size = s.image_height, s.image_width, s.image_bytes
         formats = ", ".join(f"{name} {n:,}" for name, n in s.image_formats.items())
@@ -362,7 +364,8 @@ def _print_image_statistics(found: tfrecorder.DatasetInfo) -> None:
         print(f"  {split:<11}height {height.min:g}-{height.max:g} (median {height.median:g}),"
               f" width {width.min:g}-{width.max:g} (median {width.median:g}); "
               f"{in_unit(size.min, unit)}-{in_unit(size.max, unit)} {unit_name} (median "
-              f"{in_unit(size.median, unit)} {unit_name}); {formats}; channels {channels}")
+              f"{in_unit(size.median, unit)} {unit_name})" + (
+                  " a clip" if clips else f"; {formats}; channels {channels}"))
 
 
 def _labels(labels: Labels | None, task: str = "classification") -> str:

@@ -354,7 +354,8 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     label_map = label_map_of(header)
     if label_map is not None:
         folder.write_bytes(LABEL_MAP, label_map.encode())
-    manifest = header.finished(splits, rejected, statistics, duplicates,
+    manifest = header.finished(splits, rejected, statistics,
+                               None if header.media is not None else duplicates,  # (unsought)
                                _annotations(header, report, statistics, written, rows))
     if header.media is not None:
         manifest = replace(manifest, media=replace(header.media, counts={
@@ -390,7 +391,7 @@ def _duplicates(folder, header: Manifest, written: Written, rows: SourceRows
                 ) -> list[tuple[Duplicate, list[Located]]]:
     """Every image stored more than once, with where each copy is: candidates by their
     content hashes, confirmed by their bytes."""
-    if rows.image_uris is None or header.media is not None:  # (clips: not sought yet)
+    if rows.image_uris is None or header.media is not None:  # clips: not sought (None)
         return []
     shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
     image_key = layout_of(header).key("image")
