@@ -235,3 +235,42 @@ def test_keep_media_stores_the_files_bytes(made, tmp_path):
         assert media_sequence().get_clip_encoded_media_bytes(example) == file.read()
     with av.open(io.BytesIO(media_sequence().get_clip_encoded_media_bytes(example))) as c:
         assert c.streams.video[0].codec_context.name == "vp9"
+
+
+def test_a_vertex_tracking_file_gives_each_sampled_frame_its_boxes(made, tmp_path):
+    def box(name, seconds, track, x0, y0, x1, y1):
+        return {"displayName": name, "timeOffset": f"{seconds}s", "instanceId": track,
+                "xMin": x0, "yMin": y0, "xMax": x1, "yMax": y1}
+
+    jsonl = tmp_path / "tracking.jsonl"
+    jsonl.write_text(json.dumps({"videoGcsUri": made["h264"], "temporalBoundingBoxAnnotations": [
+        box("car", 0.2, 1, 0.1, 0.2, 0.5, 0.6), box("car", 0.4, 1, 0.2, 0.2, 0.6, 0.6),
+        box("bus", 0.4, 2, 0.0, 0.0, 0.3, 0.3)]}) + "\n")
+    out = str(tmp_path / "out")
+    tfrecorder.convert(str(jsonl), out, frame_rate=FPS, unassigned_split=(1, 0, 0),
+                       progress=False)
+    element, = tfrecorder.load(out, "train", num_frames=10, shuffle=False).as_numpy_iterator()
+    assert element["timestamps"].tolist() == [k * 200_000 for k in range(10)]
+    assert element["objects/is_annotated"].tolist() == [False, True, True] + [False] * 7
+    # bus is class 0, car 1 (sorted); boxes [ymin, xmin, ymax, xmax]; -1 pads.
+    np.testing.assert_allclose(element["objects/bbox"][1:3], [
+        [[0.2, 0.1, 0.6, 0.5], [-1, -1, -1, -1]], [[0.2, 0.2, 0.6, 0.6], [0, 0, 0.3, 0.3]]])
+    assert element["objects/label"][1:3].tolist() == [[1, -1], [1, 0]]
+    assert element["objects/track"][1:3].tolist() == [[1, -1], [1, 2]]
+    assert tfrecorder.verify(out).ok
+
+
+def test_a_vertex_action_file_gives_each_clip_its_segments(made, tmp_path):
+    jsonl = tmp_path / "actions.jsonl"
+    jsonl.write_text(json.dumps({
+        "videoGcsUri": made["vp9"], "timeSegments": [{"startTime": "0s", "endTime": "2s"}],
+        "timeSegmentAnnotations": [
+            {"displayName": "wave", "startTime": "0.5s", "endTime": "1.0s"},
+            {"displayName": "jump", "startTime": "1.5s", "endTime": "1.5s"}]}) + "\n")
+    out = str(tmp_path / "out")
+    tfrecorder.convert(str(jsonl), out, frame_rate=FPS, unassigned_split=(1, 0, 0),
+                       progress=False)
+    element, = tfrecorder.load(out, "train", num_frames=10, shuffle=False).as_numpy_iterator()
+    assert element["segments/start"].tolist() == [500_000, 1_500_000]
+    assert element["segments/end"].tolist() == [1_000_000, 1_500_000]
+    assert element["segments/label"].tolist() == [1, 0]  # jump, wave

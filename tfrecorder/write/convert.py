@@ -179,7 +179,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         order = shuffled_order(table, options.split.seed)  # drawn once
         record_bytes = prefetch.mean_record_bytes(
             sample_rows(table, order), options, stored_features(table, options.image,
-                                                                labels[0]), table.media)
+                                                                labels[0]), table.media, table.task)
         plan = make_plan(table, options, record_bytes, labels=labels, order=order)
         del order  # (the shards hold their own positions: not 8 bytes a row more in a run)
         header = manifest_header(plan, table, options.recorded(table.media))

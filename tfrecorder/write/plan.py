@@ -479,7 +479,8 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
     encoder = RecordOptions.of(options.image, vocabulary, features, model_ids)
     encoder = replace(encoder, record_layout=record_layout(encoder))  # built once, here
     if table.media != "image":
-        encoder = replace(encoder, media=table.media, media_options=options.media)
+        encoder = replace(encoder, media=table.media, media_options=options.media,
+                          task=table.task)
     return Plan(seed, encoder,
                 options.shards.compression, vocabulary, label_ids,
                 splits, tuple(shards), vocabularies, features, model_ids)

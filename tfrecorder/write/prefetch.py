@@ -164,7 +164,8 @@ def encode_read(row: Row, reads: RowReads, options: ImageOptions, prefetcher: Pr
 
 
 def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions,
-                      features: Mapping[str, Feature], media: str = "image") -> float:
+                      features: Mapping[str, Feature], media: str = "image",
+                      task: str = "classification") -> float:
     """The mean size of the records of `rows` (a sample: `plan.sample_rows`), which
     `convert` measures before `make_plan` to give each split as many shards as keep them
     near `shard_size_mb`; 0 when no split is sized by bytes (nothing is read then).
@@ -173,7 +174,7 @@ def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions,
     reads from buckets), which the plan must not load and frozen options must not do: so
     it lives here, beside the encoder it runs, with the sample's reads started at once.
     Image headers only: the sample is not validated. `features` are the records' (the
-    plan's, by `plan.stored_features`); `media`, what the rows' files are (`Table.media`).
+    plan's, by `plan.stored_features`); `media` and `task`, the table's (`Table.media`).
     """
     if not options.shards.sized_by_bytes:
         return 0.0
@@ -181,7 +182,7 @@ def mean_record_bytes(rows: Iterable[Row], options: ConvertOptions,
                                      None, features)
     if media != "image":  # a clip costs what a hundred images do: a few tell enough
         image_options = dataclasses.replace(image_options, media=media,
-                                            media_options=options.media)
+                                            media_options=options.media, task=task)
         rows = itertools.islice(rows, _CLIPS_SAMPLED)
     with Prefetcher() as prefetcher:
         sizes = [len(result.example) for _, result

@@ -269,7 +269,8 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     encoder = RecordOptions.of(options.image, vocabulary, features, model_ids)
     encoder = replace(encoder, record_layout=record_layout(encoder))
     if head.media != "image":
-        encoder = replace(encoder, media=head.media, media_options=options.media)
+        encoder = replace(encoder, media=head.media, media_options=options.media,
+                          task=head.task)
     counts = tuple(int(sum(f.split_counts[code] for f in facts)) for code in range(len(SPLITS)))
     num_unassigned = sum(f.num_unassigned for f in facts)
     if num_unassigned:
@@ -278,7 +279,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
         ((key, (f.index, position), row) for f in facts for key, position, row in f.sample),
         key=lambda item: item[:2])][:SIZE_SAMPLE]
     record_bytes = mean_record_bytes(sample, options, stored_features(
-        head, options.image, vocabulary), head.media)
+        head, options.image, vocabulary), head.media, head.task)
     shard_counts = tuple(options.shards.count(split, n, record_bytes)
                          for split, n in zip(SPLITS, counts))
     report = SourceReport.joined([f.report for f in facts])
