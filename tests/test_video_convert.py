@@ -8,6 +8,10 @@ import hashlib
 import io
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import av
 import media_data
@@ -19,6 +23,7 @@ import tensorflow as tf
 from mediapipe_sequence import media_sequence
 
 import tfrecorder
+from tfrecorder.format.manifest import read_manifest
 
 FPS, SHORT_SIDE = 5, 32
 
@@ -274,3 +279,41 @@ def test_a_vertex_action_file_gives_each_clip_its_segments(made, tmp_path):
     assert element["segments/start"].tolist() == [500_000, 1_500_000]
     assert element["segments/end"].tolist() == [1_000_000, 1_500_000]
     assert element["segments/label"].tolist() == [1, 0]  # jump, wave
+
+
+KILLED_RUN = """
+import sys, pandas as pd, tfrecorder
+table = pd.read_csv(sys.argv[1])
+tfrecorder.convert(table, sys.argv[2], num_shards=12, frame_rate=10, progress=False,
+                   resume=True, num_workers=1)
+"""
+
+
+def test_a_killed_video_run_resumes_to_the_same_dataset(made, tmp_path):
+    table = pd.DataFrame({"video_uri": [made["h264"], made["vp9"], made["phone"]] * 12,
+                          "label": ["a", "b", "c"] * 12, "split": "TRAIN",
+                          "start": [0.1 * i for i in range(36)]})
+    table_csv = tmp_path / "table.csv"
+    table.to_csv(table_csv, index=False)
+    clean = tmp_path / "clean"
+    tfrecorder.convert(table, str(clean), num_shards=12, frame_rate=10, progress=False)
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(table_csv), str(out)])
+    deadline = time.monotonic() + 120
+    while len(receipts(out)) < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    kept = receipts(out)
+    assert 2 <= len(kept) < 12 and not (out / "dataset.json").exists()
+    tfrecorder.convert(table, str(out), num_shards=12, frame_rate=10, progress=False,
+                       resume=True)
+    assert read_manifest(str(out)) == read_manifest(str(clean))  # counts from the receipts too
+    for name in os.listdir(clean):
+        if name.endswith(".tfrecord"):
+            assert (out / name).read_bytes() == (clean / name).read_bytes()
+
+
+def receipts(out) -> list[str]:
+    return sorted(n for n in os.listdir(out) if n.endswith(".receipt.json")) \
+        if out.exists() else []
