@@ -350,3 +350,12 @@ def test_records_decode_with_mediapipes_getters(files):
         48, 64)
     frame = tf.io.decode_jpeg(mediapipe.get_image_encoded_at(1, example)).numpy()
     assert mean_difference(frame, decoder_frames(files["h264"])[100_000]) < 3
+
+
+def test_an_error_no_decoder_check_foresaw_is_the_rows_rejection(files, monkeypatch):
+    def fails(*args, **kwargs):
+        raise RuntimeError("swscale refused the size")
+
+    monkeypatch.setattr(media, "video_clip", fails)
+    assert encoded(files["h264"]) == Rejection(
+        7, "corrupt or truncated video: RuntimeError: swscale refused the size")

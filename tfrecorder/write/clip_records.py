@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import xxhash
 
+from tfrecorder.format.image_checks import describe_error
 from tfrecorder.format.media_sequence import (
     Clip,
     Regions,
@@ -53,6 +54,11 @@ def encode_clip(row: Row, data: bytes, options: RecordOptions) -> Record | Rejec
             payload, (frames, height, width) = [part.samples.tobytes()], (0, 0, 0)
     except media.MediaRejected as e:
         return Rejection(row.position, e.reason)
+    except ImportError:
+        raise  # a missing extra is the run's problem, not this row's
+    except Exception as e:  # what a decoder raises on data nobody foresaw: this row's
+        return Rejection(row.position, f"{media.CORRUPT} {options.media}: "
+                                       f"{describe_error(e)}")
     label_index, label_string = _clip_labels(row, options)
     clip = Clip(row.image_uri or row.uri or "", int(start_us), int(end_us),
                 label_index, label_string)
