@@ -317,3 +317,11 @@ def test_a_killed_video_run_resumes_to_the_same_dataset(made, tmp_path):
 def receipts(out) -> list[str]:
     return sorted(n for n in os.listdir(out) if n.endswith(".receipt.json")) \
         if out.exists() else []
+
+
+def test_a_missing_extra_is_refused_before_any_file_is_written(made, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "soundfile", None)
+    table = pd.DataFrame({"audio_uri": [made["wav"]], "label": ["a"]})
+    with pytest.raises(ImportError, match=r'pip install "tfrecorder\[audio\]"'):
+        tfrecorder.convert(table, str(tmp_path / "out"), progress=False)
+    assert not (tmp_path / "out").exists()

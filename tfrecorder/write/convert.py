@@ -159,6 +159,10 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             manifest, run = convert_in_pipeline(files, output_dir, options)
         return _result(output_dir, options, manifest, run, time.perf_counter() - started)
     table = load_table(source, **vars(options.table))
+    if table.media != "image":
+        from tfrecorder.write.media import check_installed  # (only for media tables)
+
+        check_installed(table.media)
     if table.media != "image" and clip_length_us(options.media) is not None:
         table = cut_into_clips(table, options.media,
                                functools.partial(file_duration_us, kind=table.media))

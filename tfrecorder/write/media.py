@@ -172,6 +172,13 @@ def media_duration_us(source: bytes | BinaryIO, kind: str | None = None) -> int:
 
 # --- opening --------------------------------------------------------------------------
 
+def check_installed(kind: str) -> None:
+    """Raises, before any work starts, the ImportError a worker would meet at its first
+    `kind` ("video" or "audio") of file: the decoders are extras."""
+    for name in ("av",) if kind == "video" else ("soundfile", "av"):
+        _module(name, kind)
+
+
 def _module(name: str, extra: str):
     try:
         return __import__(name)
