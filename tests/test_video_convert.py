@@ -319,9 +319,13 @@ def receipts(out) -> list[str]:
         if out.exists() else []
 
 
-def test_a_missing_extra_is_refused_before_any_file_is_written(made, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "soundfile", None)
+def test_a_missing_extra_is_refused_before_any_file_is_touched(made, tmp_path, monkeypatch):
     table = pd.DataFrame({"audio_uri": [made["wav"]], "label": ["a"]})
+    out = tmp_path / "out"
+    tfrecorder.convert(table, str(out), num_shards=1, progress=False)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    monkeypatch.setitem(sys.modules, "soundfile", None)
     with pytest.raises(ImportError, match=r'pip install "tfrecorder\[audio\]"'):
-        tfrecorder.convert(table, str(tmp_path / "out"), progress=False)
-    assert not (tmp_path / "out").exists()
+        tfrecorder.convert(table, str(out), num_shards=1, overwrite=True, progress=False)
+    # The dataset there before is as it was: the run stopped before claiming the folder.
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
