@@ -513,7 +513,7 @@ def _verify(args: argparse.Namespace) -> int:
     if args.decode_images:
         images = report.num_images_decoded
         checked = f" ({count(report.num_records_parsed, 'record')} parsed" + (
-            f", {count(images, 'image')} decoded)" if images else ")")
+            f", {count(images, report.decoded)} decoded)" if images else ")")
     print(f"OK: {count(sum(report.num_records.values()), 'record')} in "
           f"{count(report.num_shards, 'shard')}{checked}")
     return 0

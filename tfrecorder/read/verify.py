@@ -120,6 +120,7 @@ class VerifyReport:
     num_images_decoded: int
     num_records_parsed: int  # records that parsed with the manifest's features
     problems: list[Problem] = field(default_factory=list)
+    decoded: str = "image"  # what `num_images_decoded` counts: "image", or a clip's "frame"
 
     @property
     def ok(self) -> bool:
@@ -200,7 +201,8 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
                                                                  progress)
         problems += record_problems
 
-    report = VerifyReport(path, num_records, len(listed), num_decoded, num_parsed, problems)
+    report = VerifyReport(path, num_records, len(listed), num_decoded, num_parsed, problems,
+                          "image" if manifest.media is None else "frame")
     if problems:
         raise VerificationError(_message(path, problems), report=report)
     logger.info("Verified %s: %d records in %d shards.", path, sum(num_records.values()),
