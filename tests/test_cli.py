@@ -674,6 +674,8 @@ _FORMAT_WORDS = {
     "vertex_jsonl": ["Vertex AI JSONL"], "coco": ["COCO JSON"],
     "coco_folder": ["COCO folder", "Roboflow"],
     "pascal_voc": ["Pascal VOC", "LabelImg", "CVAT"], "yolo": ["YOLO", "data.yaml"],
+    "vertex_video": ["Vertex AI video JSONL or CSV", "object tracking"],
+    "clips_csv": ["DMVR clips CSV"],
 }
 
 

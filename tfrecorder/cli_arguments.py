@@ -60,6 +60,9 @@ SOURCE_HELP = (
     "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints), or a COCO "
     "folder as downloaded (annotations/instances_*.json, or a Roboflow COCO export); a Pascal "
     "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder; "
+    "a table with a video_uri or audio_uri column, a Vertex AI video JSONL or CSV file "
+    "(classification, action recognition, object tracking), a DMVR clips CSV "
+    "(video_path,start,end,label), or a folder of videos or audio files (docs/video.md); "
     "or several files as the splits of one dataset, each as SPLIT=PATH "
     "(train=instances_train.json validation=instances_val.json)")
 
