@@ -252,3 +252,26 @@ def test_a_job_whose_launcher_is_killed_after_submitting_leaves_a_whole_dataset(
         for server in servers:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+@pytest.mark.parametrize("engine", [IN_PROCESS, DIRECT], ids=["in-process", "multi-process"])
+def test_a_table_without_images_gives_the_local_engines_bytes(tmp_path, engine):
+    """Its rows cross the job's shuffle as the records the local engine writes
+    (`EncodedRow`): the same shards, statistics and manifest."""
+    n = np.arange(2_000)
+    table = pd.DataFrame({
+        "split": np.array(["TRAIN", "UNASSIGNED", "TEST"])[n % 3],
+        "label": np.array(["cat", "dog", "emu", ""])[n * 7 % 4],
+        "visits": n * 13 % 1000, "spend": (n * 37 % 101) / 10,
+        "city": np.array(["Lyon", "Oslo", "Pune"])[n % 3],
+        "scores": [[float(i), float(i % 7)] for i in n.tolist()],
+        "note": [f"customer {i}" for i in n.tolist()]})
+    pattern = write_parts(table, tmp_path / "rows", "parquet", 4)
+    options = {"num_shards": 3, "schema": {"city": "CategoricalInput"}}
+    tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False, **options)
+    result = tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False, **options,
+                                **engine)
+    local, written = dataset(tmp_path / "local"), dataset(tmp_path / "beam")
+    assert written.keys() == local.keys()
+    assert [name for name in written if written[name] != local[name]] == []
+    assert result.num_records == 2_000

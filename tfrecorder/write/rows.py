@@ -38,6 +38,18 @@ class Row(NamedTuple):
     timed: tuple | None = None
 
 
+class EncodedRows(NamedTuple):
+    """Rows of a table without images bound for one shard, encoded where they are
+    planned (their records cannot be rejected: validation checked them): what crosses a
+    Beam job's shuffle in place of `Row`s. Columns, not a Python object a row: a shard's
+    writer holds its rows' bytes, and Beam pays its overhead once a batch."""
+
+    keys: object  # uint64 array: each row's key in the shuffled order (`plan.order_keys`)
+    positions: object  # int64 array: each row's position in the table
+    labels: list  # each row's label id, list of ids, or None
+    examples: object  # an Arrow binary array: each row's record
+
+
 class Rejection(NamedTuple):
     position: int
     reason: str

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from itertools import islice
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -64,7 +65,7 @@ from tfrecorder.write.planned_table import planned_rows
 from tfrecorder.write.prefetch import Prefetcher, encode_in_order
 from tfrecorder.write.records import encode_rows_without_images
 from tfrecorder.write.resume import Journal
-from tfrecorder.write.rows import Rejection, Row
+from tfrecorder.write.rows import EncodedRows, Rejection, Row
 from tfrecorder.write.statistics import ShardFacts
 
 logger = logging.getLogger(__name__)
@@ -452,11 +453,16 @@ class _WriteShard(beam.DoFn):
             self.progress.update(shard.num_records + len(rejections), filename)
             yield index, shard, rejections
             return
-        rows = [row for _, row in sorted(grouped["rows"], key=lambda item: item[0])]
+        grouped_rows = list(grouped["rows"])
+        batches = [rows for order, rows in grouped_rows if order is None]
+        rows = [row for _, row in sorted((item for item in grouped_rows
+                                          if item[0] is not None), key=lambda item: item[0])]
         rejections, facts = [], ShardFacts()
         with ShardWriter(self.folder.uri(filename), self.folder.temp_suffix,
                          self.compression) as writer:
-            if rows and rows[0].uri is None and rows[0].image is None:  # a table without
+            if batches:  # a table without images, encoded where it was planned
+                self._write_encoded(batches, filename, writer, facts)
+            elif rows and rows[0].uri is None and rows[0].image is None:  # a table without
                 # images: a column at a time
                 self._write_without_images(rows, split, filename, writer, facts)
                 rows = []
@@ -477,6 +483,24 @@ class _WriteShard(beam.DoFn):
         self.journal.commit(shard, rejections)
         yield index, shard, rejections
 
+
+    def _write_encoded(self, batches: list[EncodedRows], filename: str, writer: ShardWriter,
+                       facts: ShardFacts) -> None:
+        """A shard's rows that came encoded, in batches: in the order's (key, position)
+        order, as the local engine writes them."""
+        import pyarrow as pa
+
+        keys = np.concatenate([batch.keys for batch in batches])
+        positions = np.concatenate([batch.positions for batch in batches])
+        labels = [label for batch in batches for label in batch.labels]
+        order = np.lexsort((positions, keys))
+        records = pa.concat_arrays([batch.examples for batch in batches])
+        writer.write_framed(framed(records.take(pa.array(order))))
+        facts.add_without_images(positions[order].tolist(),
+                                 [labels[i] for i in order.tolist()])
+        self.read.inc(len(order))
+        self.written.inc(len(order))
+        self.progress.update(len(order), filename)
 
     def _write_without_images(self, rows: list[Row], split, filename: str,
                               writer: ShardWriter, facts: ShardFacts) -> None:

@@ -67,6 +67,8 @@ from tfrecorder.write.plan import (
 )
 from tfrecorder.write.planned_table import PlannedTable
 from tfrecorder.write.prefetch import mean_record_bytes
+from tfrecorder.write.records import encode_rows_without_images
+from tfrecorder.write.rows import EncodedRows
 
 _BUCKET_SHIFT = np.uint64(52)  # keys' top 12 bits: 4,096 buckets
 _NUM_BUCKETS = 1 << 12
@@ -411,10 +413,39 @@ def _rows_to_shards(element, options: ConvertOptions, plan: PipelinePlan, starts
         bounds = starts.get(code, [])
         for start in range(0, len(rows), 4096):
             chunk = rows[start:start + 4096]
-            for row, built in zip(chunk.tolist(), planned.rows(chunk, split)):
+            if not planned.has_images:
+                yield from _encoded_batches(planned, chunk, split, plan, code, bounds, keys,
+                                            offset)
+                continue
+            for row, found in zip(chunk.tolist(), planned.rows(chunk, split)):
                 where = (int(keys[row]), offset + row)
                 shard = plan.first_shard(code) + bisect.bisect_right(bounds, where)
-                yield shard, (where, built._replace(position=offset + row))
+                yield shard, (where, found._replace(position=offset + row))
+
+
+def _encoded_batches(planned: PlannedTable, chunk: np.ndarray, split: str,
+                     plan: PipelinePlan, code: int, bounds: list, keys: np.ndarray,
+                     offset: int):
+    """A chunk of a table without images as (shard, (None, EncodedRows)): its records
+    encoded a column at a time as the local engine encodes them
+    (`encode_rows_without_images`), one element a shard the chunk reaches rather than
+    one a row (Beam pays its overhead an element, and a worker grouping a shard holds
+    bytes, not rows of Python values)."""
+    import pyarrow as pa
+
+    labels = planned.labels_at(chunk)
+    records = encode_rows_without_images(split, labels, planned.inputs_at(chunk),
+                                         plan.encoder)
+    chunk_keys = keys[chunk]  # (uint64: compared as Python ints, as `where`s are)
+    positions = offset + chunk.astype(np.int64)
+    shards = plan.first_shard(code) + np.array(
+        [bisect.bisect_right(bounds, where)
+         for where in zip(chunk_keys.tolist(), positions.tolist())], dtype=np.int64)
+    for shard in np.unique(shards).tolist():
+        taken = np.flatnonzero(shards == shard)
+        yield shard, (None, EncodedRows(chunk_keys[taken], positions[taken],
+                                        [labels[i] for i in taken.tolist()],
+                                        records.take(pa.array(taken))))
 
 
 def _all_shards(plan: PipelinePlan):
