@@ -275,3 +275,47 @@ def test_a_table_without_images_gives_the_local_engines_bytes(tmp_path, engine):
     assert written.keys() == local.keys()
     assert [name for name in written if written[name] != local[name]] == []
     assert result.num_records == 2_000
+
+
+@pytest.mark.parametrize("layout", ["flat", "hive"])
+def test_a_parquet_folder_is_planned_by_the_pipeline_to_the_local_engines_dataset(
+        bucket_images, tmp_path, layout, monkeypatch):
+    """A folder of Parquet files, as pandas and Spark write them (in hive partitions
+    too), is read by the job a file each (the launcher lists it, reading no row), to
+    the dataset the local engine writes from its whole read: the same shards, the
+    partition columns and their categories, rejected.csv's rows named alike."""
+    table = rows_table(bucket_images, 400)
+    folder = tmp_path / "rows"
+    if layout == "hive":
+        table.to_parquet(folder, partition_cols=["colour", "split"])
+    else:
+        write_parts(table, folder, "parquet", 5)
+    tfrecorder.convert(str(folder), str(tmp_path / "local"), progress=False)
+    from tfrecorder.sources import parquet
+
+    monkeypatch.setattr(parquet, "read_parquet", None)  # the whole read: never, now
+    result = tfrecorder.convert(str(folder), str(tmp_path / "beam"), progress=False,
+                                **IN_PROCESS)
+    local, written = dataset(tmp_path / "local"), dataset(tmp_path / "beam")
+    assert written.keys() == local.keys()
+    assert [name for name in written if written[name] != local[name]] == []
+    assert result.num_rejected == 1
+    if layout == "hive":  # the partition column is an input, with every category
+        manifest = tfrecorder.info(str(tmp_path / "beam")).manifest
+        assert manifest.features["colour"].vocabulary == ("blue", "green", "red")
+
+
+def test_the_launcher_lists_a_parquet_folder_and_reads_no_row(tmp_path, monkeypatch):
+    from tfrecorder.sources import parquet
+    from tfrecorder.sources.table_files import pipeline_files
+
+    table = pd.DataFrame({"image_uri": ["a.png"] * 6, "label": list("abcabc"),
+                          "split": ["TRAIN"] * 3 + ["TEST"] * 3, "year": [1, 2] * 3})
+    table.to_parquet(tmp_path / "hive", partition_cols=["split", "year"])
+    monkeypatch.setattr(parquet, "read_parquet", None)  # any row read fails
+    found = pipeline_files(str(tmp_path / "hive"))
+    assert [Path(f).relative_to(tmp_path / "hive").parts[:2] for f in found.files] == [
+        ("split=TEST", "year=1"), ("split=TEST", "year=2"), ("split=TRAIN", "year=1"),
+        ("split=TRAIN", "year=2")]
+    assert (found.fields, found.dictionaries) == (("split", "year"),
+                                                  (("TEST", "TRAIN"), (1, 2)))

@@ -154,6 +154,15 @@ def read_path(path: str, options: TableOptions) -> Table:
     return _for_task(reader.read(path, base_dir, options), options, repr(path))
 
 
+def read_folder_file(folder: parquet.ParquetFolder, path: str, options: TableOptions
+                     ) -> Table:
+    """One file of a Parquet folder, as the folder's whole read (`read_path`) gives its
+    rows: its partition columns, its images relative to the folder (a Beam job's worker
+    reads the folder so, a file each)."""
+    return _for_task(parquet.read_file_of_folder(folder, path, options), options,
+                     repr(folder.root))
+
+
 def _claimed(path: str, options: TableOptions) -> tuple[str, bool, object]:
     """The path (absolute, if a local folder), whether it is a folder, and the module of
     `FILE_FORMATS` that reads it."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -80,6 +81,91 @@ def is_parquet_folder(root: str) -> bool:
                 f"files (e.g. {uri!r}), so it is neither a Parquet dataset nor an image "
                 "folder. Pass the Parquet file's own path, or move the other files out.")
     return True
+
+
+@dataclass(frozen=True)
+class ParquetFolder:
+    """A folder of Parquet files (a Parquet dataset: `is_parquet_folder`), listed so that
+    a Beam job's workers read it a file each as `read_parquet` reads it whole: its files
+    in the whole read's order, and its hive partitioning (each partition field's values
+    over the whole folder, as pyarrow discovers them), without which a file read alone
+    would lack the partition columns, or their categories. Small: no row."""
+
+    root: str
+    files: tuple[str, ...]
+    fields: tuple[str, ...] = ()  # the partition fields, outermost first
+    field_types: tuple[str, ...] = ()  # their Arrow types ("int32", "string")
+    dictionaries: tuple[tuple, ...] = ()  # each field's values, in pyarrow's order
+
+    def _partitioning(self):
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        if not self.fields:
+            return None
+        types = [pa.type_for_alias(kind) for kind in self.field_types]
+        return ds.HivePartitioning(
+            pa.schema([pa.field(name, pa.dictionary(pa.int32(), kind))
+                       for name, kind in zip(self.fields, types)]),
+            dictionaries={name: pa.array(list(values), kind) for name, values, kind
+                          in zip(self.fields, self.dictionaries, types)})
+
+
+def parquet_folder(root: str) -> ParquetFolder:
+    """The files and partitioning of a Parquet dataset folder, by pyarrow's own discovery
+    (`pq.read_table`'s: hive partitions, their values as dictionaries; hidden files
+    skipped): a listing, no row is read."""
+    import pyarrow.dataset as ds
+
+    where, filesystem = _parquet_where(root, None)
+    dataset = _reading_parquet(root, lambda: ds.dataset(
+        where, format="parquet", filesystem=filesystem,
+        partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
+        ignore_prefixes=[".", "_"]))
+    files = tuple(_uri_of(root, path) for path in dataset.files)
+    partitioning = dataset.partitioning
+    # (A folder without partitions gives a partitioning of the files' own schema, each
+    # field without a dictionary: only fields with one are partitions.)
+    found = [] if partitioning is None else [
+        (field, values) for field, values in zip(partitioning.schema,
+                                                 partitioning.dictionaries)
+        if values is not None]
+    return ParquetFolder(
+        root, files, tuple(field.name for field, _ in found),
+        tuple(str(getattr(field.type, "value_type", field.type)) for field, _ in found),
+        tuple(tuple(values.to_pylist()) for _, values in found))
+
+
+def read_folder_file(folder: ParquetFolder, path: str) -> pd.DataFrame:
+    """One file of a Parquet folder as the whole read (`read_parquet` of the folder) gives
+    its rows: its columns, then the partition fields' columns (Categoricals of every
+    value the folder has), with the same types."""
+    import pyarrow.dataset as ds
+
+    where, filesystem = _parquet_where(path, None)
+    base, _ = _parquet_where(folder.root, None)
+    dataset = _reading_parquet(path, lambda: ds.dataset(
+        [where], format="parquet", filesystem=filesystem,
+        partitioning=folder._partitioning(), partition_base_dir=base))
+    return _reading_parquet(path, lambda: dataset.to_table().to_pandas())
+
+
+def read_file_of_folder(folder: ParquetFolder, path: str, options: TableOptions) -> Table:
+    """`read` of one file of `folder`: its rows as the folder's whole read gives them."""
+    frame = read_folder_file(folder, path)
+    if options.header is not None:
+        _parquet_where(path, options.header)  # refused, as for the folder
+    return chunked.read_whole_or_in_chunks(
+        path, folder.root.rstrip("/"), options, text_numbers=False, whole=lambda: frame,
+        chunks=lambda rows: (frame.iloc[start:start + rows]
+                             for start in range(0, max(len(frame), 1), rows)))
+
+
+def _uri_of(root: str, path: str) -> str:
+    """A path pyarrow listed under `root` as the store names it (its protocol back)."""
+    if not fs.is_remote(root):
+        return path
+    return f"{fs.protocol(root)}://{path}"
 
 
 def read_parquet(path: str, header: bool | None) -> pd.DataFrame:

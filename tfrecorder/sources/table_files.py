@@ -32,7 +32,8 @@ import pandas as pd
 from tfrecorder import sources
 from tfrecorder.errors import SchemaError, SourceNotFoundError
 from tfrecorder.options import TableOptions
-from tfrecorder.sources import csv, tables, vertex_jsonl
+from tfrecorder.sources import csv, parquet, tables, vertex_jsonl
+from tfrecorder.sources.parquet import ParquetFolder
 from tfrecorder.sources.table import Table
 from tfrecorder.storage import fs
 from tfrecorder.wording import LINE
@@ -106,14 +107,19 @@ def file_format(path: str) -> str | None:
                  if path.rstrip("/").lower().endswith(end)), None)
 
 
-def file_table(path: str, options: TableOptions, name: str | None = None) -> Table:
+def file_table(path: str, options: TableOptions, name: str | None = None,
+               folder: ParquetFolder | None = None) -> Table:
     """One file's validated table, its images relative to the file's folder, its rows
-    named `name[line]` (`name[row]` for Parquet) and its errors prefixed by `name`.
+    named `name[line]` (`name[row]` for Parquet) and its errors prefixed by `name`; or,
+    for a file of a Parquet `folder`, as the folder's whole read gives its rows (their
+    partition columns, images relative to the folder; rows numbered from 0 in the file,
+    their position in the folder's table being the caller's to add).
 
     Args:
         path: the file, local or remote.
         options: the options of the whole source.
         name: how messages and row names call the file; default its base name.
+        folder: the Parquet folder the file is one of (`pipeline_files`).
 
     Raises:
         SchemaError: for every mistake in the file, as `load_table(path)` raises it,
@@ -121,9 +127,28 @@ def file_table(path: str, options: TableOptions, name: str | None = None) -> Tab
     """
     name = name or fs.basename(path)
     with _naming_errors(name):
+        if folder is not None:
+            return sources.read_folder_file(folder, path, options)
         table = (_plain_jsonl_table(path, options) if _is_plain_jsonl(path)
                  else sources.read_path(path, options))
     return sources.named_table(table, name)
+
+
+def pipeline_files(source) -> list[str] | ParquetFolder | None:
+    """What a Beam pipeline reads a file at a time, the launcher reading no row: the files
+    of a source of many table files (`table_files`), or a Parquet folder's (which
+    `load_table` reads as one dataset, and the pipeline file by file to the same rows:
+    `parquet.parquet_folder`); None for any other source."""
+    files = table_files(source)
+    if files is not None or not isinstance(source, (str, os.PathLike)):
+        return files
+    try:
+        path = fs.local_path(os.fspath(source))
+    except ValueError:
+        return None
+    if not fs.is_folder(path) or not parquet.is_parquet_folder(path):
+        return None
+    return parquet.parquet_folder(path if fs.is_remote(path) else os.path.abspath(path))
 
 
 def files_table(paths: list[str], options: TableOptions) -> Table:

@@ -37,7 +37,7 @@ from tfrecorder.run_options import BeamOptions
 from tfrecorder.sources import load_table
 from tfrecorder.sources.image_paths import describe_missing_images, missing_local_images
 from tfrecorder.sources.table import Table
-from tfrecorder.sources.table_files import table_files
+from tfrecorder.sources.table_files import pipeline_files
 from tfrecorder.storage import fs
 from tfrecorder.write import output, prefetch
 from tfrecorder.write import resume as resume_journal
@@ -151,7 +151,7 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     output_dir = os.fspath(output_dir)
     options = ConvertOptions.from_keywords(**options)
     engine = engine_for(options)
-    files = table_files(source) if options.beam.runner is not None else None
+    files = pipeline_files(source) if options.beam.runner is not None else None
     if files is not None:  # the pipeline reads and plans them; this process, never a row
         from tfrecorder.write.engines.beam_files import convert_in_pipeline
 

@@ -25,6 +25,7 @@ from apache_beam.pvalue import AsSingleton
 from tfrecorder.errors import ConversionAborted, Option, OptionError, TFRecorderError
 from tfrecorder.format.manifest import Manifest, read_manifest
 from tfrecorder.options import ConvertOptions
+from tfrecorder.sources.parquet import ParquetFolder
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.table_files import file_names, file_table
 from tfrecorder.storage import fs
@@ -83,7 +84,7 @@ class FileRows:
             self._tables.move_to_end(index)
         else:
             self._tables[index] = file_table(self.plan.paths[index], self.options.table,
-                                             self.plan.names[index])
+                                             self.plan.names[index], self.plan.folder)
             if len(self._tables) > self._FILES_KEPT:
                 self._tables.popitem(last=False)
         return self._tables[index]
@@ -95,6 +96,8 @@ class FileRows:
 
     @property
     def index(self):
+        if self.plan.folder is not None:  # a Parquet folder's rows: by their position
+            return range(self.plan.num_rows)
         return _ByPosition(self, lambda table, row: table.source.index[row],
                            name=self._table(0).source.index.name)
 
@@ -105,6 +108,10 @@ class FileRows:
             by_file.setdefault(index, []).append(row)
         parts = [SourceRows.of(self._table(index)).at(rows)
                  for index, rows in by_file.items()]
+        if self.plan.folder is not None:  # named as the folder's whole read names them
+            parts = [part.set_axis(pd.Index([self.plan.offsets[index] + row for row in rows],
+                                            name=part.index.name))
+                     for part, (index, rows) in zip(parts, by_file.items())]
         return pd.concat(parts) if parts else SourceRows.of(self._table(0)).at([])
 
 
@@ -144,11 +151,11 @@ def _in_job(step, error_file: str | None):
     return run
 
 
-def convert_in_pipeline(files: list[str], output_dir: str, options: ConvertOptions
-                        ) -> tuple[Manifest | None, EngineRun]:
-    """`convert` for a source of many files on a Beam runner: checks the options, claims
-    the folder, submits the job; with `wait`, returns its manifest once it is done (else
-    None)."""
+def convert_in_pipeline(files: list[str] | ParquetFolder, output_dir: str,
+                        options: ConvertOptions) -> tuple[Manifest | None, EngineRun]:
+    """`convert` for a source of many files on a Beam runner (`pipeline_files`: a list
+    of files, or a Parquet folder's): checks the options, claims the folder, submits the
+    job; with `wait`, returns its manifest once it is done (else None)."""
     check_pipeline_options(options)
     runner = options.beam.runner
     pipeline_options = submission_options(runner, output_dir, options.beam.pipeline_options())
@@ -233,16 +240,18 @@ class _Counted(Written):
                 "rows_rejected": self.num_rejected}
 
 
-def _pipeline(files: list[str], folder: OutputFolder, journal: Journal,
+def _pipeline(files: list[str] | ParquetFolder, folder: OutputFolder, journal: Journal,
               options: ConvertOptions, runner: str, pipeline_options: dict,
               error_file: str | None, dataflow_output: str | None) -> beam.Pipeline:
     """The job's graph: files in, dataset out."""
     pipeline = beam.Pipeline(options=_options(runner, pipeline_options))
+    parquet_folder = files if isinstance(files, ParquetFolder) else None
+    paths = list(parquet_folder.files) if parquet_folder is not None else files
     listed = (pipeline
-              | "ListedFiles" >> beam.Create(list(enumerate(zip(files, file_names(files)))))
+              | "ListedFiles" >> beam.Create(list(enumerate(zip(paths, file_names(paths)))))
               | "SpreadFiles" >> beam.Reshuffle())
     planned, keys, rows = listed | "PlanFiles" >> PlanFiles(
-        options, dataflow_output, lambda step: _in_job(step, error_file))
+        options, dataflow_output, lambda step: _in_job(step, error_file), parquet_folder)
     plan = AsSingleton(planned)
     written = ({"key": keys, "rows": rows}
                | "GroupByShard" >> beam.CoGroupByKey()

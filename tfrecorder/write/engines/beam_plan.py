@@ -42,6 +42,7 @@ from tfrecorder.format.manifest import LABEL, Manifest, shard_filename
 from tfrecorder.format.splits import SPLITS
 from tfrecorder.options import SIZE_SAMPLE, ConvertOptions, RecordOptions
 from tfrecorder.sources import concat_tables
+from tfrecorder.sources.parquet import ParquetFolder
 from tfrecorder.sources.table import Table
 from tfrecorder.sources.table_files import file_table
 from tfrecorder.write.clip_cutting import clip_length_us
@@ -81,17 +82,18 @@ class PlanFiles(beam.PTransform):
     error is the table's: `beam_files` hands it to a launcher that waits)."""
 
     def __init__(self, options: ConvertOptions, dataflow_output: str | None,
-                 guard: Callable[[Callable], Callable]):
+                 guard: Callable[[Callable], Callable], folder: ParquetFolder | None = None):
         super().__init__()
         self.options, self.dataflow_output, self.guard = options, dataflow_output, guard
+        self.folder = folder  # the Parquet folder the files are of (`pipeline_files`)
 
     def expand(self, listed):
         checked = listed | "CheckFiles" >> beam.ParDo(
-            _CheckFile(self.options, self.dataflow_output)).with_outputs(
+            _CheckFile(self.options, self.dataflow_output, self.folder)).with_outputs(
                 _CheckFile.PLACES, main="facts")
         planned = (checked.facts
                    | "AllFacts" >> beam.combiners.ToList()
-                   | "Plan" >> beam.Map(self.guard(_plan), self.options))
+                   | "Plan" >> beam.Map(self.guard(_plan), self.options, self.folder))
         plan = AsSingleton(planned)
         counts = AsSingleton(checked.places | "CountBuckets" >> beam.CombineGlobally(
             _CountBuckets()))
@@ -139,11 +141,13 @@ class FilePlaces:
     keys: np.ndarray  # uint64, `plan.order_keys`
 
 
-def _file_plan(path: str, name: str, options: ConvertOptions
+def _file_plan(path: str, name: str, options: ConvertOptions,
+               folder: ParquetFolder | None = None
                ) -> tuple[Table, tuple, np.ndarray, np.ndarray]:
     """One file's table, labels, split codes and order keys, by the local engine's rules
-    (`name`: the file's, as the local engine names it: `table_files.file_names`)."""
-    table = file_table(path, options.table, name)
+    (`name`: the file's, as the local engine names it: `table_files.file_names`; `folder`:
+    the Parquet folder it is one file of)."""
+    table = file_table(path, options.table, name, folder)
     labels = plan_labels(table, options.split)
     codes = split_codes(table, options.split.fractions, warn=False)
     keys = order_keys(row_identities(table), options.split.seed)
@@ -155,13 +159,14 @@ class _CheckFile(beam.DoFn):
 
     PLACES = "places"
 
-    def __init__(self, options: ConvertOptions, check_dataflow: str | None):
-        self.options, self.check_dataflow = options, check_dataflow
+    def __init__(self, options: ConvertOptions, check_dataflow: str | None,
+                 folder: ParquetFolder | None = None):
+        self.options, self.check_dataflow, self.folder = options, check_dataflow, folder
 
     def process(self, element):
         index, (path, name) = element
         try:
-            table, _, codes, keys = _file_plan(path, name, self.options)
+            table, _, codes, keys = _file_plan(path, name, self.options, self.folder)
             if self.check_dataflow is not None:
                 from tfrecorder.write.engines.beam import check_dataflow
 
@@ -224,6 +229,9 @@ class PipelinePlan:
     # Whether rows' text labels are numbered by `vocabulary` (else by the options' own
     # class names, or they are ids already).
     numbers_labels: bool = False
+    # The Parquet folder the files are of: its rows are named by their position in the
+    # folder's table, as the local engine's whole read names them (`FileRows`).
+    folder: ParquetFolder | None = None
 
     @property
     def num_rows(self) -> int:
@@ -246,7 +254,8 @@ class PipelinePlan:
                     self.header.features, self.encoder.model_ids)
 
 
-def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
+def _plan(facts: list[FileFacts], options: ConvertOptions,
+          folder: ParquetFolder | None = None) -> PipelinePlan:
     """Step 2 (`_in_job`: its error reaches a launcher that waits)."""
     facts = sorted(facts, key=lambda f: f.index)
     failed = next((f for f in facts if f.error is not None), None)
@@ -301,7 +310,7 @@ def _plan(facts: list[FileFacts], options: ConvertOptions) -> PipelinePlan:
     ids_given = options.split.class_names is not None or head.class_names is not None
     return PipelinePlan(tuple(f.path for f in facts), tuple(f.name for f in facts), offsets,
                         vocabulary, vocabularies, encoder, counts, shard_counts, header,
-                        limit, report, vocabulary is not None and not ids_given)
+                        limit, report, vocabulary is not None and not ids_given, folder)
 
 
 def _labels(head: Table, facts: list[FileFacts], options: ConvertOptions
@@ -403,7 +412,7 @@ def _rows_to_shards(element, options: ConvertOptions, plan: PipelinePlan, starts
     if plan.numbers_labels:  # by the dataset's vocabulary, not the file's own
         options = replace(options, split=replace(
             options.split, label_vocabulary=plan.vocabulary, new_labels="error"))
-    table, (_, label_ids), codes, keys = _file_plan(path, name, options)
+    table, (_, label_ids), codes, keys = _file_plan(path, name, options, plan.folder)
     planned = PlannedTable(plan.file_plan(table, label_ids), table)
     offset = plan.offsets[index]
     for code, split in enumerate(SPLITS):
