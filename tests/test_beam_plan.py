@@ -277,9 +277,9 @@ def test_a_table_without_images_gives_the_local_engines_bytes(tmp_path, engine):
     assert result.num_records == 2_000
 
 
-@pytest.mark.parametrize("layout", ["flat", "hive"])
+@pytest.mark.parametrize("layout", ["flat", "hive", "bucket"])
 def test_a_parquet_folder_is_planned_by_the_pipeline_to_the_local_engines_dataset(
-        bucket_images, tmp_path, layout, monkeypatch):
+        bucket_images, gcs_store, tmp_path, layout, monkeypatch):
     """A folder of Parquet files, as pandas and Spark write them (in hive partitions
     too), is read by the job a file each (the launcher lists it, reading no row), to
     the dataset the local engine writes from its whole read: the same shards, the
@@ -290,6 +290,10 @@ def test_a_parquet_folder_is_planned_by_the_pipeline_to_the_local_engines_datase
         table.to_parquet(folder, partition_cols=["colour", "split"])
     else:
         write_parts(table, folder, "parquet", 5)
+    if layout == "bucket":  # the same files in the bucket, named by their folder
+        for path in sorted(folder.iterdir()):
+            gcs_store.upload(path, f"{gcs_store.root}/rows-{tmp_path.name}/{path.name}")
+        folder = f"{gcs_store.root}/rows-{tmp_path.name}/"
     tfrecorder.convert(str(folder), str(tmp_path / "local"), progress=False)
     from tfrecorder.sources import parquet
 
@@ -319,3 +323,19 @@ def test_the_launcher_lists_a_parquet_folder_and_reads_no_row(tmp_path, monkeypa
         ("split=TRAIN", "year=2")]
     assert (found.fields, found.dictionaries) == (("split", "year"),
                                                   (("TEST", "TRAIN"), (1, 2)))
+
+
+def test_a_list_of_files_is_a_source_read_in_its_order(bucket_images, tmp_path):
+    table = rows_table(bucket_images, 300)
+    write_parts(table, tmp_path / "rows", "parquet", 3)
+    files = [str(tmp_path / "rows" / f"part-{i:05d}.parquet") for i in (2, 0, 1)]
+    tfrecorder.convert(files, str(tmp_path / "local"), progress=False)
+    tfrecorder.convert(files, str(tmp_path / "beam"), progress=False, **IN_PROCESS)
+    local, written = dataset(tmp_path / "local"), dataset(tmp_path / "beam")
+    assert [name for name in written if written[name] != local[name]] == []
+    # In the list's order: the first file's rows are the table's first.
+    rejected = pd.read_csv(tmp_path / "local" / "rejected.csv")
+    assert rejected["row"].tolist() == ["part-00001.parquet[0]"]  # (row 100: the missing)
+    with pytest.raises(SchemaError, match=r"the list of files .* holds .*notes\.txt', "
+                                          r"which is not a table file"):
+        tfrecorder.convert([*files, str(tmp_path / "notes.txt")], str(tmp_path / "x"))

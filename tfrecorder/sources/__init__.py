@@ -110,7 +110,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             of Pascal VOC XML files or one of them, or a YOLO data.yaml (or its folder)
             (docs/detection.md); a dict of such files by split; a glob of CSV, Parquet
             or JSONL files, or a folder of only CSV or only JSONL files, read as one
-            table in sorted path order (`table_files`); or images in memory (`memory`).
+            table in sorted path order, or a list of such files, in its order
+            (`table_files`); or images in memory (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
             task, image_root, difficult).
 
@@ -128,17 +129,18 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         table = tables.frame_table(frame, os.getcwd(), options, implied)
         return _for_task(dataclasses.replace(table, class_names=class_names), options,
                          "the table")
-    if not isinstance(source, (str, os.PathLike)):
+    files = table_files.table_files(source)  # a glob, a list, or a folder of CSV or JSONL
+    if files is None and not isinstance(source, (str, os.PathLike)):
         raise SchemaError(
             f"source must be a DataFrame, the path of a CSV file, Parquet file or image "
-            f"folder, NumPy arrays (images, labels), a dict of columns or of splits, or a "
-            f"Hugging Face Dataset; not {shown(source)}.")
-    files = table_files.table_files(source)  # a glob, or a folder of CSV or JSONL files
+            f"folder, a list of table files, NumPy arrays (images, labels), a dict of "
+            f"columns or of splits, or a Hugging Face Dataset; not {shown(source)}.")
     if files is not None:
-        _refuse_image_roots(options, f"{os.fspath(source)!r} is a source of table files, "
-                            "whose image paths are their own")
-        return _for_task(table_files.files_table(files, options), options,
-                         repr(os.fspath(source)))
+        named = (repr(os.fspath(source)) if isinstance(source, (str, os.PathLike))
+                 else f"the list of {len(files)} files")
+        _refuse_image_roots(options, f"{named} is a source of table files, whose image "
+                            "paths are their own")
+        return _for_task(table_files.files_table(files, options), options, named)
     return read_path(os.fspath(source), options)
 
 

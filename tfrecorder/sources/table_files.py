@@ -36,7 +36,7 @@ from tfrecorder.sources import csv, parquet, tables, vertex_jsonl
 from tfrecorder.sources.parquet import ParquetFolder
 from tfrecorder.sources.table import Table
 from tfrecorder.storage import fs
-from tfrecorder.wording import LINE
+from tfrecorder.wording import LINE, shown
 
 _GLOB = re.compile(r"[*?[]")
 # A table file's format, by how its name ends (compared in lower case).
@@ -56,10 +56,18 @@ def table_files(source) -> list[str] | None:
     the Beam launcher calls this, and holds no table. A path named as a table file
     (`x.csv`) is one file: no request asks whether it is a folder.
 
+    A list of paths is a source of many files too, read in the list's order (each path a
+    table file: CSV, Parquet or JSONL).
+
     Raises:
         SourceNotFoundError: for a glob no file matches.
         SchemaError: for a match that is not a table file, or matches of two formats.
     """
+    if isinstance(source, list) and source and all(
+            isinstance(path, (str, os.PathLike)) for path in source):
+        files = [os.fspath(path) for path in source]
+        _check_formats(files, f"the list of files {shown(files)}")
+        return files
     if not isinstance(source, (str, os.PathLike)):
         return None
     pattern = os.fspath(source)
@@ -83,22 +91,28 @@ def table_files(source) -> list[str] | None:
             return None  # not a folder of tables: the other readers see to it
     else:
         return None
+    _check_formats(files, repr(pattern))
+    return sorted(files)
+
+
+def _check_formats(files: list[str], source: str) -> None:
+    """Refuses a source of many files that holds other files than tables, or tables of
+    two formats, naming them."""
     formats = {}
     for path in files:
         kind = file_format(path)
         if kind is None:
             raise SchemaError(
-                f"{pattern!r} matches {path!r}, which is not a table file. A source of "
+                f"{source} holds {path!r}, which is not a table file. A source of "
                 "many files holds CSV (.csv), Parquet (.parquet, .pq) or JSONL (.jsonl, "
-                ".json) files: narrow the pattern to them.", option="source")
+                ".json) files: narrow it to them.", option="source")
         formats.setdefault(kind, path)
     if len(formats) > 1:
         (kind, path), (other, other_path) = list(formats.items())[:2]
         raise SchemaError(
-            f"{pattern!r} matches files of two formats: {path!r} ({kind}) and "
+            f"{source} holds files of two formats: {path!r} ({kind}) and "
             f"{other_path!r} ({other}). The files of one table are of one format: narrow "
-            "the pattern to one of them.", option="source")
-    return sorted(files)
+            "it to one of them.", option="source")
 
 
 def file_format(path: str) -> str | None:
