@@ -297,7 +297,7 @@ def main():
                              "the table's (10)")
     parser.add_argument("--source", default="{dir}/*.parquet",
                         help="how the source is named, {dir} its folder (a glob is planned "
-                             "by the pipeline; a folder of Parquet files, by the launcher)")
+                             "by the pipeline, as is a folder of Parquet files)")
     parser.add_argument("--local-source", default="{dir}/*.parquet",
                         help="--no-images: the same, for the local engine")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a run may take")
