@@ -14,6 +14,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, os.path.dirname(__file__))
 
+from beam_workers import external_workers  # noqa: E402, F401  (a fixture, as below)
 from gcs_emulator import gcs_bucket  # noqa: E402, F401  (a fixture for every test module)
 from helpers import write_image  # noqa: E402
 from stores import clean_stores, gcs_store, s3_store, web_store  # noqa: E402, F401  (fixtures)

@@ -113,13 +113,20 @@ def test_an_unknown_runner_is_refused_before_any_work(image_table, tmp_path):
     assert dataset_files(out) == before  # the existing dataset was not touched
 
 
-def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path):
+@pytest.mark.parametrize("workers", ["loopback", "external"])
+def test_portable_runner_writes_the_same_bytes(table_with_bad_rows, tmp_path, workers,
+                                               external_workers):
     """The portable runner serializes the pipeline and its functions as a distributed
-    runner does; an embedded job server runs it here."""
+    runner does; an embedded job server runs it here, its harness in this process
+    (LOOPBACK, the quick smoke test) or in worker processes of their own (EXTERNAL,
+    `beam_workers`), with gzip shards for two hosts."""
+    options = {} if workers == "loopback" else {"compression": "gzip", "hosts": 2}
+    runner = (external_workers if workers == "external" else {
+        "runner": "PortableRunner",
+        "beam_options": {"job_endpoint": "embed", "environment_type": "LOOPBACK"}})
     local, portable = str(tmp_path / "local"), str(tmp_path / "portable")
-    tfrecorder.convert(table_with_bad_rows, local, progress=False)
-    tfrecorder.convert(table_with_bad_rows, portable, runner="PortableRunner", progress=False,
-                       beam_options={"job_endpoint": "embed", "environment_type": "LOOPBACK"})
+    tfrecorder.convert(table_with_bad_rows, local, progress=False, **options)
+    tfrecorder.convert(table_with_bad_rows, portable, progress=False, **options, **runner)
     assert dataset_files(portable) == dataset_files(local)
     assert read_manifest(portable) == read_manifest(local)
 

@@ -4,7 +4,6 @@ launcher lists the files only), and writes the local engine's dataset, byte for 
 import io
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from beam_workers import free_port, serve, stop, wait_for
 from PIL import Image
 
 import tfrecorder
@@ -25,11 +25,10 @@ ROWS = int(os.environ.get("TFRECORDER_BEAM_PLAN_ROWS", 1_000))
 IMAGES = 400  # distinct images in the bucket; rows name them in turn
 DIRECT = {"runner": "DirectRunner",
           "beam_options": {"direct_running_mode": "multi_processing", "direct_num_workers": 2}}
-# For the tests of options, which the plan's rules decide whatever the runner: the
-# DirectRunner in this process starts in seconds, not twenty.
+# For tests whose outcome the plan's rules decide whatever the runner: the DirectRunner in
+# this process starts in seconds. Tests of bytes, errors, rejections, gzip, hosts and the
+# finish step run on workers of their own (`beam_workers.external_workers`).
 IN_PROCESS = {"runner": "DirectRunner"}
-PORTABLE = {"runner": "PortableRunner",
-            "beam_options": {"job_endpoint": "embed", "environment_type": "LOOPBACK"}}
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +94,13 @@ def source(request, bucket_images, tmp_path_factory):
     return request.param, pattern, dataset(local)
 
 
-@pytest.mark.parametrize("engine", [DIRECT, PORTABLE], ids=["direct", "portable"])
-def test_the_pipeline_writes_the_local_engines_bytes(source, engine, tmp_path):
+@pytest.mark.parametrize("engine", ["direct", "external"])
+def test_the_pipeline_writes_the_local_engines_bytes(source, engine, tmp_path,
+                                                     external_workers):
     fmt, pattern, local = source
-    if engine is PORTABLE and fmt == "csv":
+    if engine == "external" and fmt == "csv":
         pytest.skip("one format is enough for the second runner")
+    engine = DIRECT if engine == "direct" else external_workers
     out = tmp_path / "beam"
     result = tfrecorder.convert(pattern, str(out), progress=False, **engine)
     written = dataset(out)
@@ -110,7 +111,7 @@ def test_the_pipeline_writes_the_local_engines_bytes(source, engine, tmp_path):
 
 
 def test_table_errors_in_the_15th_file_stop_the_job_before_any_image_is_read(
-        bucket_images, gcs_store, tmp_path):
+        bucket_images, gcs_store, tmp_path, external_workers):
     table = rows_table(bucket_images, 400)
     pattern = write_parts(table, tmp_path / "rows", "csv")
     bad = tmp_path / "rows" / "part-00014.csv"
@@ -121,7 +122,8 @@ def test_table_errors_in_the_15th_file_stop_the_job_before_any_image_is_read(
         tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False)
     gcs_store.reset_stats()
     with pytest.raises(SchemaError) as job:
-        tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False, **DIRECT)
+        tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False,
+                           **external_workers)
     assert "part-00014.csv" in str(job.value) and "line 7" in str(job.value)
     assert "TRIAN" in str(job.value)
     assert str(job.value) == str(local.value)
@@ -148,12 +150,13 @@ def test_options_the_pipeline_cannot_honour_are_refused_at_submit(bucket_images,
     ({"unassigned_split": (0.5, 0.25, 0.25), "seed": 7, "compression": "gzip"}, 600, 5),
     ({"shard_size_mb": 0.002}, 60, 20),  # files of fewer rows than the size sample
 ], ids=["drop", "hosts", "empty-shards", "fractions-seed-gzip", "tiny-files"])
-def test_options_give_the_local_engines_bytes(bucket_images, tmp_path, options, rows, files):
+def test_options_give_the_local_engines_bytes(bucket_images, tmp_path, options, rows, files,
+                                              external_workers):
     pattern = write_parts(rows_table(bucket_images, rows), tmp_path / "rows", "parquet",
                           files)
     tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False, **options)
     tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False, **options,
-                       **IN_PROCESS)
+                       **external_workers)
     local, written = dataset(tmp_path / "local"), dataset(tmp_path / "beam")
     assert written.keys() == local.keys()
     assert [name for name in written if written[name] != local[name]] == []
@@ -167,7 +170,8 @@ def test_json_lines_files_too(bucket_images, tmp_path):
 
 
 def test_too_many_rejected_rows_fail_the_job_as_they_fail_a_local_run(bucket_images,
-                                                                       tmp_path):
+                                                                       tmp_path,
+                                                                       external_workers):
     table = rows_table(bucket_images, 60)
     table.loc[::3, "image_uri"] = bucket_images[0].rsplit("/", 1)[0] + "/gone.png"
     pattern = write_parts(table, tmp_path / "rows", "csv", 3)
@@ -176,39 +180,13 @@ def test_too_many_rejected_rows_fail_the_job_as_they_fail_a_local_run(bucket_ima
                            max_rejected=0.1)
     with pytest.raises(TooManyRejectedError) as job:
         tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False,
-                           max_rejected=0.1, **IN_PROCESS)
+                           max_rejected=0.1, **external_workers)
     # The local engine stops as soon as it is sure; the job counts at its finish step.
     assert job.value.num_rejected == 21 and 7 <= local.value.num_rejected <= 21
     assert job.value.num_rows == local.value.num_rows == 60
     assert str(job.value).split(" rows were rejected")[1].split("Most common")[0] == \
         str(local.value).split(" rows were rejected")[1].split("Most common")[0]
     assert [p for p in (tmp_path / "beam").rglob("*") if p.is_file()] == []
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for(port: int, seconds: float = 30) -> None:
-    """Until a server listens on `port`."""
-    deadline = time.monotonic() + seconds
-    while True:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        assert time.monotonic() < deadline, f"nothing listens on port {port}"
-        time.sleep(0.1)
-
-
-def _serve(*args: str) -> subprocess.Popen:
-    """A Beam service in a process of its own; its workers start as `python`, which must
-    be this environment's."""
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, "PATH": path})
 
 
 LAUNCHER = """
@@ -226,15 +204,13 @@ def test_a_job_whose_launcher_is_killed_after_submitting_leaves_a_whole_dataset(
     table = rows_table(bucket_images, 300)
     pattern = write_parts(table, tmp_path / "rows", "parquet", 4)
     tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False)
-    job_port, worker_port = _free_port(), _free_port()
+    job_port, worker_port = free_port(), free_port()
     servers = [
-        _serve("apache_beam.runners.portability.local_job_service_main",
-               f"--port={job_port}"),
-        _serve("apache_beam.runners.worker.worker_pool_main",
-               f"--service_port={worker_port}")]
+        serve("apache_beam.runners.portability.local_job_service_main", f"--port={job_port}"),
+        serve("apache_beam.runners.worker.worker_pool_main", f"--service_port={worker_port}")]
     try:
         for port in (job_port, worker_port):
-            _wait_for(port)
+            wait_for(port)
         out = tmp_path / "beam"
         launcher = subprocess.Popen(
             [sys.executable, "-c", LAUNCHER, pattern, str(out), f"localhost:{job_port}",
@@ -250,8 +226,7 @@ def test_a_job_whose_launcher_is_killed_after_submitting_leaves_a_whole_dataset(
         assert dataset(out) == dataset(tmp_path / "local")
     finally:
         for server in servers:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+            stop(server)
 
 
 @pytest.mark.parametrize("engine", [IN_PROCESS, DIRECT], ids=["in-process", "multi-process"])
