@@ -5,6 +5,7 @@ tests/detection_data.py (bright rectangles whose boxes and masks are known) and 
 tests/test_keypoints.py (keypoints marked on their pixels), against the window worked
 out here in NumPy and TensorFlow's own resize."""
 
+import contextlib
 import os
 
 import detection_data
@@ -141,19 +142,26 @@ def loaded(tmp_path_factory, drawn):
     records with masks, areas (their boxes', in pixels) and is_crowd."""
     folders, found = {}, {}
 
+    # The scenes by their names alone, converted from their folder: the records' order
+    # (a hash of each image's path as written) is then the same whatever the temporary
+    # folder is called, and so is the seed (and so the window) each record draws.
+    scenes_folder = os.path.dirname(next(iter(drawn.values()))["image_uri"])
+    named = [{**s, "image_uri": os.path.basename(s["image_uri"]),
+              "mask_uri": os.path.basename(s["mask_uri"])} for s in drawn.values()]
+
     def load(task: str, layout: str, **options) -> dict[str, dict]:
         if (task, layout) not in folders:
             folder = folders[task, layout] = str(tmp_path_factory.mktemp(task))
-            if task == "segmentation":
-                write_segmentation(folder, list(drawn.values()), layout=layout,
-                                   num_workers=1)
-            else:
-                frame = detection_frame(list(drawn.values()), masks=True)
-                frame[AREA] = [list(areas(in_pixels(s["boxes"]))) for s in drawn.values()]
-                frame[IS_CROWD] = [[i % 2 for i in range(len(s["boxes"]))]
-                                   for s in drawn.values()]
-                tfrecorder.convert(frame, folder, task="detection", layout=layout,
-                                   overwrite=True, progress=False, num_workers=1)
+            with contextlib.chdir(scenes_folder):
+                if task == "segmentation":
+                    write_segmentation(folder, named, layout=layout, num_workers=1)
+                else:
+                    frame = detection_frame(named, masks=True)
+                    frame[AREA] = [list(areas(in_pixels(s["boxes"]))) for s in named]
+                    frame[IS_CROWD] = [[i % 2 for i in range(len(s["boxes"]))]
+                                       for s in named]
+                    tfrecorder.convert(frame, folder, task="detection", layout=layout,
+                                       overwrite=True, progress=False, num_workers=1)
         key = (task, layout, tuple(sorted(options.items())))
         if key not in found:
             ds = tfrecorder.load(folders[task, layout], "train", shuffle=False, **options)
@@ -284,9 +292,7 @@ def test_the_center_crop_cuts_boxes_and_masks_at_the_central_window(loaded, draw
 
 
 def test_cropped_objects_pad_batch_and_pair_as_unbatched(loaded, drawn):
-    # A seed whose crops leave some images fewer objects than max_boxes and some more:
-    # which records draw which windows depends on their order, a hash of their
-    # (temporary) paths.
+    # A seed whose crops leave some images fewer objects than max_boxes and some more.
     for seed in range(SEED, SEED + 8):
         options = {"augment": "random_resized_crop", "image_size": SIZE, "seed": seed}
         single = loaded("detection", "tf_models", **options)
