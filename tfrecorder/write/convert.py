@@ -163,10 +163,10 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
         from tfrecorder.write.media import check_installed  # (only for media tables)
 
         check_installed(table.media)
-    if table.media != "image" and clip_length_us(options.media) is not None:
-        table = cut_into_clips(table, options.media,
-                               functools.partial(file_duration_us, kind=table.media))
-        logger.info("%s", describe_cuts(table.clip_cuts))
+        if clip_length_us(options.media) is not None:
+            table = cut_into_clips(table, options.media,
+                                   functools.partial(file_duration_us, kind=table.media))
+            logger.info("%s", describe_cuts(table.clip_cuts))
     release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image
     engine.check(output_dir, table)

@@ -142,7 +142,7 @@ class ShardFacts:
         image = record.image
         self.positions.append(row.position)
         self.labels.append(row.label)
-        clip = getattr(record, "clip", None)
+        clip = record.clip
         if clip is not None:
             self.frames.append(clip.frames)
             self.durations.append(clip.duration_us)
