@@ -314,3 +314,60 @@ def test_a_list_of_files_is_a_source_read_in_its_order(bucket_images, tmp_path):
     with pytest.raises(SchemaError, match=r"the list of files .* holds .*notes\.txt', "
                                           r"which is not a table file"):
         tfrecorder.convert([*files, str(tmp_path / "notes.txt")], str(tmp_path / "x"))
+
+
+def test_rejected_rows_of_many_files_are_joined_to_the_local_engines_file(
+        bucket_images, tmp_path, external_workers):
+    """Workers write each file's rejected rows, which the finish step joins: the same
+    rejected.csv as the local engine's whole table gives, where the files' columns are
+    typed apart (a fraction makes one file's column float), a cell holds a lone
+    carriage return (the whole file is quoted), and dropped copies fall among them."""
+    table = rows_table(bucket_images[:25], 160)  # images repeat: copies to drop
+    table["visits"] = (np.arange(160) % 7).astype(object)
+    table["note"] = "plain"
+    table.loc[45, "visits"] = 2.5  # in the second file only: its column is float
+    gone = bucket_images[0].rsplit("/", 1)[0] + "/gone.png"
+    for row in (3, 50, 51, 130):  # rejected in three of the four files
+        table.loc[row, "image_uri"] = gone
+    table.loc[51, "note"] = "two\rlines"
+    pattern = write_parts(table, tmp_path / "rows", "parquet", 4)
+    options = {"duplicates": "drop", "num_shards": 2, "schema": {"visits": "FloatInput"}}
+    tfrecorder.convert(pattern, str(tmp_path / "local"), progress=False, **options)
+    result = tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False,
+                                **options, **external_workers)
+    local, written = dataset(tmp_path / "local"), dataset(tmp_path / "beam")
+    assert written.keys() == local.keys()  # no part of rejected.csv is left
+    assert [name for name in written if written[name] != local[name]] == []
+    rejected = pd.read_csv(tmp_path / "beam" / "rejected.csv")
+    assert result.num_rejected == len(rejected) > 4  # the copies dropped are among them
+    assert rejected["reason"].str.startswith("duplicate image").any()
+    assert '"two\rlines"' in written["rejected.csv"].decode()
+
+
+def test_the_finish_step_receives_no_fact_a_record(bucket_images, tmp_path, monkeypatch):
+    """What reaches the pipeline's finish step: shards without their records' facts,
+    each split's tally, only the content hashes held by two records or more, and the
+    rejected rows as parts the workers wrote (their rows never pass through it)."""
+    from tfrecorder.write.engines import beam_files
+    from tfrecorder.write.finish import RejectedParts
+
+    pattern = write_parts(rows_table(bucket_images[:100], 300), tmp_path / "rows",
+                          "parquet", 3)
+    seen = []
+    real = beam_files.finish
+
+    def finish(folder, header, written, journal, limit, rows, report, summary):
+        seen.append((written, summary))
+        return real(folder, header, written, journal, limit, rows, report, summary)
+
+    monkeypatch.setattr(beam_files, "finish", finish)
+    tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False, **IN_PROCESS)
+    [(written, summary)] = seen
+    assert written.shards and all(shard.facts is None for shard in written.shards)
+    assert written.rejections == []
+    assert sorted(summary.tallies) == ["test", "train", "validation"]
+    assert sum(int(t.labels.sum()) + t.unlabeled for t in summary.tallies.values()) == 299
+    assert len(summary.candidates) == 100  # each image thrice (one row's is missing)
+    assert {len(group) for group in summary.candidates} <= {2, 3}
+    assert isinstance(summary.rejected, RejectedParts) and summary.rejected.count == 1
+    assert [p.name for p in (tmp_path / "beam").iterdir() if "part" in p.name] == []

@@ -258,7 +258,7 @@ def test_images_whose_hashes_match_are_duplicates_only_if_their_bytes_do(tmp_pat
     kept = {c.row: (d.shard, d.record) for d in info.duplicates for c in d.copies[:1]}
     shard = info.splits["train"].shards[0].file
     folder = OutputFolder(str(tmp_path / "out"), "test")
-    shards = [("train", shard, None)]
+    shards = [shard]
     row_1, row_2 = (Located("train", 0, kept[row][1], row) for row in (1, 2))
     assert _same_bytes(folder, None, shards, [[row_1, row_2]], "image") == []  # as if they collided
     same = _same_bytes(folder, None, shards, [[row_1, row_1]], "image")

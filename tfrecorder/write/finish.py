@@ -12,6 +12,7 @@ import csv
 import hashlib
 import json
 import math
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -50,17 +51,22 @@ from tfrecorder.format.tfrecord import ShardWriter, open_read, read_records
 from tfrecorder.options import DEFAULT_MAX_REJECTED
 from tfrecorder.sources import image_cells
 from tfrecorder.sources.table import Table, rows_at
+from tfrecorder.storage import fs
 from tfrecorder.wording import count, name_row
 from tfrecorder.write.plan import Plan, RowColumn
-from tfrecorder.write.rows import Rejection, reason_counts, rejection_reasons
+from tfrecorder.write.rows import (
+    Rejection,
+    merged_reasons,
+    reason_counts,
+    rejection_reasons,
+)
 from tfrecorder.write.statistics import (
     Located,
     ShardFacts,
+    SplitTally,
     candidate_duplicates,
-    clip_counts,
     describe_duplicates,
     dropped_copies,
-    split_statistics,
 )
 
 
@@ -197,19 +203,25 @@ class RejectionLimit:
     def error(self, rejections: Sequence[Rejection]) -> TooManyRejectedError:
         """The error naming the commonest reasons (paths in them folded, so that 'no such
         file' for a thousand rows is one reason)."""
-        rejections = [*rejections, *(Rejection(-1, r) for r in self.source_reasons)]
-        reasons = rejection_reasons(rejections)
+        return self.error_of(len(rejections), rejection_reasons(rejections))
+
+    def error_of(self, num_rejected: int, reasons: dict[str, int]) -> TooManyRejectedError:
+        """`error`, from the number of rows the run rejected and their reasons' counts
+        (`rows.rejection_reasons`)."""
+        reasons = merged_reasons(reasons, rejection_reasons(
+            Rejection(-1, r) for r in self.source_reasons))
+        num_rejected += len(self.source_reasons)
         common = "; ".join(f"{count} x {reason}"
                            for reason, count in list(reasons.items())[:_REASONS_SHOWN])
         return TooManyRejectedError(
-            f"{len(rejections)} rows were rejected before the run stopped, more than ",
+            f"{num_rejected} rows were rejected before the run stopped, more than ",
             Option("max_rejected", self.max_rejected), f" of the {self.num_rows} rows "
             f"allows ({math.floor(self.max_rejected * self.num_rows)}). Most common "
             f"reasons: {common}.", *rejection_advice(next(iter(reasons))),
             " Fix the table (are the paths relative to the right "
             "folder?), or pass a larger ", Option("max_rejected"),
             " (1.0 writes whatever can be written).",
-            num_rejected=len(rejections), num_rows=self.num_rows, reasons=dict(reasons))
+            num_rejected=num_rejected, num_rows=self.num_rows, reasons=dict(reasons))
 
 
 def image_error(table: Table, rejection: Rejection) -> ImageError:
@@ -312,8 +324,31 @@ class SourceRows:
         return rows
 
 
+@dataclass(frozen=True)
+class Summary:
+    """What `finish` sums up besides the shards: each split's `SplitTally`, the copies
+    whose content hashes match (groups of two or more), and the rejected rows. The
+    local engine's are made from its shards' facts (`of`); a pipeline sums them in its
+    own steps (`beam_files`), so that its finish step holds nothing a record."""
+
+    tallies: dict[Split, SplitTally]
+    candidates: list[list[Located]]
+    rejected: ListedRejections | RejectedParts
+
+    @classmethod
+    def of(cls, written: Written, header: Manifest, rows: SourceRows) -> Summary:
+        shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
+        tallies: dict[Split, SplitTally] = {}
+        for split, _, facts in shards:
+            tallies[split] = tallies.get(split, SplitTally()) + facts.tally()
+        seeks = rows.image_uris is not None and header.media is None  # clips: not sought
+        return cls(tallies, candidate_duplicates(shards) if seeks else [],
+                   ListedRejections(written.rejections))
+
+
 def finish(folder, header: Manifest, written: Written, journal, limit: RejectionLimit,
-           rows: SourceRows, report: SourceReport | None = None) -> Manifest:
+           rows: SourceRows, report: SourceReport | None = None,
+           summary: Summary | None = None) -> Manifest:
     """The last step of every run, whichever engine wrote the shards (a Beam job that the
     driver did not wait for runs it itself): refuses a run that rejected too many rows;
     finds images stored more than once and warns, drops or refuses them as the header's
@@ -323,18 +358,25 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     complete), and deletes the run's journal. Returns the
     manifest. `rows` are the source's rows by position, which reports name; `report`,
     what the source set aside itself (its rejected rows join rejected.csv, its skipped
-    annotations go to `SKIPPED_ANNOTATIONS`)."""
+    annotations go to `SKIPPED_ANNOTATIONS`); `summary`, what a pipeline summed up of
+    the records (else it is made from the shards' facts)."""
     report = report or SourceReport()
-    if limit.exceeded(len(written.rejections)):
-        raise limit.error(written.rejections)
-    found = _duplicates(folder, header, written, rows)
+    summary = summary or Summary.of(written, header, rows)
+    rejected = summary.rejected
+    if limit.exceeded(rejected.count):
+        raise limit.error_of(rejected.count, rejected.reasons())
+    found = _duplicates(folder, header, written, rows, summary.candidates)
     policy = header.options.get("duplicates", "warn")
     if found and policy == "error":
         raise _duplicates_error([duplicate for duplicate, _ in found])
     duplicates = tuple(duplicate for duplicate, _ in found)
+    tallies, dropped = dict(summary.tallies), []
     if found and policy == "drop":
-        written, duplicates = _drop_copies(folder, header.compression, written, found)
-    _write_rejected(folder, rows, written.rejections, report.rejected_rows)
+        written, duplicates, copies = _drop_copies(folder, header.compression, written, found)
+        for copy, why in copies.items():
+            dropped.append(Rejection(copy.position, why))
+            tallies[copy.split] = tallies[copy.split] - copy.facts.tally()
+    rejected.write(folder, rows, dropped, report.rejected_rows)
     if report.skipped_annotations is not None:
         folder.write_bytes(SKIPPED_ANNOTATIONS,
                            report.skipped_annotations.to_csv(index=False).encode())
@@ -347,20 +389,23 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
                 tuple(ShardInfo(w.filename, w.num_records, w.num_bytes, w.sha256,
                                 index_filename(w.filename) or "") for w in shards),
                 sum(w.num_rejected for w in shards))
-            statistics[split] = split_statistics([_facts(w) for w in shards], num_classes,
-                                                 objects=header.task == "detection")
-    rejections = [*written.rejections, *(Rejection(-1, r) for r in report.rejected_reasons)]
-    rejected = Rejected(REJECTED, len(rejections), rejection_reasons(rejections))
+            statistics[split] = tallies.get(split, SplitTally()).statistics(
+                num_classes, objects=header.task == "detection")
+    reasons = merged_reasons(rejected.reasons(), rejection_reasons(dropped),
+                             rejection_reasons(Rejection(-1, r)
+                                               for r in report.rejected_reasons))
+    counted = Rejected(REJECTED, rejected.count + len(dropped) + len(report.rejected_reasons),
+                       reasons)
     label_map = label_map_of(header)
     if label_map is not None:
         folder.write_bytes(LABEL_MAP, label_map.encode())
-    manifest = header.finished(splits, rejected, statistics,
+    in_rejected = rejected.objects(rows) + _objects(rows, dropped)
+    manifest = header.finished(splits, counted, statistics,
                                None if header.media is not None else duplicates,  # (unsought)
-                               _annotations(header, report, statistics, written, rows))
+                               _annotations(header, report, statistics, in_rejected))
     if header.media is not None:
         manifest = replace(manifest, media=replace(header.media, counts={
-            str(split): clip_counts([_facts(w) for w in written.shards if w.split == split])
-            for split in splits}))
+            str(split): tallies.get(split, SplitTally()).clip_counts() for split in splits}))
     for name, content in tfds_files(manifest).items():
         folder.write_bytes(name, content)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
@@ -369,40 +414,45 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
 
 
 def _annotations(header: Manifest, report: SourceReport, statistics: dict,
-                 written: Written, rows: SourceRows) -> AnnotationCounts | None:
+                 in_rejected: int) -> AnnotationCounts | None:
     """The source's count of its objects, completed by what became of them: written
     (the records' boxes, as the statistics counted them), listed as skipped, or in the
-    images rejected (by the source, or by the writer: the rows' `objects`). Each is
-    counted apart, so `verify` can check that they add up to the source's objects."""
+    images rejected (by the source, or by the writer: `in_rejected`, the rows'
+    `objects`). Each is counted apart, so `verify` can check that they add up to the
+    source's objects."""
     counts = header.annotations
     if counts is None:
         return None
-    in_rejected = report.objects_in_rejected_rows
-    positions = [r.position for r in written.rejections if r.position >= 0]
-    if positions:
-        found = rows.at(positions)  # (a pipeline's rows are looked up in its files)
-        in_rejected += int(found["objects"].sum()) if "objects" in found else 0
     return replace(counts, written=sum(s.objects.num_boxes for s in statistics.values()
                                        if s.objects is not None),
-                   skipped=report.num_skipped_objects, in_rejected_images=in_rejected)
+                   skipped=report.num_skipped_objects,
+                   in_rejected_images=report.objects_in_rejected_rows + in_rejected)
 
 
-def _duplicates(folder, header: Manifest, written: Written, rows: SourceRows
-                ) -> list[tuple[Duplicate, list[Located]]]:
+def _objects(rows: SourceRows, rejections: Sequence[Rejection]) -> int:
+    """The objects of the rejected rows (their `objects` column: a detection source's)."""
+    if not rejections:
+        return 0
+    found = rows.at([r.position for r in rejections])  # (a pipeline's: from its files)
+    return int(found["objects"].sum()) if "objects" in found else 0
+
+
+def _duplicates(folder, header: Manifest, written: Written, rows: SourceRows,
+                candidates: list[list[Located]]) -> list[tuple[Duplicate, list[Located]]]:
     """Every image stored more than once, with where each copy is: candidates by their
     content hashes, confirmed by their bytes."""
-    if rows.image_uris is None or header.media is not None:  # clips: not sought (None)
+    if not candidates:
         return []
-    shards = [(w.split, w.filename, _facts(w)) for w in written.shards]
+    filenames = [w.filename for w in written.shards]
     image_key = layout_of(header).key("image")
-    confirmed = _same_bytes(folder, header.compression, shards, candidate_duplicates(shards),
-                            image_key)
-    return describe_duplicates(confirmed, shards, rows.index, rows.image_uris,
+    confirmed = _same_bytes(folder, header.compression, filenames, candidates, image_key)
+    return describe_duplicates(confirmed, filenames, rows.index, rows.image_uris,
                                header.labels)
 
 
-def _same_bytes(folder, compression: str | None, shards, candidates: list[list[Located]],
-                image_key: str) -> list[tuple[str, list[Located]]]:
+def _same_bytes(folder, compression: str | None, filenames: Sequence[str],
+                candidates: list[list[Located]], image_key: str
+                ) -> list[tuple[str, list[Located]]]:
     """The candidates whose stored images are the same bytes, grouped by their SHA-256
     (its first 16 bytes in hex): only these records are read back, each shard once."""
     wanted: dict[int, set[int]] = {}
@@ -412,7 +462,7 @@ def _same_bytes(folder, compression: str | None, shards, candidates: list[list[L
     digests: dict[tuple[int, int], str] = {}
     for shard, records in sorted(wanted.items()):
         last = max(records)
-        with open_read(folder.uri(shards[shard][1]), compression) as file:
+        with open_read(folder.uri(filenames[shard]), compression) as file:
             for index, record in enumerate(read_records(file)):
                 if index in records:
                     image = decode_example(record)[image_key][0]
@@ -455,16 +505,17 @@ _DUPLICATES_SHOWN = 5
 
 
 def _drop_copies(folder, compression: str | None, written: Written, found
-                 ) -> tuple[Written, tuple[Duplicate, ...]]:
+                 ) -> tuple[Written, tuple[Duplicate, ...], dict[Located, str]]:
     """Rewrites the shards holding copies to drop (all but each image's first), without
-    them; the dropped rows join the rejected ones, with the row they repeat. Copies are
-    only known once every image has been read, so this is a second pass over the shards
-    that hold one, not over the images."""
+    them; returns the shards, the duplicates as dropped, and each dropped copy with why
+    (its row joins the rejected ones, naming the row it repeats). Copies are only known
+    once every image has been read, so this is a second pass over the shards that hold
+    one, not over the images."""
     reasons = dropped_copies(found)
     by_shard: dict[int, dict[int, str]] = {}
     for where, why in reasons.items():
         by_shard.setdefault(where.shard, {})[where.record] = why
-    shards, rejections = list(written.shards), list(written.rejections)
+    shards = list(written.shards)
     for index, dropped in sorted(by_shard.items()):
         shard = shards[index]
         # The reader closes before the writer puts the new shard in the old one's place.
@@ -474,12 +525,10 @@ def _drop_copies(folder, compression: str | None, written: Written, found
             for record_index, record in enumerate(read_records(file)):
                 if record_index not in dropped:
                     writer.write(record)
-        facts = _facts(shard)
-        rejections += [Rejection(facts.positions[i], why) for i, why in dropped.items()]
         shards[index] = replace(shard, num_records=writer.num_records,
                                 num_bytes=writer.num_bytes, sha256=writer.sha256,
                                 num_rejected=shard.num_rejected + len(dropped),
-                                facts=facts.without(set(dropped)))
+                                facts=None)  # (the statistics: `finish`'s tallies)
     duplicates = tuple(
         replace(duplicate, copies=tuple(replace(copy, kept=i == 0)
                                         for i, copy in enumerate(duplicate.copies)),
@@ -487,26 +536,166 @@ def _drop_copies(folder, compression: str | None, written: Written, found
                 record=duplicate.record - sum(1 for r in by_shard.get(copies[0].shard, ())
                                               if r < copies[0].record))
         for duplicate, copies in found)
-    return Written(shards, rejections), duplicates
+    return replace(written, shards=shards), duplicates, reasons
 
 
-def _write_rejected(folder, source: SourceRows, rejections: Sequence[Rejection],
-                    from_source: pd.DataFrame | None = None) -> None:
-    """The rejected rows as given, plus a `reason` column; then the rows the source
-    rejected itself (`from_source`, with their `reason`)."""
+# --- rejected.csv ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListedRejections:
+    """A run's rejected rows, as the engine listed them: `finish` looks their rows up
+    and writes rejected.csv."""
+
+    rejections: list[Rejection]
+
+    @property
+    def count(self) -> int:
+        return len(self.rejections)
+
+    def reasons(self) -> dict[str, int]:
+        return rejection_reasons(self.rejections)
+
+    def objects(self, rows: SourceRows) -> int:
+        return _objects(rows, self.rejections)
+
+    def write(self, folder, rows: SourceRows, dropped: Sequence[Rejection],
+              from_source: pd.DataFrame | None) -> None:
+        """rejected.csv: the rows as given, plus a `reason` column, by position (dropped
+        copies among them); then the rows the source rejected itself (`from_source`,
+        with their `reason`)."""
+        frame = _with_reasons(rows, [*self.rejections, *dropped])
+        if from_source is not None and len(from_source):
+            frame = pd.concat([frame, _source_rejected(frame, from_source)])
+            frame.index.name = frame.index.name or "row"
+        folder.write_bytes(REJECTED, frame.to_csv(quoting=_quoting(
+            _has_lone_return(frame))).encode())
+
+
+@dataclass(frozen=True)
+class RejectedPart:
+    """One table file's rejected rows, which a pipeline's worker looked up in its file
+    and wrote beside the dataset (`write_rejected_part`), and what `finish` needs of
+    them without reading them: it joins the parts into rejected.csv one at a time."""
+
+    file: int  # the table file's index
+    name: str  # the part's file, in the output folder (a temporary name of the run)
+    count: int
+    reasons: dict[str, int]  # `rejection_reasons`
+    objects: int  # in the rejected rows (a detection source's `objects` column)
+    lone_return: bool  # a cell holds a lone "\r" (`_has_lone_return`)
+    head: pd.DataFrame  # no row: the part's columns and their types
+
+
+def write_rejected_part(folder, rows: SourceRows, file: int,
+                        rejections: Sequence[Rejection]) -> RejectedPart:
+    """A worker's part of rejected.csv: the rejected rows of table file `file`, as
+    `ListedRejections.write` gives them, pickled with their positions and reasons (so
+    `finish` can place dropped copies among them)."""
     rejections = sorted(rejections)
-    rows = source.at([r.position for r in rejections])
-    reason = "reason" if "reason" not in rows.columns else "rejection_reason"
-    rows[reason] = [r.reason for r in rejections]
-    rows.index.name = rows.index.name or "row"
-    if from_source is not None and len(from_source):
-        rows = pd.concat([rows, from_source.rename(columns={"reason": reason})])
-        rows.index.name = rows.index.name or "row"
-    # The csv module quotes a cell for its line terminator ("\n") but not for a lone
-    # "\r", which readers take for a line break: such a file quotes every text cell.
-    cells = rows.reset_index()
-    lone_return = any(cells[c].astype(str).str.contains("\r", regex=False).any()
-                      for c in cells.columns
-                      if cells[c].dtype == object or isinstance(cells[c].dtype, pd.StringDtype))
-    folder.write_bytes(REJECTED, rows.to_csv(
-        quoting=csv.QUOTE_NONNUMERIC if lone_return else csv.QUOTE_MINIMAL).encode())
+    frame = _with_reasons(rows, rejections)
+    name = f"{REJECTED}{folder.temp_suffix}part{file:06d}"
+    fs.write_bytes(folder.uri(name), pickle.dumps((rejections, frame)))
+    return RejectedPart(file, name, len(rejections), rejection_reasons(rejections),
+                        int(frame["objects"].sum()) if "objects" in frame else 0,
+                        _has_lone_return(frame), frame.iloc[:0])
+
+
+@dataclass(frozen=True)
+class RejectedParts:
+    """A pipeline's rejected rows, in parts its workers wrote (`RejectedPart`)."""
+
+    parts: list[RejectedPart]
+
+    @property
+    def count(self) -> int:
+        return sum(part.count for part in self.parts)
+
+    def reasons(self) -> dict[str, int]:
+        return merged_reasons(*(part.reasons for part in self.parts))
+
+    def objects(self, rows) -> int:
+        return sum(part.objects for part in self.parts)
+
+    def write(self, folder, rows, dropped: Sequence[Rejection],
+              from_source: pd.DataFrame | None) -> None:
+        """rejected.csv, the same bytes as `ListedRejections.write` gives: the parts in
+        their files' order (dropped copies merged in by position; `rows` are
+        `beam_files.FileRows`), each cast to the types the whole table's columns would
+        have, then the source's rejected rows, written a part at a time."""
+        parts = {part.file: part for part in self.parts}
+        extra: dict[int, list[Rejection]] = {}
+        for rejection in dropped:
+            extra.setdefault(rows.file_of(rejection.position), []).append(rejection)
+        extra_frames = {file: (sorted(found), _with_reasons(rows, found))
+                        for file, found in extra.items()}
+        files = sorted(parts.keys() | extra_frames.keys())
+        if not files:  # no rejected row: the header alone
+            extra_frames[-1] = ([], _with_reasons(rows, []))
+            files = [-1]
+        heads = [parts[f].head if f in parts else extra_frames[f][1].iloc[:0] for f in files]
+        tail = None
+        if from_source is not None and len(from_source):
+            tail = _source_rejected(heads[0], from_source)
+            heads.append(tail.iloc[:0])
+        common = pd.concat(heads)
+        index_name = common.index.name or "row"
+        quoting = _quoting(any(parts[f].lone_return for f in parts)
+                           or any(_has_lone_return(frame) for _, frame in extra_frames.values())
+                           or (tail is not None and _has_lone_return(tail)))
+        with folder.atomic_write(REJECTED) as out:
+            for number, file in enumerate(files):
+                frame = self._part(folder, parts.get(file), extra_frames.get(file))
+                if tail is not None and number == len(files) - 1:
+                    frame = pd.concat([frame, tail]) if len(frame) else tail
+                frame = frame.reindex(columns=common.columns).astype(common.dtypes.to_dict())
+                frame.index.name = index_name
+                out.write(frame.to_csv(quoting=quoting, header=number == 0).encode())
+
+    @staticmethod
+    def _part(folder, part: RejectedPart | None, extra) -> pd.DataFrame:
+        """A file's rejected rows: its part, with dropped copies in their places."""
+        rejections, frame = ([], None) if part is None else pickle.loads(
+            fs.read_bytes(folder.uri(part.name)))
+        if extra is None:
+            return frame
+        if frame is None:
+            return extra[1]
+        keys = [*rejections, *extra[0]]
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        return pd.concat([frame, extra[1]]).iloc[order]
+
+    def delete(self, folder) -> None:
+        fs.delete([folder.uri(part.name) for part in self.parts])
+
+
+def _with_reasons(rows: SourceRows, rejections: Sequence[Rejection]) -> pd.DataFrame:
+    """The rejected rows as given, by position, plus a `reason` column."""
+    rejections = sorted(rejections)
+    frame = rows.at([r.position for r in rejections])
+    frame[_reason_column(frame)] = [r.reason for r in rejections]
+    frame.index.name = frame.index.name or "row"
+    return frame
+
+
+def _reason_column(frame: pd.DataFrame) -> str:
+    return "reason" if "reason" not in frame.columns else "rejection_reason"
+
+
+def _source_rejected(frame: pd.DataFrame, from_source: pd.DataFrame) -> pd.DataFrame:
+    """The rows the source rejected (with their `reason`), as rejected.csv lists them
+    after `frame`'s: under the name of its reason column (`_with_reasons`' last)."""
+    return from_source.rename(columns={"reason": frame.columns[-1]})
+
+
+def _has_lone_return(frame: pd.DataFrame) -> bool:
+    """The csv module quotes a cell for its line terminator ("\\n") but not for a lone
+    "\\r", which readers take for a line break: a file with one quotes every text cell."""
+    cells = frame.reset_index()
+    return any(cells[c].astype(str).str.contains("\r", regex=False).any()
+               for c in cells.columns
+               if cells[c].dtype == object or isinstance(cells[c].dtype, pd.StringDtype))
+
+
+def _quoting(lone_return: bool) -> int:
+    return csv.QUOTE_NONNUMERIC if lone_return else csv.QUOTE_MINIMAL

@@ -115,5 +115,13 @@ def rejection_reasons(rejections: Iterable[Rejection]) -> dict[str, int]:
 
 def reason_counts(reasons: Iterable[str]) -> dict[str, int]:
     """How often each reason occurs, commonest first (then alphabetically)."""
-    found = Counter(reasons)
+    return merged_reasons(Counter(reasons))
+
+
+def merged_reasons(*counts: Mapping[str, int]) -> dict[str, int]:
+    """Counts of reasons (`rejection_reasons` of parts of a run) added up, in
+    `reason_counts`' order."""
+    found = Counter()
+    for part in counts:
+        found.update(part)
     return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))

@@ -38,7 +38,7 @@ from tfrecorder.format.manifest_statistics import (
 from tfrecorder.wording import row_word
 from tfrecorder.write.rows import TURNS_COUNTED, Record, Row, StoredImage
 
-_NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
+NO_IMAGE = -1  # `ShardFacts.formats` of a record without an image
 _DIGEST_BYTES = 16
 
 
@@ -154,7 +154,7 @@ class ShardFacts:
             self._add_boxes(boxes)
         self.turns.append(0 if image is None else image.turned)
         if image is None:
-            self.formats.append(_NO_IMAGE)
+            self.formats.append(NO_IMAGE)
             for column in (self.heights, self.widths, self.channels, self.sizes):
                 column.append(0)
             self.digests += bytes(_DIGEST_BYTES)
@@ -186,22 +186,55 @@ class ShardFacts:
 
     def without(self, indices: set[int]) -> ShardFacts:
         """These facts less the records at `indices` (dropped duplicates)."""
+        return self.take([i for i in range(len(self)) if i not in indices])
+
+    def take(self, indices: Sequence[int]) -> ShardFacts:
+        """The facts of the records at `indices`, in that order."""
         kept = ShardFacts()
         starts = np.concatenate([[0], np.cumsum(self.boxes, dtype=np.int64)]).tolist()
         turns = len(self.turns) == len(self)
-        for index in range(len(self)):
-            if index not in indices:
-                for name in _COLUMNS:
-                    getattr(kept, name).append(getattr(self, name)[index])
-                if turns:
-                    kept.turns.append(self.turns[index])
-                kept.digests += self.digest(index)
-                if self.boxes:  # a detection shard: every record has its count
-                    kept.boxes.append(self.boxes[index])
-                    box = slice(starts[index], starts[index + 1])
-                    kept.box_heights.extend(self.box_heights[box])
-                    kept.box_widths.extend(self.box_widths[box])
+        clips = len(self.durations) == len(self)
+        for index in indices:
+            for name in _COLUMNS:
+                getattr(kept, name).append(getattr(self, name)[index])
+            if turns:
+                kept.turns.append(self.turns[index])
+            if clips:
+                kept.frames.append(self.frames[index])
+                kept.durations.append(self.durations[index])
+            kept.digests += self.digest(index)
+            if self.boxes:  # a detection shard: every record has its count
+                kept.boxes.append(self.boxes[index])
+                box = slice(starts[index], starts[index + 1])
+                kept.box_heights.extend(self.box_heights[box])
+                kept.box_widths.extend(self.box_widths[box])
         return kept
+
+    def tally(self) -> SplitTally:
+        """These records' statistics, as counts that add up (`SplitTally`)."""
+        labels, unlabeled = _label_counts(self)
+        durations = np.frombuffer(self.durations, np.int64)
+        found = SplitTally(labels, unlabeled, clips=len(durations),
+                           frames=int(np.frombuffer(self.frames, np.int32).sum()),
+                           duration_us=int(durations.sum()))
+        formats = np.frombuffer(self.formats, np.int8)
+        with_image = formats != NO_IMAGE
+        if not with_image.any():
+            return found
+
+        def column(name: str) -> np.ndarray:
+            values = getattr(self, name)
+            return np.frombuffer(values, values.typecode)[with_image]
+
+        heights, widths = column("heights"), column("widths")
+        found.formats = Counter(formats[with_image].tolist())
+        found.channels = Counter(column("channels").tolist())
+        found.heights, found.widths = ValueCounts.of(heights), ValueCounts.of(widths)
+        found.sizes = ValueCounts.of(column("sizes"))
+        found.turns = Counter(turned_images([self]))
+        if self.boxes:  # a detection shard: every record has its count, and an image
+            found.objects = ObjectTally.of(self, heights, widths)
+        return found
 
     def digest(self, index: int) -> bytes:
         return bytes(self.digests[index * _DIGEST_BYTES:(index + 1) * _DIGEST_BYTES])
@@ -252,43 +285,228 @@ _FIRST_TYPECODES = {**dict.fromkeys(_ARRAYS, "q"), "formats": "b", "box_heights"
 
 def clip_counts(facts: Sequence[ShardFacts]) -> dict[str, float]:
     """A split's clips, stored frames and seconds (the manifest's `media.counts`)."""
-    frames = sum(sum(shard.frames) for shard in facts)
-    seconds = sum(sum(shard.durations) for shard in facts) / 1e6
-    return {"clips": sum(len(shard.durations) for shard in facts), "frames": frames,
-            "seconds": round(seconds, 3)}
+    return sum((shard.tally() for shard in facts), SplitTally()).clip_counts()
 
 
 def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: bool = False
                      ) -> SplitStatistics:
     """One split's statistics, from its shards' facts; with `objects`, a detection
     split's boxes too (not for a classification table with an `objects/bbox` input)."""
-    counts, unlabeled = _label_counts(facts, num_classes)
-    formats = np.concatenate([np.frombuffer(shard.formats, np.int8) for shard in facts])
-    with_image = formats != _NO_IMAGE
-    if not with_image.any():
-        return SplitStatistics(tuple(counts.tolist()), unlabeled)
+    return sum((shard.tally() for shard in facts), SplitTally()).statistics(
+        num_classes, objects)
 
-    def column(name: str) -> np.ndarray:
-        values = np.concatenate([np.frombuffer(getattr(shard, name),
-                                               getattr(shard, name).typecode)
-                                 for shard in facts])
-        return values[with_image]
 
-    found = Counter(formats[with_image].tolist())
-    channels = Counter(column("channels").tolist())
-    found_objects = None
-    if objects and any(shard.boxes for shard in facts):
-        labels = [label for shard in facts for label in shard.labels]
-        found_objects = _object_statistics(facts, labels, num_classes, column("heights"),
-                                           column("widths"))
-    return SplitStatistics(
-        tuple(counts.tolist()), unlabeled,
-        image_height=_distribution(column("heights")),
-        image_width=_distribution(column("widths")),
-        image_bytes=_distribution(column("sizes")),
-        image_formats={STORED_FORMATS[i]: n for i, n in sorted(found.items())},
-        image_channels=dict(sorted(channels.items())), objects=found_objects,
-        orientation=turned_images(facts))
+class ValueCounts:
+    """How many times each value occurs (sorted distinct values and their counts): the
+    exact quartiles and mean of a column, summed shard by shard, held in what its
+    distinct values take (image sides, byte sizes), not a value a record."""
+
+    __slots__ = ("values", "counts")
+
+    def __init__(self, values: np.ndarray | None = None, counts: np.ndarray | None = None):
+        self.values = np.empty(0, np.int64) if values is None else values
+        self.counts = np.empty(0, np.int64) if counts is None else counts
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> ValueCounts:
+        found, counts = np.unique(values, return_counts=True)
+        return cls(found, counts.astype(np.int64))
+
+    def __add__(self, other: ValueCounts) -> ValueCounts:
+        return self._combined(other, 1)
+
+    def __sub__(self, other: ValueCounts) -> ValueCounts:
+        return self._combined(other, -1)
+
+    def _combined(self, other: ValueCounts, sign: int) -> ValueCounts:
+        if not len(other.values):
+            return self
+        if not len(self.values) and sign > 0:
+            return other
+        values, inverse = np.unique(np.concatenate([self.values, other.values]),
+                                    return_inverse=True)
+        counts = np.zeros(len(values), np.int64)
+        np.add.at(counts, inverse, np.concatenate([self.counts, sign * other.counts]))
+        kept = counts > 0
+        return ValueCounts(values[kept], counts[kept])
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+    def distribution(self, digits: int | None = None) -> Distribution:
+        """As `np.percentile` (its "linear" method) and `np.mean` give them over every
+        value: the two values each quartile falls between, found by rank in the counts,
+        then NumPy's own interpolation arithmetic."""
+        n = int(self.counts.sum())
+        ends = np.cumsum(self.counts)
+        virtual = (n - 1) * np.array([0.25, 0.5, 0.75])
+        above = virtual >= n - 1  # as NumPy takes the last value there
+        previous = np.where(above, -1, np.floor(virtual))
+        gamma = virtual - previous
+        ranks = np.where(above, n - 1, previous).astype(np.int64)
+        a = self.values[np.searchsorted(ends, ranks, side="right")]
+        b = self.values[np.searchsorted(ends, np.where(above, n - 1, ranks + 1),
+                                        side="right")]
+        difference = b - a
+        quartiles = a + difference * gamma
+        np.subtract(b, difference * (1 - gamma), out=quartiles, where=gamma >= 0.5)
+        if self.values.dtype.kind in "iu":
+            mean = float(sum(int(v) * int(c) for v, c in zip(self.values.tolist(),
+                                                              self.counts.tolist()))) / n
+        else:
+            mean = float(np.dot(self.values, self.counts) / n)
+        q1, median, q3 = quartiles.tolist()
+        if digits is None:
+            return Distribution(int(self.values[0]), q1, median, q3, int(self.values[-1]),
+                                round(mean, 2))
+        return Distribution(*(round(float(v), digits) for v in (
+            self.values[0], q1, median, q3, self.values[-1], mean)))
+
+
+@dataclass
+class ObjectTally:
+    """A detection split's boxes, summed shard by shard (`ObjectStatistics`' fields)."""
+
+    boxes_per_image: ValueCounts = field(default_factory=ValueCounts)
+    box_sizes: ValueCounts = field(default_factory=ValueCounts)  # a distinct size each
+    class_images: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    unlabeled_boxes: int = 0
+    all_unlabeled: int = 0
+    tiny_boxes: int = 0
+    box_areas: Counter = field(default_factory=Counter)
+
+    def __add__(self, other: ObjectTally) -> ObjectTally:
+        return ObjectTally(self.boxes_per_image + other.boxes_per_image,
+                           self.box_sizes + other.box_sizes,
+                           _added(self.class_images, other.class_images),
+                           self.unlabeled_boxes + other.unlabeled_boxes,
+                           self.all_unlabeled + other.all_unlabeled,
+                           self.tiny_boxes + other.tiny_boxes,
+                           self.box_areas + other.box_areas)
+
+    def __sub__(self, other: ObjectTally) -> ObjectTally:
+        areas = Counter(self.box_areas)
+        areas.subtract(other.box_areas)
+        return ObjectTally(self.boxes_per_image - other.boxes_per_image,
+                           self.box_sizes - other.box_sizes,
+                           _added(self.class_images, -other.class_images),
+                           self.unlabeled_boxes - other.unlabeled_boxes,
+                           self.all_unlabeled - other.all_unlabeled,
+                           self.tiny_boxes - other.tiny_boxes, areas)
+
+    @classmethod
+    def of(cls, facts: ShardFacts, image_heights: np.ndarray, image_widths: np.ndarray
+           ) -> ObjectTally:
+        """Every record of a detection shard has an image (its boxes are relative to it)."""
+        boxes = np.frombuffer(facts.boxes, np.int64)
+        heights = np.frombuffer(facts.box_heights, np.float32).astype(np.float64)
+        widths = np.frombuffer(facts.box_widths, np.float32).astype(np.float64)
+        classes = [[] if label is None else label if isinstance(label, list) else [label]
+                   for label in facts.labels]
+        labelled = np.asarray([len(ids) for ids in classes], dtype=np.int64)
+        present = [i for ids in classes for i in set(ids)]
+        pixel_heights = heights * np.repeat(image_heights, boxes)  # of the stored image
+        pixel_widths = widths * np.repeat(image_widths, boxes)
+        tiny = ((heights < TINY_BOX_FRACTION) | (widths < TINY_BOX_FRACTION)
+                | (pixel_heights < TINY_BOX_PIXELS) | (pixel_widths < TINY_BOX_PIXELS))
+        areas = pixel_heights * pixel_widths
+        box_areas, below = Counter(), np.zeros(len(areas), dtype=bool)
+        for name, limit in COCO_AREAS:
+            inside = ~below if limit is None else (areas < limit) & ~below
+            box_areas[name] = int(inside.sum())
+            below |= inside
+        return cls(ValueCounts.of(boxes), ValueCounts.of(np.sqrt(heights * widths)),
+                   np.bincount(np.asarray(present, dtype=np.int64)),
+                   int(np.maximum(boxes - labelled, 0).sum()),
+                   int(((boxes > 0) & (labelled == 0)).sum()), int(tiny.sum()), box_areas)
+
+    def statistics(self, num_classes: int) -> ObjectStatistics:
+        class_images = _added(np.zeros(num_classes, np.int64), self.class_images)
+        num_boxes = int(np.dot(self.boxes_per_image.values, self.boxes_per_image.counts))
+        return ObjectStatistics(
+            num_boxes, self.boxes_per_image.distribution(),
+            self.box_sizes.distribution(digits=4) if len(self.box_sizes) else None,
+            tuple(class_images.tolist()),
+            without_boxes=int(self.boxes_per_image.counts[
+                self.boxes_per_image.values == 0].sum()),
+            unlabeled_boxes=self.unlabeled_boxes, all_unlabeled=self.all_unlabeled,
+            tiny_boxes=self.tiny_boxes,
+            box_areas={name: self.box_areas[name] for name, _ in COCO_AREAS})
+
+
+def _added(counts: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Two counts by id, the shorter one padded with zeros."""
+    size = max(len(counts), len(other))
+    return (np.pad(counts, (0, size - len(counts)))
+            + np.pad(other, (0, size - len(other))))
+
+
+@dataclass
+class SplitTally:
+    """A split's statistics before they are summed up: counts and `ValueCounts`, which
+    add up shard by shard (and subtract, for dropped copies), so a pipeline sums them
+    with a combiner and no step holds a fact a record (`ShardFacts.tally`)."""
+
+    labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # by id
+    unlabeled: int = 0
+    formats: Counter = field(default_factory=Counter)  # of records with an image
+    channels: Counter = field(default_factory=Counter)
+    heights: ValueCounts = field(default_factory=ValueCounts)
+    widths: ValueCounts = field(default_factory=ValueCounts)
+    sizes: ValueCounts = field(default_factory=ValueCounts)
+    turns: Counter = field(default_factory=Counter)  # `TURNS_COUNTED`' names
+    objects: ObjectTally | None = None  # of detection records
+    clips: int = 0
+    frames: int = 0
+    duration_us: int = 0
+
+    def _combined(self, other: SplitTally, sign: int) -> SplitTally:
+        def counter(mine: Counter, theirs: Counter) -> Counter:
+            found = Counter(mine)
+            found.update({key: sign * n for key, n in theirs.items()})
+            return +found
+
+        def values(mine: ValueCounts, theirs: ValueCounts) -> ValueCounts:
+            return mine + theirs if sign > 0 else mine - theirs
+
+        objects = self.objects
+        if other.objects is not None:
+            objects = (objects or ObjectTally())
+            objects = objects + other.objects if sign > 0 else objects - other.objects
+        return SplitTally(
+            _added(self.labels, sign * other.labels), self.unlabeled + sign * other.unlabeled,
+            counter(self.formats, other.formats), counter(self.channels, other.channels),
+            values(self.heights, other.heights), values(self.widths, other.widths),
+            values(self.sizes, other.sizes), counter(self.turns, other.turns), objects,
+            self.clips + sign * other.clips, self.frames + sign * other.frames,
+            self.duration_us + sign * other.duration_us)
+
+    def __add__(self, other: SplitTally) -> SplitTally:
+        return self._combined(other, 1)
+
+    def __sub__(self, other: SplitTally) -> SplitTally:
+        return self._combined(other, -1)
+
+    def statistics(self, num_classes: int, objects: bool = False) -> SplitStatistics:
+        """The split's `SplitStatistics` (with `objects`, its detection boxes too)."""
+        counts = tuple(_added(np.zeros(num_classes, np.int64), self.labels).tolist())
+        if not self.formats:
+            return SplitStatistics(counts, self.unlabeled)
+        return SplitStatistics(
+            counts, self.unlabeled,
+            image_height=self.heights.distribution(), image_width=self.widths.distribution(),
+            image_bytes=self.sizes.distribution(),
+            image_formats={STORED_FORMATS[i]: n for i, n in sorted(self.formats.items())},
+            image_channels=dict(sorted(self.channels.items())),
+            objects=self.objects.statistics(num_classes)
+            if objects and self.objects is not None else None,
+            orientation={name: self.turns[name] for name, _ in TURNS_COUNTED
+                         if self.turns[name]})
+
+    def clip_counts(self) -> dict[str, float]:
+        """The split's clips, stored frames and seconds (the manifest's `media.counts`)."""
+        return {"clips": self.clips, "frames": self.frames,
+                "seconds": round(self.duration_us / 1e6, 3)}
 
 
 def turned_images(facts: Sequence[ShardFacts]) -> dict[str, int]:
@@ -301,57 +519,17 @@ def turned_images(facts: Sequence[ShardFacts]) -> dict[str, int]:
     return {name: n for name, n in found.items() if n}
 
 
-def _label_counts(facts: Sequence[ShardFacts], num_classes: int) -> tuple[np.ndarray, int]:
-    """Records of each class and records without a label: one bincount of the shards'
-    ids where each record has one id or none (a whole split at C speed), else label by
-    label, for multi-label records."""
-    ids = [shard.labels.ids() for shard in facts]
-    if all(shard_ids is not None for shard_ids in ids):
-        ids = np.concatenate([np.empty(0, np.int64), *ids])
-        return np.bincount(ids[ids >= 0], minlength=num_classes), int((ids < 0).sum())
-    labels = [label for shard in facts for label in shard.labels]
+def _label_counts(facts: ShardFacts) -> tuple[np.ndarray, int]:
+    """Records of each class and records without a label: one bincount of the ids where
+    each record has one id or none (at C speed), else label by label (multi-label)."""
+    ids = facts.labels.ids()
+    if ids is not None:
+        return np.bincount(ids[ids >= 0]).astype(np.int64), int((ids < 0).sum())
+    labels = facts.labels.tolist()
     ids = [i for label in labels if label is not None
            for i in (label if isinstance(label, list) else [label])]
-    return (np.bincount(np.asarray(ids, dtype=np.int64), minlength=num_classes),
+    return (np.bincount(np.asarray(ids, dtype=np.int64)).astype(np.int64),
             sum(1 for label in labels if label is None))
-
-
-def _object_statistics(facts: Sequence[ShardFacts], labels: list, num_classes: int,
-                       image_heights: np.ndarray, image_widths: np.ndarray
-                       ) -> ObjectStatistics:
-    """A detection split's boxes: how many an image has, how large they are, how many
-    are tiny or lack a class; and how many images hold each class. Every record of a
-    detection split has an image (its boxes are relative to it)."""
-    boxes = np.concatenate([np.frombuffer(shard.boxes, np.int64) for shard in facts])
-
-    def per_box(name: str) -> np.ndarray:
-        return np.concatenate([np.frombuffer(getattr(shard, name), np.float32)
-                               for shard in facts]).astype(np.float64)
-
-    heights, widths = per_box("box_heights"), per_box("box_widths")
-    classes = [[] if label is None else label if isinstance(label, list) else [label]
-               for label in labels]
-    labelled = np.asarray([len(ids) for ids in classes], dtype=np.int64)
-    present = [i for ids in classes for i in set(ids)]
-    class_images = np.bincount(np.asarray(present, dtype=np.int64), minlength=num_classes)
-    pixel_heights = heights * np.repeat(image_heights, boxes)  # of the stored image
-    pixel_widths = widths * np.repeat(image_widths, boxes)
-    tiny = ((heights < TINY_BOX_FRACTION) | (widths < TINY_BOX_FRACTION)
-            | (pixel_heights < TINY_BOX_PIXELS) | (pixel_widths < TINY_BOX_PIXELS))
-    areas = pixel_heights * pixel_widths
-    box_areas, below = {}, np.zeros(len(areas), dtype=bool)
-    for name, limit in COCO_AREAS:
-        inside = ~below if limit is None else (areas < limit) & ~below
-        box_areas[name] = int(inside.sum())
-        below |= inside
-    return ObjectStatistics(
-        int(boxes.sum()), _distribution(boxes),
-        _distribution(np.sqrt(heights * widths), digits=4) if len(heights) else None,
-        tuple(class_images.tolist()),
-        without_boxes=int((boxes == 0).sum()),
-        unlabeled_boxes=int(np.maximum(boxes - labelled, 0).sum()),
-        all_unlabeled=int(((boxes > 0) & (labelled == 0)).sum()),
-        tiny_boxes=int(tiny.sum()), box_areas=box_areas)
 
 
 def _distribution(values: np.ndarray, digits: int | None = None) -> Distribution:
@@ -367,12 +545,17 @@ def _distribution(values: np.ndarray, digits: int | None = None) -> Distribution
 
 @dataclass(frozen=True)
 class Located:
-    """A stored copy of an image: which shard holds it, at which record."""
+    """A stored copy of an image: which shard holds it, at which record; with its
+    record's label and facts (`ShardFacts.take`), which the copy's report and a dropped
+    copy's statistics need (and which a pipeline's finish step has no shard's facts to
+    look up in)."""
 
     split: Split
     shard: int  # index among the run's shards, in writing order
     record: int
     position: int  # the row's position in the table
+    label: object = field(default=None, compare=False)  # as `Row.label`
+    facts: ShardFacts | None = field(default=None, compare=False, repr=False)
 
 
 def candidate_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]]
@@ -390,7 +573,7 @@ def candidate_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]]
     facts = [shard_facts for _, _, shard_facts in shards]
     firsts = np.concatenate([np.frombuffer(f.digests, np.uint64)[::2] for f in facts])
     with_image = np.concatenate([np.frombuffer(f.formats, np.int8) for f in facts]
-                                ) != _NO_IMAGE
+                                ) != NO_IMAGE
     starts = np.cumsum([0, *(len(f.formats) for f in facts)])
     if with_image.all():  # the common case: no index of them
         order = np.argsort(firsts)
@@ -406,17 +589,19 @@ def candidate_duplicates(shards: Sequence[tuple[Split, str, ShardFacts]]
         shard = int(np.searchsorted(starts, i, side="right")) - 1
         record = i - int(starts[shard])
         groups.setdefault(facts[shard].digest(record), []).append(
-            Located(shards[shard][0], shard, record, facts[shard].positions[record]))
+            Located(shards[shard][0], shard, record, facts[shard].positions[record],
+                    facts[shard].labels[record], facts[shard].take([record])))
     return [copies for copies in groups.values() if len(copies) > 1]
 
 
 def describe_duplicates(groups: Iterable[tuple[str, list[Located]]],
-                        shards: Sequence[tuple[Split, str, ShardFacts]], index: pd.Index,
+                        filenames: Sequence[str], index: pd.Index,
                         image_uris: Sequence[str], labels: Labels | None
                         ) -> list[tuple[Duplicate, list[Located]]]:
     """Each confirmed group (its SHA-256 prefix in hex, its copies) as the manifest's
     `Duplicate`, copies in writing order (train first, then by row): the first copy is
-    the one `duplicates="drop"` keeps. `index` and `image_uris` are the table's."""
+    the one `duplicates="drop"` keeps. `filenames` are the shards', in writing order;
+    `index` and `image_uris` are the table's."""
     found = []
     for digest, copies in groups:
         copies = sorted(copies, key=lambda c: (SPLITS.index(c.split), c.position))
@@ -424,10 +609,10 @@ def describe_duplicates(groups: Iterable[tuple[str, list[Located]]],
         duplicate = Duplicate(
             digest,
             tuple(Copy(_row_label(index, c.position), str(image_uris[c.position]), c.split,
-                       _label_name(shards[c.shard][2].labels[c.record], labels),
+                       _label_name(c.label, labels),
                        row_word=row_word(index))
                   for c in copies),
-            shards[first.shard][1], first.record)
+            filenames[first.shard], first.record)
         found.append((duplicate, copies))
     found.sort(key=lambda item: (SPLITS.index(item[1][0].split), item[1][0].position))
     return found

@@ -24,6 +24,7 @@ import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from itertools import islice
 
 import apache_beam as beam
@@ -66,7 +67,7 @@ from tfrecorder.write.prefetch import Prefetcher, encode_in_order
 from tfrecorder.write.records import encode_rows_without_images
 from tfrecorder.write.resume import Journal
 from tfrecorder.write.rows import EncodedRows, Rejection, Row
-from tfrecorder.write.statistics import ShardFacts
+from tfrecorder.write.statistics import NO_IMAGE, Located, ShardFacts
 
 logger = logging.getLogger(__name__)
 
@@ -435,7 +436,11 @@ class _WriteShard(beam.DoFn):
             self.shards, self.options = plan.shards, plan.encoder
             self.compression = plan.header.compression
         try:
-            yield from self._write_shard(element)
+            for index, shard, rejections in self._write_shard(element):
+                if plan is None:
+                    yield index, shard, rejections
+                else:
+                    yield from _summarized(index, shard, rejections, plan)
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, not a failure of the step
             # Marked as Beam marks an error it has named (`_tagged_with_step`, a private
             # detail, checked on Beam 2.77), so that Beam raises it as it is: the run
@@ -512,6 +517,31 @@ class _WriteShard(beam.DoFn):
         self.read.inc(len(rows))
         self.written.inc(len(rows))
         self.progress.update(len(rows), filename)
+
+
+def _summarized(index: int, shard: WrittenShard, rejections: list[Rejection], plan):
+    """A shard written in a pipeline that plans (`beam_files`): the shard without its
+    records' facts, and what the finish step sums up of them as outputs of their own
+    (`finish.Summary`), so that no step holds a fact a record: its tally (`TALLIES`:
+    split, `SplitTally`), each image by its content hash (`COPIES`: digest, `Located`:
+    grouped in the pipeline, only repeated hashes reach the finish), each rejected row
+    by its table file (`REJECTIONS`: its worker writes the file's part of
+    rejected.csv)."""
+    facts = shard.facts
+    yield index, replace(shard, facts=None), []
+    yield beam.pvalue.TaggedOutput(TALLIES, (shard.split, facts.tally()))
+    if plan.header.media is None:  # (duplicates are not sought among clips)
+        images = np.flatnonzero(np.frombuffer(facts.formats, np.int8) != NO_IMAGE)
+        for record in images.tolist():
+            yield beam.pvalue.TaggedOutput(COPIES, (facts.digest(record), Located(
+                shard.split, index, record, facts.positions[record], facts.labels[record],
+                facts.take([record]))))
+    for rejection in rejections:
+        yield beam.pvalue.TaggedOutput(REJECTIONS, (plan.file_of(rejection.position),
+                                                    rejection))
+
+
+TALLIES, COPIES, REJECTIONS = "tallies", "copies", "rejections"  # `_summarized`'s outputs
 
 
 class Progress:

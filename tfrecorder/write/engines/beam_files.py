@@ -11,7 +11,6 @@ the gate, too many rejected rows) reaches a launcher that waits as itself.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import pickle
 from collections import OrderedDict
@@ -32,6 +31,9 @@ from tfrecorder.storage import fs
 from tfrecorder.write import output
 from tfrecorder.write.engines import EngineRun
 from tfrecorder.write.engines.beam import (
+    COPIES,
+    REJECTIONS,
+    TALLIES,
     Progress,
     _new_temp_folders,
     _options,
@@ -40,9 +42,19 @@ from tfrecorder.write.engines.beam import (
     with_worker_package,
 )
 from tfrecorder.write.engines.beam_plan import PipelinePlan, PlanFiles
-from tfrecorder.write.finish import SourceRows, Written, WrittenShard, finish
+from tfrecorder.write.finish import (
+    RejectedPart,
+    RejectedParts,
+    SourceRows,
+    Summary,
+    Written,
+    WrittenShard,
+    finish,
+    write_rejected_part,
+)
 from tfrecorder.write.output import OutputFolder, private_temp_dir
 from tfrecorder.write.resume import Journal
+from tfrecorder.write.statistics import Located, SplitTally
 
 _ERROR_FILE = "error.pkl"  # the job's error, for a launcher that waits
 
@@ -75,9 +87,15 @@ class FileRows:
     def __init__(self, plan: PipelinePlan, options: ConvertOptions):
         self.plan, self.options = plan, options
         self._tables: OrderedDict[int, Table] = OrderedDict()
-        has_images = bool(plan.paths) and self._table(0).has_images
-        self.image_uris = _ByPosition(self, lambda table, row: table.image_references[row]) \
-            if has_images else None
+
+    @property
+    def image_uris(self):
+        if not self.plan.paths or not self._table(0).has_images:
+            return None
+        return _ByPosition(self, lambda table, row: table.image_references[row])
+
+    def file_of(self, position: int) -> int:
+        return self.plan.file_of(position)
 
     def _table(self, index: int) -> Table:
         if index in self._tables:
@@ -91,7 +109,7 @@ class FileRows:
 
     def _where(self, position: int) -> tuple[int, int]:
         """The file and the row in it of a position in the table."""
-        index = bisect.bisect_right(self.plan.offsets, position) - 1
+        index = self.plan.file_of(position)
         return index, position - self.plan.offsets[index]
 
     @property
@@ -126,14 +144,46 @@ class _ByPosition:
         return self.value(self.rows._table(index), row)
 
 
+class _WriteRejectedPart(beam.DoFn):
+    """A table file's rejected rows, looked up in the file and written beside the
+    dataset as its part of rejected.csv (`finish.write_rejected_part`)."""
+
+    def __init__(self, folder: OutputFolder, options: ConvertOptions):
+        self.folder, self.options = folder, options
+
+    def process(self, element, plan: PipelinePlan):
+        file, rejections = element
+        yield write_rejected_part(self.folder, FileRows(plan, self.options), file,
+                                  list(rejections))
+
+
+def _repeated(element) -> list[list[Located]]:
+    """The copies of one content hash, in writing order, if there are two or more."""
+    _, copies = element
+    copies = sorted(copies, key=lambda copy: (copy.shard, copy.record))
+    return [copies] if len(copies) > 1 else []
+
+
+def _summed(tallies) -> SplitTally:
+    return sum(tallies, SplitTally())
+
+
 def _finish_in_job(results, plan: PipelinePlan, folder: OutputFolder, journal: Journal,
-                   options: ConvertOptions) -> None:
-    """Step 5: the dataset's last files, then the folder's lock released."""
-    results = sorted(results, key=lambda item: item[0])
-    written = Written([shard for _, shard, _ in results],
-                      [r for _, _, rejected in results for r in rejected])
-    finish(folder, plan.header, written, journal, plan.limit, FileRows(plan, options),
-           plan.report)
+                   options: ConvertOptions, tallies: list, copies: list,
+                   parts: list[RejectedPart]) -> None:
+    """Step 5: the dataset's last files from what the pipeline summed up (each split's
+    tally, the repeated content hashes, the rejected rows' parts: nothing a record),
+    then the folder's lock released."""
+    written = Written([shard for _, shard, _ in sorted(results, key=lambda item: item[0])],
+                      [])
+    rejected = RejectedParts(sorted(parts, key=lambda part: part.file))
+    summary = Summary(dict(tallies), sorted(copies, key=lambda group: (
+        group[0].shard, group[0].record)), rejected)
+    try:
+        finish(folder, plan.header, written, journal, plan.limit, FileRows(plan, options),
+               plan.report, summary)
+    finally:
+        rejected.delete(folder)
     output.release(folder)
 
 
@@ -257,9 +307,22 @@ def _pipeline(files: list[str] | ParquetFolder, folder: OutputFolder, journal: J
                | "GroupByShard" >> beam.CoGroupByKey()
                | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
                    folder, None, None, None, options.reject.on_error, journal,
-                   Progress(folder.run_id, 0, False)), plan))
-    _ = (written
+                   Progress(folder.run_id, 0, False)), plan).with_outputs(
+                       TALLIES, COPIES, REJECTIONS, main="shards"))
+    tallies = (written[TALLIES]
+               | "SumTallies" >> beam.CombinePerKey(_summed)
+               | "AllTallies" >> beam.combiners.ToList())
+    copies = (written[COPIES]
+              | "ByContentHash" >> beam.GroupByKey()
+              | "Repeated" >> beam.FlatMap(_repeated)
+              | "AllRepeated" >> beam.combiners.ToList())
+    parts = (written[REJECTIONS]
+             | "ByTableFile" >> beam.GroupByKey()
+             | "WriteRejectedParts" >> beam.ParDo(_WriteRejectedPart(folder, options), plan)
+             | "AllParts" >> beam.combiners.ToList())
+    _ = (written.shards
          | "AllShards" >> beam.combiners.ToList()
          | "Finish" >> beam.Map(_in_job(_finish_in_job, error_file), plan, folder, journal,
-                                options))
+                                options, AsSingleton(tallies), AsSingleton(copies),
+                                AsSingleton(parts)))
     return pipeline

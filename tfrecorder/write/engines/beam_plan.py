@@ -244,6 +244,10 @@ class PipelinePlan:
                 for split, count in zip(SPLITS, self.shard_counts)
                 for index in range(count)]
 
+    def file_of(self, position: int) -> int:
+        """The index of the file that holds the row at `position` in the table."""
+        return bisect.bisect_right(self.offsets, position) - 1
+
     def first_shard(self, code: int) -> int:
         return sum(self.shard_counts[:code])
 
