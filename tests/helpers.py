@@ -276,3 +276,20 @@ def partly_labelled_csv(folder) -> str:
         f.writelines(f"{split},images/{i}.jpg,{label}\n"
                      for i, (split, label) in enumerate(rows))
     return path
+
+
+def write_hive(table, folder, fmt: str, columns: list[str]) -> str:
+    """The table's rows as `fmt` files (csv, jsonl) in hive partitions of `columns`
+    (`colour=red/split=TRAIN/part-00000.csv`, as Spark's partitionBy writes them), with
+    Spark's hidden `_SUCCESS` and `.crc` beside them; the folder."""
+    for values, rows in table.groupby(columns, sort=False):
+        where = Path(folder, *(f"{c}={v}" for c, v in zip(columns, values)))
+        where.mkdir(parents=True, exist_ok=True)
+        rows = rows.drop(columns=columns)
+        if fmt == "csv":
+            rows.to_csv(where / "part-00000.csv", index=False)
+        else:
+            rows.to_json(where / "part-00000.jsonl", orient="records", lines=True)
+        (where / ".part-00000.crc").write_bytes(b"\x00")
+    Path(folder, "_SUCCESS").touch()
+    return str(folder)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from beam_workers import free_port, serve, stop, wait_for
+from helpers import write_hive
 from PIL import Image
 
 import tfrecorder
@@ -252,17 +253,20 @@ def test_a_table_without_images_gives_the_local_engines_bytes(tmp_path, engine):
     assert result.num_records == 2_000
 
 
-@pytest.mark.parametrize("layout", ["flat", "hive", "bucket"])
+@pytest.mark.parametrize("layout", ["flat", "hive", "bucket", "hive-csv"])
 def test_a_parquet_folder_is_planned_by_the_pipeline_to_the_local_engines_dataset(
         bucket_images, gcs_store, tmp_path, layout, monkeypatch):
     """A folder of Parquet files, as pandas and Spark write them (in hive partitions
-    too), is read by the job a file each (the launcher lists it, reading no row), to
-    the dataset the local engine writes from its whole read: the same shards, the
-    partition columns and their categories, rejected.csv's rows named alike."""
+    too), or of CSV files in hive partitions, is read by the job a file each (the
+    launcher lists it, reading no row), to the dataset the local engine writes from its
+    whole read: the same shards, the partition columns and their categories,
+    rejected.csv's rows named alike."""
     table = rows_table(bucket_images, 400)
     folder = tmp_path / "rows"
     if layout == "hive":
         table.to_parquet(folder, partition_cols=["colour", "split"])
+    elif layout == "hive-csv":
+        write_hive(table, folder, "csv", ["colour", "split"])
     else:
         write_parts(table, folder, "parquet", 5)
     if layout == "bucket":  # the same files in the bucket, named by their folder
@@ -270,16 +274,17 @@ def test_a_parquet_folder_is_planned_by_the_pipeline_to_the_local_engines_datase
             gcs_store.upload(path, f"{gcs_store.root}/rows-{tmp_path.name}/{path.name}")
         folder = f"{gcs_store.root}/rows-{tmp_path.name}/"
     tfrecorder.convert(str(folder), str(tmp_path / "local"), progress=False)
-    from tfrecorder.sources import parquet
+    from tfrecorder.sources import parquet, table_files
 
     monkeypatch.setattr(parquet, "read_parquet", None)  # the whole read: never, now
+    monkeypatch.setattr(table_files, "folder_table", None)
     result = tfrecorder.convert(str(folder), str(tmp_path / "beam"), progress=False,
                                 **IN_PROCESS)
     local, written = dataset(tmp_path / "local"), dataset(tmp_path / "beam")
     assert written.keys() == local.keys()
     assert [name for name in written if written[name] != local[name]] == []
     assert result.num_rejected == 1
-    if layout == "hive":  # the partition column is an input, with every category
+    if layout.startswith("hive"):  # the partition column is an input, every category
         manifest = tfrecorder.info(str(tmp_path / "beam")).manifest
         assert manifest.features["colour"].vocabulary == ("blue", "green", "red")
 

@@ -20,7 +20,8 @@ dispatcher that picks one.
     yolo.py         YOLO (Ultralytics) datasets: a data.yaml and its label files
     detection.py    what detection sources share: the objects' columns and checks
     segmentation.py tables of images and their masks (`mask_uri`)
-    table_files.py  a glob or folder of CSV, Parquet or JSONL files, read as one table
+    table_files.py  a glob or folder of CSV, Parquet or JSONL files (in hive partitions
+                    too), read as one table
     validate.py     the checks every source shares (with labels.py, image_paths.py)
 
 A file format is a module with two functions: `claims(path, folder)`, whether the path
@@ -75,15 +76,16 @@ from tfrecorder.wording import shown
 # Asked in order: the first that claims a path reads it. CSV claims every file, so last;
 # the formats that look into a file's content to claim it come before it, and `tables`
 # (Parquet and CSV files whose columns name their task) before Parquet. A folder is
-# told apart by what it holds before `folder` takes it as label/file: a YOLO data file
-# (`yolo`), COCO files where COCO, datumaro and Roboflow put them (`coco_folder`), Pascal
-# VOC XML annotations (`pascal_voc`); `folder` refuses annotations it would lose (other
-# XML files, a labels/ tree). Vertex AI's video files and clips CSVs are told by their
+# told apart by what it holds before `folder` takes it as label/file: CSV or JSONL files
+# in hive partitions (`table_files`), a YOLO data file (`yolo`), COCO files where COCO,
+# datumaro and Roboflow put them (`coco_folder`), Pascal VOC XML annotations
+# (`pascal_voc`); `folder` refuses annotations it would lose (other XML files, a
+# labels/ tree). Vertex AI's video files and clips CSVs are told by their
 # content before `vertex_jsonl` (which takes any `.jsonl`) and `automl_detection` (whose
 # boxes an object-tracking line's resemble): a video JSONL names `videoGcsUri`, and a
 # video CSV line starts with a video path.
-FILE_FORMATS = (tables, parquet, yolo, coco_folder, pascal_voc, folder, vertex_video,
-                clips_csv, vertex_jsonl, coco, automl_detection, csv)
+FILE_FORMATS = (tables, parquet, table_files, yolo, coco_folder, pascal_voc, folder,
+                vertex_video, clips_csv, vertex_jsonl, coco, automl_detection, csv)
 # What each task needs, for an error when the source is read for another.
 _NEEDS = {
     "classification": "labels of whole images",
@@ -111,7 +113,8 @@ def load_table(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
             (docs/detection.md); a dict of such files by split; a glob of CSV, Parquet
             or JSONL files, or a folder of only CSV or only JSONL files, read as one
             table in sorted path order, or a list of such files, in its order
-            (`table_files`); or images in memory (`memory`).
+            (`table_files`), or a folder of CSV or JSONL files in hive partitions; or
+            images in memory (`memory`).
         options: `TableOptions`' fields (header, schema, fill_missing, chunk_rows, split,
             task, image_root, difficult).
 
@@ -158,11 +161,12 @@ def read_path(path: str, options: TableOptions) -> Table:
 
 def read_folder_file(folder: parquet.ParquetFolder, path: str, options: TableOptions
                      ) -> Table:
-    """One file of a Parquet folder, as the folder's whole read (`read_path`) gives its
-    rows: its partition columns, its images relative to the folder (a Beam job's worker
-    reads the folder so, a file each)."""
-    return _for_task(parquet.read_file_of_folder(folder, path, options), options,
-                     repr(folder.root))
+    """One file of a Parquet folder or a hive folder of CSV or JSONL files, as the
+    folder's whole read (`read_path`) gives its rows: its partition columns, its images
+    relative to the folder (a Beam job's worker reads the folder so, a file each)."""
+    read = parquet.read_file_of_folder if folder.format == "Parquet" \
+        else table_files.read_folder_file
+    return _for_task(read(folder, path, options), options, repr(folder.root))
 
 
 def _claimed(path: str, options: TableOptions) -> tuple[str, bool, object]:

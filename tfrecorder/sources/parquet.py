@@ -51,6 +51,29 @@ def _hidden(parts: list[str]) -> bool:
     return any(part.startswith((".", "_")) for part in parts)
 
 
+def is_partition(name: str) -> bool:
+    """A hive partition folder's name: `column=value`."""
+    return bool(_HIVE_PART.match(name))
+
+
+def partition_folders(root: str) -> bool:
+    """Whether a folder holds hive partition folders (`split=TRAIN/`, as
+    df.to_parquet(partition_cols=) and Spark's partitionBy write them) and, beside hidden
+    names, nothing else directly inside."""
+    folders = [name for name in fs.list_dir(root, folders=True) if not _hidden([name])]
+    return bool(folders) and all(map(is_partition, folders))
+
+
+def visible_files(root: str) -> Iterator[str]:
+    """Every file below a dataset folder that pyarrow reads: none in a hidden folder, or
+    hidden itself."""
+    remote = fs.is_remote(root)
+    prefix = root.rstrip("/") if remote else root
+    for uri in fs.list_files(root):
+        if not _hidden(uri[len(prefix):].strip("/").split("/" if remote else os.sep)):
+            yield uri
+
+
 def is_parquet_folder(root: str) -> bool:
     """Whether a folder is a Parquet dataset: named so, or holding Parquet files directly
     inside (one listing; an image folder holds label folders there).
@@ -63,19 +86,13 @@ def is_parquet_folder(root: str) -> bool:
         return True
     found = [name for name in fs.list_dir(root)
              if not _hidden([name]) and has_parquet_name(name)]
-    if not found:
-        # Hive partitions (`split=TRAIN/part-0.parquet`, as df.to_parquet(partition_cols=)
-        # and Spark write them): a dataset if Parquet files are all there is below.
-        folders = [name for name in fs.list_dir(root, folders=True) if not _hidden([name])]
-        if folders and all(_HIVE_PART.match(name) for name in folders):
-            found = [uri for uri in fs.list_files(root) if has_parquet_name(uri)][:1]
+    if not found and partition_folders(root):
+        # Hive partitions: a dataset if Parquet files are all there is below.
+        found = [uri for uri in fs.list_files(root) if has_parquet_name(uri)][:1]
     if not found:
         return False
-    remote = fs.is_remote(root)
-    prefix = root.rstrip("/") if remote else root
-    for uri in fs.list_files(root):
-        parts = uri[len(prefix):].strip("/").split("/" if remote else os.sep)
-        if not _hidden(parts) and not has_parquet_name(uri):
+    for uri in visible_files(root):
+        if not has_parquet_name(uri):
             raise SchemaError(
                 f"the folder {root!r} holds Parquet files (e.g. {found[0]!r}) beside other "
                 f"files (e.g. {uri!r}), so it is neither a Parquet dataset nor an image "
@@ -85,17 +102,22 @@ def is_parquet_folder(root: str) -> bool:
 
 @dataclass(frozen=True)
 class ParquetFolder:
-    """A folder of Parquet files (a Parquet dataset: `is_parquet_folder`), listed so that
-    a Beam job's workers read it a file each as `read_parquet` reads it whole: its files
-    in the whole read's order, and its hive partitioning (each partition field's values
-    over the whole folder, as pyarrow discovers them), without which a file read alone
-    would lack the partition columns, or their categories. Small: no row."""
+    """A folder of table files read as one table, listed so that a Beam job's workers
+    read it a file each as the local engine reads it whole: its files in the whole
+    read's order, and its hive partitioning (each partition field's values over the whole
+    folder, as pyarrow discovers them), without which a file read alone would lack the
+    partition columns, or their categories. Small: no row.
+
+    A Parquet dataset (`is_parquet_folder`), or CSV or JSONL files in hive partitions
+    (`table_files.hive_format`): `format` says which. (The Beam engine knows the class
+    by this name.)"""
 
     root: str
     files: tuple[str, ...]
     fields: tuple[str, ...] = ()  # the partition fields, outermost first
     field_types: tuple[str, ...] = ()  # their Arrow types ("int32", "string")
     dictionaries: tuple[tuple, ...] = ()  # each field's values, in pyarrow's order
+    format: str = "Parquet"  # the files' format: "Parquet", "CSV" or "JSONL"
 
     def _partitioning(self):
         import pyarrow as pa
@@ -110,22 +132,49 @@ class ParquetFolder:
             dictionaries={name: pa.array(list(values), kind) for name, values, kind
                           in zip(self.fields, self.dictionaries, types)})
 
+    def partition_columns(self, path: str, num_rows: int) -> pd.DataFrame:
+        """The partition columns of a file's `num_rows` rows, typed as pyarrow's hive
+        discovery types them for the whole read (Categoricals of every value the folder
+        has, of int32 or text values): its folders' `field=value` parsed by pyarrow."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
 
-def parquet_folder(root: str) -> ParquetFolder:
-    """The files and partitioning of a Parquet dataset folder, by pyarrow's own discovery
-    (`pq.read_table`'s: hive partitions, their values as dictionaries; hidden files
-    skipped): a listing, no row is read."""
+        if not self.fields:
+            return pd.DataFrame(index=pd.RangeIndex(num_rows))
+        partitioning = self._partitioning()
+        below = fs.relative_to(path, self.root.rstrip("/"))
+        keys = ds.get_partition_keys(partitioning.parse(below))  # (its last part: the file)
+        columns = {}
+        for name, values, dictionary in zip(self.fields, self.dictionaries,
+                                            partitioning.dictionaries):
+            at = values.index(keys[name]) if keys.get(name) is not None else None
+            columns[name] = pa.DictionaryArray.from_arrays(
+                pa.array([at] * num_rows, pa.int32()), dictionary)
+        return pa.table(columns).to_pandas()
+
+
+def parquet_folder(root: str, format: str = "Parquet") -> ParquetFolder:
+    """The files and partitioning of a folder of `format` files read as one table, by
+    pyarrow's own discovery (`pq.read_table`'s: hive partitions, their values as
+    dictionaries; hidden files skipped): a listing, no file is opened."""
     import pyarrow.dataset as ds
+    from pyarrow.fs import FileSelector, LocalFileSystem
 
     where, filesystem = _parquet_where(root, None)
-    dataset = _reading_parquet(root, lambda: ds.dataset(
-        where, format="parquet", filesystem=filesystem,
-        partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
-        ignore_prefixes=[".", "_"]))
+    filesystem = filesystem or LocalFileSystem()
+    where = filesystem.normalize_path(where)
+    # Only the paths are inspected (`fragments=0`): the schema found is the partition
+    # fields', each with its dictionary. pyarrow never reads these files (CSV and JSONL
+    # files are read by `table_files`), so the format told is only what lists them.
+    factory = ds.FileSystemDatasetFactory(
+        filesystem, FileSelector(where, recursive=True),
+        ds.ParquetFileFormat() if format == "Parquet" else ds.CsvFileFormat(),
+        ds.FileSystemFactoryOptions(
+            partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
+            partition_base_dir=where, selector_ignore_prefixes=[".", "_"]))
+    dataset = _reading_parquet(root, lambda: factory.finish(factory.inspect(fragments=0)))
     files = tuple(_uri_of(root, path) for path in dataset.files)
     partitioning = dataset.partitioning
-    # (A folder without partitions gives a partitioning of the files' own schema, each
-    # field without a dictionary: only fields with one are partitions.)
     found = [] if partitioning is None else [
         (field, values) for field, values in zip(partitioning.schema,
                                                  partitioning.dictionaries)
@@ -133,7 +182,7 @@ def parquet_folder(root: str) -> ParquetFolder:
     return ParquetFolder(
         root, files, tuple(field.name for field, _ in found),
         tuple(str(getattr(field.type, "value_type", field.type)) for field, _ in found),
-        tuple(tuple(values.to_pylist()) for _, values in found))
+        tuple(tuple(values.to_pylist()) for _, values in found), format)
 
 
 def read_folder_file(folder: ParquetFolder, path: str) -> pd.DataFrame:

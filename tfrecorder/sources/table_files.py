@@ -3,6 +3,12 @@
 that holds only CSV files or only JSONL files (a folder of Parquet files is a Parquet
 dataset, which `parquet` reads).
 
+A folder of CSV or JSONL files in hive partitions (`split=TRAIN/part-0.csv`, as Spark's
+partitionBy writes them) is one table too, read as a Parquet dataset is (`claims`,
+`read`): its files in the order pyarrow's discovery gives them, each file's rows with the
+partition columns typed as pyarrow types them for Parquet (`parquet.parquet_folder`), its
+rows named by their position in the folder's table, as a Parquet folder's are.
+
 The local engine and the Beam pipeline share these functions, so that a file's rows,
 column types and errors are the same whichever engine reads it: the local engine reads
 every file here (`files_table`); the Beam launcher only lists the files (`table_files`,
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -115,6 +122,91 @@ def _check_formats(files: list[str], source: str) -> None:
             "it to one of them.", option="source")
 
 
+# What a folder of hive partitions is read as a table of (Spark names its JSON Lines
+# files `.json`: a hive folder is a table's, not a COCO file's).
+_HIVE_FORMATS = ("CSV", "JSONL")
+
+
+def claims(path: str, folder: bool) -> bool:
+    """A folder of CSV or JSONL files in hive partitions (`hive_format`)."""
+    return folder and hive_format(path) is not None
+
+
+def read(path: str, base_dir: str, options: TableOptions) -> Table:
+    """A hive folder's table: every file's rows, as `folder_table` reads them."""
+    return folder_table(parquet.parquet_folder(path, hive_format(path)), options)
+
+
+def hive_format(root: str) -> str | None:
+    """CSV or JSONL, for a folder of hive partition folders (`key=value/`, as many levels
+    deep as the table has partition fields) whose files below, beside hidden files
+    (`.crc`, Spark's `_SUCCESS`), are CSV files or JSONL files; None for any other
+    folder (a Parquet dataset's is `parquet`'s).
+
+    Raises:
+        SchemaError: for such files beside other files, or beside files of another
+            format, naming both.
+    """
+    if not parquet.partition_folders(root) or any(
+            not name.startswith((".", "_")) for name in fs.list_dir(root)):
+        return None
+    files = list(parquet.visible_files(root))
+    if not any(file_format(path) in _HIVE_FORMATS for path in files):
+        return None
+    _check_formats(files, f"the folder {root!r}")
+    return file_format(files[0])
+
+
+def folder_table(folder: ParquetFolder, options: TableOptions) -> Table:
+    """A hive folder of CSV or JSONL files read whole: each file as `file_table` reads
+    it for the Beam pipeline, its rows' positions moved to their place in the folder's
+    table, joined (`concat_tables`: one kind of rows, the same inputs of the same types,
+    one label map); errors name the file and the line."""
+    names = file_names(list(folder.files))
+    parts, offset = {}, 0
+    for name, path in zip(names, folder.files):
+        part = file_table(path, options, name, folder)
+        parts[name] = _numbered(part, offset)
+        offset += len(part.rows)
+    return sources.concat_tables(parts, dict(zip(names, names)), name_rows=False)
+
+
+def read_folder_file(folder: ParquetFolder, path: str, options: TableOptions) -> Table:
+    """One CSV or JSONL file of a hive folder, as the folder's whole read gives its rows
+    (`folder_table`): its cells, then the partition columns
+    (`ParquetFolder.partition_columns`), validated together, images relative to the
+    folder; its rows numbered from 0 in the file (errors name their lines)."""
+    root = folder.root.rstrip("/")
+    if folder.format == "JSONL":
+        frame = _plain_jsonl_frame(path)
+    else:
+        frame = csv.read_csv(path, options.header, set(options.schema or ()), root,
+                             refuse_boxes=options.task == "auto")
+    clash = [name for name in folder.fields if name in frame.columns]
+    if clash:
+        raise SchemaError(
+            f"the file has a column {clash[0]!r}, which its folders ({clash[0]}=...) "
+            "give too. A partitioned table holds a partition field in "
+            "its folders' names only: drop the column from the file, or rename it.",
+            column=clash[0])
+    partitions = folder.partition_columns(path, len(frame)).set_axis(frame.index)
+    table = tables.frame_table(pd.concat([frame, partitions], axis=1), root, options,
+                               text_numbers=folder.format == "CSV")
+    return _numbered(table, 0)
+
+
+def _numbered(table: Table, first: int) -> Table:
+    """The table with its rows named by their position, from `first` (as a Parquet
+    folder's whole read names them)."""
+    def numbered(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.copy(deep=False)
+        frame.index = pd.RangeIndex(first, first + len(frame))
+        return frame
+
+    return dataclasses.replace(table, rows=numbered(table.rows),
+                               source=numbered(table.source))
+
+
 def file_format(path: str) -> str | None:
     """CSV, Parquet or JSONL, by the file's name; None for any other file."""
     return next((kind for end, kind in _FORMATS.items()
@@ -125,15 +217,16 @@ def file_table(path: str, options: TableOptions, name: str | None = None,
                folder: ParquetFolder | None = None) -> Table:
     """One file's validated table, its images relative to the file's folder, its rows
     named `name[line]` (`name[row]` for Parquet) and its errors prefixed by `name`; or,
-    for a file of a Parquet `folder`, as the folder's whole read gives its rows (their
-    partition columns, images relative to the folder; rows numbered from 0 in the file,
-    their position in the folder's table being the caller's to add).
+    for a file of a `folder` (a Parquet folder, or CSV or JSONL files in hive
+    partitions), as the folder's whole read gives its rows (their partition columns,
+    images relative to the folder; rows numbered from 0 in the file, their position in
+    the folder's table being the caller's to add).
 
     Args:
         path: the file, local or remote.
         options: the options of the whole source.
         name: how messages and row names call the file; default its base name.
-        folder: the Parquet folder the file is one of (`pipeline_files`).
+        folder: the folder the file is one of (`pipeline_files`).
 
     Raises:
         SchemaError: for every mistake in the file, as `load_table(path)` raises it,
@@ -150,9 +243,10 @@ def file_table(path: str, options: TableOptions, name: str | None = None,
 
 def pipeline_files(source) -> list[str] | ParquetFolder | None:
     """What a Beam pipeline reads a file at a time, the launcher reading no row: the files
-    of a source of many table files (`table_files`), or a Parquet folder's (which
-    `load_table` reads as one dataset, and the pipeline file by file to the same rows:
-    `parquet.parquet_folder`); None for any other source."""
+    of a source of many table files (`table_files`), or a Parquet folder's or a hive
+    folder of CSV or JSONL files' (which `load_table` reads as one table, and the
+    pipeline file by file to the same rows: `parquet.parquet_folder`); None for any
+    other source."""
     files = table_files(source)
     if files is not None or not isinstance(source, (str, os.PathLike)):
         return files
@@ -160,9 +254,13 @@ def pipeline_files(source) -> list[str] | ParquetFolder | None:
         path = fs.local_path(os.fspath(source))
     except ValueError:
         return None
-    if not fs.is_folder(path) or not parquet.is_parquet_folder(path):
+    if not fs.is_folder(path):
         return None
-    return parquet.parquet_folder(path if fs.is_remote(path) else os.path.abspath(path))
+    path = path if fs.is_remote(path) else os.path.abspath(path)
+    kind = hive_format(path)
+    if kind is None and not parquet.is_parquet_folder(path):
+        return None
+    return parquet.parquet_folder(path, kind or "Parquet")
 
 
 def files_table(paths: list[str], options: TableOptions) -> Table:
@@ -220,16 +318,20 @@ def _is_plain_jsonl(path: str) -> bool:
 def _plain_jsonl_table(path: str, options: TableOptions) -> Table:
     """A JSONL file of plain columns: each line one row, an object of its cells, typed
     as a DataFrame's (JSON numbers stay numbers), its rows named by their line."""
+    return tables.frame_table(_plain_jsonl_frame(path), fs.dirname(path), options)
+
+
+def _plain_jsonl_frame(path: str) -> pd.DataFrame:
+    """A JSONL file of plain columns as a DataFrame, its index each row's line."""
     # Lines of bytes, each decoded by `json.loads`: a byte that is not UTF-8 is an error
     # of its line.
     numbered = [(number, line) for number, line in
                 enumerate(fs.read_bytes(path).split(b"\n"), 1) if line.strip()]
     if not numbered:
         raise SchemaError(f"the JSONL file {path!r} has no lines.")
-    frame = pd.DataFrame.from_records(
+    return pd.DataFrame.from_records(
         [_row(path, number, line) for number, line in numbered],
         index=pd.Index([number for number, _ in numbered], name=LINE))
-    return tables.frame_table(frame, fs.dirname(path), options)
 
 
 def _row(path: str, number: int, line: bytes) -> dict:
