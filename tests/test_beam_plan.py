@@ -327,10 +327,11 @@ def test_rejected_rows_of_many_files_are_joined_to_the_local_engines_file(
     rejected.csv as the local engine's whole table gives, where the files' columns are
     typed apart (a fraction makes one file's column float), a cell holds a lone
     carriage return (the whole file is quoted), and dropped copies fall among them."""
-    table = rows_table(bucket_images[:25], 160)  # images repeat: copies to drop
+    table = rows_table(bucket_images, 160)
+    table.loc[[10, 60], "image_uri"] = table.loc[0, "image_uri"]  # copies to drop
     table["visits"] = (np.arange(160) % 7).astype(object)
     table["note"] = "plain"
-    table.loc[45, "visits"] = 2.5  # in the second file only: its column is float
+    table.loc[90, "visits"] = 2.5  # in the third file only (no row of it is rejected)
     gone = bucket_images[0].rsplit("/", 1)[0] + "/gone.png"
     for row in (3, 50, 51, 130):  # rejected in three of the four files
         table.loc[row, "image_uri"] = gone

@@ -630,13 +630,15 @@ class RejectedParts:
         extra_frames = {file: (sorted(found), _with_reasons(rows, found))
                         for file, found in extra.items()}
         files = sorted(parts.keys() | extra_frames.keys())
+        columns = _with_reasons(rows, [])  # typed as the whole table's (`FileRows.at`)
         if not files:  # no rejected row: the header alone
-            extra_frames[-1] = ([], _with_reasons(rows, []))
+            extra_frames[-1] = ([], columns)
             files = [-1]
-        heads = [parts[f].head if f in parts else extra_frames[f][1].iloc[:0] for f in files]
+        heads = [columns, *(parts[f].head if f in parts else extra_frames[f][1].iloc[:0]
+                            for f in files)]
         tail = None
         if from_source is not None and len(from_source):
-            tail = _source_rejected(heads[0], from_source)
+            tail = _source_rejected(columns, from_source)
             heads.append(tail.iloc[:0])
         common = pd.concat(heads)
         index_name = common.index.name or "row"

@@ -120,6 +120,8 @@ class FileRows:
                            name=self._table(0).source.index.name)
 
     def at(self, positions: Sequence[int]) -> pd.DataFrame:
+        if not len(positions):  # the columns, typed as the whole table's: no file read
+            return self.plan.columns.copy()
         by_file: dict[int, list[int]] = {}
         for position in positions:
             index, row = self._where(position)
@@ -130,7 +132,7 @@ class FileRows:
             parts = [part.set_axis(pd.Index([self.plan.offsets[index] + row for row in rows],
                                             name=part.index.name))
                      for part, (index, rows) in zip(parts, by_file.items())]
-        return pd.concat(parts) if parts else SourceRows.of(self._table(0)).at([])
+        return pd.concat(parts)
 
 
 class _ByPosition:

@@ -49,6 +49,7 @@ from tfrecorder.write.clip_cutting import clip_length_us
 from tfrecorder.write.finish import (
     RejectionLimit,
     SourceReport,
+    SourceRows,
     manifest_header,
     source_rejection_error,
 )
@@ -130,6 +131,7 @@ class FileFacts:
     sample: list = field(default_factory=list)  # (key, row, Row): its first in order
     report: SourceReport = field(default_factory=SourceReport)
     error: TFRecorderError | None = None
+    columns: pd.DataFrame | None = None  # the file's source rows, none of them: their types
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,7 @@ class _CheckFile(beam.DoFn):
              for c in table.inputs if c.kind == "categorical"},
             tuple(np.bincount(codes, minlength=len(SPLITS)).tolist()),
             int((table.rows["split"] == "UNASSIGNED").sum()), sample,
-            SourceReport.of(table))
+            SourceReport.of(table), columns=SourceRows.of(table).at([]))
         yield beam.pvalue.TaggedOutput(self.PLACES, FilePlaces(index, codes, keys))
 
 
@@ -232,6 +234,9 @@ class PipelinePlan:
     # The Parquet folder the files are of: its rows are named by their position in the
     # folder's table, as the local engine's whole read names them (`FileRows`).
     folder: ParquetFolder | None = None
+    # The table's source rows, none of them: its columns, typed as the whole table's
+    # (the files' joined), which reports of its rows take (`FileRows`).
+    columns: pd.DataFrame | None = None
 
     @property
     def num_rows(self) -> int:
@@ -314,7 +319,8 @@ def _plan(facts: list[FileFacts], options: ConvertOptions,
     ids_given = options.split.class_names is not None or head.class_names is not None
     return PipelinePlan(tuple(f.path for f in facts), tuple(f.name for f in facts), offsets,
                         vocabulary, vocabularies, encoder, counts, shard_counts, header,
-                        limit, report, vocabulary is not None and not ids_given, folder)
+                        limit, report, vocabulary is not None and not ids_given, folder,
+                        pd.concat([f.columns for f in facts]))
 
 
 def _labels(head: Table, facts: list[FileFacts], options: ConvertOptions
