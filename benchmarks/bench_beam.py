@@ -179,17 +179,69 @@ def launcher(source: str, out: str, anonymous: bool = True) -> dict:
 
 
 def without_images(engine: str, source: str, out: str) -> dict:
-    """In the fresh process: one conversion of the table without images."""
-    if engine == "direct":
+    """In the fresh process: one conversion of the table without images. For
+    `external`, the worker pool is this process's child (its processes are sampled
+    too), and its processes load `finish_probe`, which measures the finish step."""
+    if engine != "local":
         importlib.import_module("tfrecorder.write.engines.beam")  # and Beam: not timed
     output = os.path.join(out, f"no-images-{engine}")
     shutil.rmtree(output, ignore_errors=True)
-    start = time.perf_counter()
-    result = tfrecorder.convert(source, output, progress=False, **TWO_WORKERS[engine])
-    seconds = time.perf_counter() - start
+    probe = os.path.join(out, "finish-probe.json")
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(probe)
+    with _worker_pool(engine, probe) as options:
+        start = time.perf_counter()
+        result = tfrecorder.convert(source, output, progress=False, **options)
+        seconds = time.perf_counter() - start
     shutil.rmtree(output, ignore_errors=True)
-    return {"seconds": seconds, "records": result.num_records,
-            "peak_mb": _status_kb("VmHWM") / 1024}
+    found = {"seconds": seconds, "records": result.num_records,
+             "peak_mb": _status_kb("VmHWM") / 1024}
+    if os.path.exists(probe):
+        with open(probe) as file:
+            found["finish"] = json.load(file)
+    return found
+
+
+@contextlib.contextmanager
+def _worker_pool(engine: str, probe: str):
+    """`convert`'s options for `engine`: for `external`, the PortableRunner (an embedded
+    job service) on an EXTERNAL worker pool of 2 harnesses in processes of their own,
+    as the tests run Beam (tests/beam_workers.py)."""
+    if engine != "external":
+        yield TWO_WORKERS[engine]
+        return
+    import beam_workers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "finish_probe"), os.path.join(here, ".."),
+             os.environ.get("PYTHONPATH", "")]
+    port = beam_workers.free_port()
+    with _environment(PYTHONPATH=os.pathsep.join(filter(None, paths)),
+                      TFRECORDER_FINISH_PROBE=probe):
+        pool = beam_workers.serve("apache_beam.runners.worker.worker_pool_main",
+                                  f"--service_port={port}")
+    try:
+        beam_workers.wait_for(port)
+        yield {"runner": "PortableRunner",
+               "beam_options": {"job_endpoint": "embed", "environment_type": "EXTERNAL",
+                                "environment_config": f"localhost:{port}",
+                                "sdk_worker_parallelism": 2}}
+    finally:
+        beam_workers.stop(pool)
+
+
+@contextlib.contextmanager
+def _environment(**values: str):
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def child(args, contender_name: str, source: str, out: str):
@@ -261,15 +313,20 @@ def no_images_main(args) -> None:
     folder = table_without_images(os.path.join(args.out, f"no-images-{args.rows}"),
                                   args.rows, args.files[0])
     sources = {"local": args.local_source.format(dir=folder),
-               "direct": args.source.format(dir=folder)}
+               "direct": args.source.format(dir=folder),
+               "external": args.source.format(dir=folder)}
     print(f"Machine: {_machine()}; {args.rows:,} rows in {args.files[0]} Parquet files, "
           f"no images\n", flush=True)
     print("| engine | rows/s | seconds | process | peak RSS | peak private |")
     print("|---|---|---|---|---|---|", flush=True)
     names = {"local": "local engine, 2 workers",
-             "direct": "Beam engine, DirectRunner multi-processing, 2 workers"}
+             "direct": "Beam engine, DirectRunner multi-processing, 2 workers",
+             "external": "Beam engine, PortableRunner, EXTERNAL pool of 2 harnesses"}
+    finishes = []
     for engine in args.engines:
         found, peaks, stopped = child(args, f"no-images-{engine}", sources[engine], args.out)
+        if found and "finish" in found:
+            finishes.append(found["finish"])
         speed = (f"{args.rows / found['seconds']:,.0f} | {found['seconds']:.0f}" if found
                  else f"{stopped} | ")
         for pid in sorted(peaks):
@@ -281,6 +338,11 @@ def no_images_main(args) -> None:
             print(f"| {names[engine]} | {speed} | {what} | {rss:,.0f} MB "
                   f"| {peak['private_kb'] / 1024:,.0f} MB |", flush=True)
             names[engine], speed = "", " | "
+    for finish in finishes:  # (`finish_probe`)
+        print(f"\nThe finish step ({finish['shards']} shards): {finish['seconds']:.1f} s, "
+              f"its worker's RSS {finish['rss_before_mb']:,.0f} MB before it, peak "
+              f"{finish['rss_growth_mb']:,.1f} MB above that; Python allocations' peak "
+              f"{finish['python_peak_mb']:,.1f} MB", flush=True)
 
 
 def main():
@@ -302,7 +364,9 @@ def main():
                         help="--no-images: the same, for the local engine")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a run may take")
     parser.add_argument("--engines", type=lambda text: text.split(","),
-                        default=["local", "direct"], help="--no-images: local, direct or both")
+                        default=["local", "direct"],
+                        help="--no-images: local, direct, external (the PortableRunner on "
+                             "an EXTERNAL worker pool, its finish step measured)")
     parser.add_argument("--memory-limit-mb", type=float, default=16_000,
                         help="stop a run whose processes' RSS adds up to more")
     parser.add_argument("--credentials-wait", action="store_true",
