@@ -14,9 +14,11 @@ that calls `convert`), as a dry run (Beam builds the job and sends nothing), for
 source of 10 and of 1,000 Parquet files of `--rows-per-file` rows (`split`,
 `image_uri` gs://bucket/images/NNNNNNN.jpg, `label` of 10 classes): one real file, the
 others hard links of it. `--source` says how the source is named (`{dir}/*.parquet`, or
-`{dir}/` for a folder). Each run is a fresh process, stopped after `--timeout` seconds;
-it reports its peak RSS (VmHWM: `ru_maxrss` would count the peak of the process it was
-forked from) and the seconds from the call to the return.
+`{dir}/` for a folder). `--in-bucket` puts the files in the bucket instead (copies of
+the one file, uploaded before the runs; `{dir}` is then gs://bucket/launcher-ROWS-FILES),
+as a Dataflow job's source would be. Each run is a fresh process, stopped after
+`--timeout` seconds; it reports its peak RSS (VmHWM: `ru_maxrss` would count the peak of
+the process it was forked from) and the seconds from the call to the return.
 `gs://bucket` is tests/stores.py's GCS emulator, and Beam's credentials are made
 anonymous in the launcher before the clock starts: without, Beam's first GCS client
 retries `google.auth.default()` for 15-30 s (`--credentials-wait` measures it once).
@@ -28,6 +30,7 @@ and the peak memory of every process (the launcher and each worker: their VmHWM 
 private memory, read from /proc every 0.2 s).
 
     cd benchmarks && ../.venv/bin/python bench_beam.py --launcher [--rows-per-file 1000000]
+    cd benchmarks && ../.venv/bin/python bench_beam.py --launcher --in-bucket [--source '{dir}/']
     cd benchmarks && ../.venv/bin/python bench_beam.py --no-images [--rows 10000000]
 """
 
@@ -137,6 +140,17 @@ def linked_files(folder: str, files: int, rows: int) -> str:
         if not os.path.exists(path):
             os.link(first, path)
     return folder
+
+
+def bucket_files(url: str, folder: str, files: int, rows: int) -> str:
+    """`gs://bucket/<folder's name>` with `files` copies of `linked_files`' first file,
+    put at once (fsspec uploads a list concurrently): the emulator keeps objects in
+    memory, so once per start."""
+    first = os.path.join(linked_files(folder, 1, rows), "part-00000.parquet")
+    remote = f"gs://{BUCKET}/{os.path.basename(folder)}"
+    stores.Store("gcs", url, BUCKET, {}).fs().put(
+        [first] * files, [f"{remote}/part-{index:05d}.parquet" for index in range(files)])
+    return remote
 
 
 def table_without_images(folder: str, rows: int, files: int) -> str:
@@ -284,17 +298,25 @@ def _machine() -> str:
 
 def launcher_main(args) -> None:
     print(f"Machine: {_machine()}; {args.rows_per_file:,} rows a file, source "
-          f"{args.source!r}, timeout {args.timeout:.0f} s\n", flush=True)
+          f"{args.source!r}{' in the bucket' if args.in_bucket else ''}, timeout "
+          f"{args.timeout:.0f} s\n", flush=True)
     print("| files | rows | seconds to submit | launcher peak RSS | after the imports |")
     print("|---|---|---|---|---|", flush=True)
     folder = os.path.join(args.out, f"launcher-{args.rows_per_file}")
-    with gcs_emulator():
+    with gcs_emulator() as url:
         runs = [(files, "launcher") for files in args.files]
         if args.credentials_wait:
             runs.append((args.files[0], "launcher-credentials"))
+        uploaded = {}
         for files, name in runs:
-            source = args.source.format(dir=linked_files(f"{folder}-{files}", files,
-                                                         args.rows_per_file))
+            if args.in_bucket and files not in uploaded:
+                start = time.perf_counter()
+                uploaded[files] = bucket_files(url, f"{folder}-{files}", files,
+                                               args.rows_per_file)
+                print(f"({files:,} files put in {uploaded[files]} in "
+                      f"{time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
+            source = args.source.format(dir=uploaded[files] if args.in_bucket else linked_files(
+                f"{folder}-{files}", files, args.rows_per_file))
             out = f"gs://{BUCKET}/out-{files}-{time.time_ns()}"  # a stopped run's lock stays
             found, peaks, stopped = child(args, name, source, out)
             rows = f"{files * args.rows_per_file:,}"
@@ -369,6 +391,9 @@ def main():
                              "an EXTERNAL worker pool, its finish step measured)")
     parser.add_argument("--memory-limit-mb", type=float, default=16_000,
                         help="stop a run whose processes' RSS adds up to more")
+    parser.add_argument("--in-bucket", action="store_true",
+                        help="--launcher: the source's files in the emulator's bucket, "
+                             "{dir} a gs:// folder")
     parser.add_argument("--credentials-wait", action="store_true",
                         help="--launcher: one more run with Beam's own credentials lookup")
     args = parser.parse_args()
