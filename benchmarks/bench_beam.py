@@ -201,8 +201,9 @@ def without_images(engine: str, source: str, out: str) -> dict:
     output = os.path.join(out, f"no-images-{engine}")
     shutil.rmtree(output, ignore_errors=True)
     probe = os.path.join(out, "finish-probe.json")
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(probe)
+    for stale in (probe, probe + ".writes"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(stale)
     with _worker_pool(engine, probe) as options:
         start = time.perf_counter()
         result = tfrecorder.convert(source, output, progress=False, **options)
@@ -213,6 +214,12 @@ def without_images(engine: str, source: str, out: str) -> dict:
     if os.path.exists(probe):
         with open(probe) as file:
             found["finish"] = json.load(file)
+    if os.path.exists(probe + ".writes"):
+        with open(probe + ".writes") as file:
+            writes = [json.loads(line) for line in file]
+        found["writes"] = {"shards": len(writes),
+                           "records_mb": max(w["records_mb"] for w in writes),
+                           "python_peak_mb": max(w["python_peak_mb"] for w in writes)}
     return found
 
 
@@ -332,7 +339,7 @@ def launcher_main(args) -> None:
 
 
 def no_images_main(args) -> None:
-    folder = table_without_images(os.path.join(args.out, f"no-images-{args.rows}"),
+    folder = table_without_images(os.path.join(args.out, f"no-images-{args.rows}-{args.files[0]}"),
                                   args.rows, args.files[0])
     sources = {"local": args.local_source.format(dir=folder),
                "direct": args.source.format(dir=folder),
@@ -348,7 +355,7 @@ def no_images_main(args) -> None:
     for engine in args.engines:
         found, peaks, stopped = child(args, f"no-images-{engine}", sources[engine], args.out)
         if found and "finish" in found:
-            finishes.append(found["finish"])
+            finishes.append((found["finish"], found.get("writes")))
         speed = (f"{args.rows / found['seconds']:,.0f} | {found['seconds']:.0f}" if found
                  else f"{stopped} | ")
         for pid in sorted(peaks):
@@ -360,11 +367,15 @@ def no_images_main(args) -> None:
             print(f"| {names[engine]} | {speed} | {what} | {rss:,.0f} MB "
                   f"| {peak['private_kb'] / 1024:,.0f} MB |", flush=True)
             names[engine], speed = "", " | "
-    for finish in finishes:  # (`finish_probe`)
+    for finish, writes in finishes:  # (`finish_probe`)
         print(f"\nThe finish step ({finish['shards']} shards): {finish['seconds']:.1f} s, "
               f"its worker's RSS {finish['rss_before_mb']:,.0f} MB before it, peak "
               f"{finish['rss_growth_mb']:,.1f} MB above that; Python allocations' peak "
               f"{finish['python_peak_mb']:,.1f} MB", flush=True)
+        if writes:
+            print(f"Writing a shard ({writes['shards']} shards): its records at most "
+                  f"{writes['records_mb']:,.1f} MB, the step's Python allocations' peak at "
+                  f"most {writes['python_peak_mb']:,.1f} MB", flush=True)
 
 
 def main():

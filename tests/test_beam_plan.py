@@ -231,9 +231,14 @@ def test_a_job_whose_launcher_is_killed_after_submitting_leaves_a_whole_dataset(
 
 
 @pytest.mark.parametrize("engine", [IN_PROCESS, DIRECT], ids=["in-process", "multi-process"])
-def test_a_table_without_images_gives_the_local_engines_bytes(tmp_path, engine):
+def test_a_table_without_images_gives_the_local_engines_bytes(tmp_path, engine,
+                                                              monkeypatch):
     """Its rows cross the job's shuffle as the records the local engine writes
-    (`EncodedRow`): the same shards, statistics and manifest."""
+    (`EncodedRow`): the same shards, statistics and manifest (a shard written a few
+    hundred records at a time, in the process that runs it in-process)."""
+    from tfrecorder.write.engines import beam
+
+    monkeypatch.setattr(beam, "_FRAMED_AT_ONCE", 300)
     n = np.arange(2_000)
     table = pd.DataFrame({
         "split": np.array(["TRAIN", "UNASSIGNED", "TEST"])[n % 3],

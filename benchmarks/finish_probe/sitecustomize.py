@@ -2,7 +2,9 @@
 worker pool (this folder is first on their PYTHONPATH, and `TFRECORDER_FINISH_PROBE`
 names a file): wraps the Beam pipeline's finish step (`beam_files._finish_in_job`) to
 record the memory it takes itself, which the peak of its worker process (which also
-encoded shards) cannot tell apart.
+encoded shards) cannot tell apart; and the step that writes a shard of a table without
+images (`beam._WriteShard._write_encoded`), to tell what it holds from what Beam's
+harness holds around it.
 
 - `rss_growth_mb`: the process's peak RSS during the step above its RSS when the step
   began (the peak is reset first: `echo 5 > /proc/self/clear_refs`);
@@ -46,3 +48,24 @@ if os.environ.get("TFRECORDER_FINISH_PROBE"):
         return run
 
     beam_files._finish_in_job = _probed(beam_files._finish_in_job)
+
+    from tfrecorder.write.engines import beam
+
+    def _writes_probed(write):
+        """`_WriteShard._write_encoded`: its own peak of Python allocations and the
+        shard's records in bytes, a JSON line a shard (`<probe>.writes`)."""
+        @functools.wraps(write)
+        def run(self, batches, *args):
+            tracemalloc.start()
+            try:
+                return write(self, batches, *args)
+            finally:
+                _, peak = tracemalloc.get_traced_memory()
+                tracemalloc.stop()
+                held = sum(batch.examples.nbytes for batch in batches)
+                with open(os.environ["TFRECORDER_FINISH_PROBE"] + ".writes", "a") as out:
+                    out.write(json.dumps({"records_mb": held / 2**20,
+                                          "python_peak_mb": peak / 2**20}) + "\n")
+        return run
+
+    beam._WriteShard._write_encoded = _writes_probed(beam._WriteShard._write_encoded)

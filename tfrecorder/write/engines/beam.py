@@ -499,8 +499,11 @@ class _WriteShard(beam.DoFn):
         positions = np.concatenate([batch.positions for batch in batches])
         labels = [label for batch in batches for label in batch.labels]
         order = np.lexsort((positions, keys))
-        records = pa.concat_arrays([batch.examples for batch in batches])
-        writer.write_framed(framed(records.take(pa.array(order))))
+        records = pa.chunked_array([batch.examples for batch in batches],
+                                   type=batches[0].examples.type)
+        for start in range(0, len(order), _FRAMED_AT_ONCE):  # (no whole copy of the shard)
+            taken = records.take(pa.array(order[start:start + _FRAMED_AT_ONCE]))
+            writer.write_framed(framed(taken.combine_chunks()))
         facts.add_without_images(positions[order].tolist(),
                                  [labels[i] for i in order.tolist()])
         self.read.inc(len(order))
@@ -542,6 +545,9 @@ def _summarized(index: int, shard: WrittenShard, rejections: list[Rejection], pl
 
 
 TALLIES, COPIES, REJECTIONS = "tallies", "copies", "rejections"  # `_summarized`'s outputs
+
+
+_FRAMED_AT_ONCE = 65_536  # records of a shard without images taken, framed and written
 
 
 class Progress:
