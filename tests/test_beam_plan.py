@@ -358,9 +358,11 @@ def test_rejected_rows_of_many_files_are_joined_to_the_local_engines_file(
 def test_the_finish_step_receives_no_fact_a_record(bucket_images, tmp_path, monkeypatch):
     """What reaches the pipeline's finish step: shards without their records' facts,
     each split's tally, only the content hashes held by two records or more, and the
-    rejected rows as parts the workers wrote (their rows never pass through it)."""
+    rejected rows as parts the workers wrote (their rows never pass through it). No
+    worker keeps or writes receipts of its shards' facts (the job cannot be resumed)."""
     from tfrecorder.write.engines import beam_files
     from tfrecorder.write.finish import RejectedParts
+    from tfrecorder.write.resume import Journal
 
     pattern = write_parts(rows_table(bucket_images[:100], 300), tmp_path / "rows",
                           "parquet", 3)
@@ -372,7 +374,10 @@ def test_the_finish_step_receives_no_fact_a_record(bucket_images, tmp_path, monk
         return real(folder, header, written, journal, limit, rows, report, summary)
 
     monkeypatch.setattr(beam_files, "finish", finish)
+    journaled = []  # nor does a worker keep, or write, a receipt of each shard's facts
+    monkeypatch.setattr(Journal, "_write", lambda self, name, _: journaled.append(name))
     tfrecorder.convert(pattern, str(tmp_path / "beam"), progress=False, **IN_PROCESS)
+    assert journaled == []
     [(written, summary)] = seen
     assert written.shards and all(shard.facts is None for shard in written.shards)
     assert written.rejections == []

@@ -56,6 +56,9 @@ class Journal:
     digest: str
     resumable: bool  # keep committed shards when stopped, for a later resume
     committed: dict[str, tuple[WrittenShard, list[Rejection]]] = field(default_factory=dict)
+    # Whether shards are committed at all: a job that plans its table (`beam_files`)
+    # cannot be resumed, and its workers must not keep each shard's facts.
+    receipts: bool = True
 
     def begin(self, header: dict) -> None:
         """Writes the run's fingerprint, before the first shard."""
@@ -63,6 +66,8 @@ class Journal:
 
     def commit(self, shard: WrittenShard, rejections: list[Rejection]) -> None:
         """Records a committed shard (after its file is in place)."""
+        if not self.receipts:
+            return
         self.committed[shard.filename] = (shard, list(rejections))
         receipt = {"digest": self.digest,
                    "shard": asdict(replace(shard, facts=None)),

@@ -220,7 +220,7 @@ def convert_in_pipeline(files: list[str] | ParquetFolder, output_dir: str,
             with_worker_package(runner, pipeline_options) as pipeline_options, \
             contextlib.ExitStack() as stack:
         folder.clear(folder.existing)
-        journal = Journal(folder, run_id, resumable=False)
+        journal = Journal(folder, run_id, resumable=False, receipts=False)
         error_file = None
         if wait:
             temp_root = pipeline_options.get("temp_location")
