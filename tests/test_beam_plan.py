@@ -387,3 +387,22 @@ def test_the_finish_step_receives_no_fact_a_record(bucket_images, tmp_path, monk
     assert {len(group) for group in summary.candidates} <= {2, 3}
     assert isinstance(summary.rejected, RejectedParts) and summary.rejected.count == 1
     assert [p.name for p in (tmp_path / "beam").iterdir() if "part" in p.name] == []
+
+
+def test_the_launcher_lists_a_folder_in_a_bucket_once_a_question(gcs_store, tmp_path):
+    """Telling what a folder in a bucket is asks it several questions (its files, its
+    folders, what lies below, then pyarrow's discovery); each listing is a request per
+    1,000 objects, so each kind is made once."""
+    from tfrecorder.sources.table_files import pipeline_files
+
+    table = pd.DataFrame({"image_uri": ["a.png"] * 8, "label": list("abcdabcd"),
+                          "split": ["TRAIN", "TEST"] * 4, "year": [1, 1, 2, 2] * 2})
+    table.to_parquet(tmp_path / "hive", partition_cols=["split", "year"])
+    root = f"{gcs_store.root}/hive-{tmp_path.name}"
+    for path in sorted((tmp_path / "hive").rglob("*.parquet")):
+        gcs_store.upload(path, f"{root}/{path.relative_to(tmp_path / 'hive').as_posix()}")
+    gcs_store.reset_stats()
+    found = pipeline_files(root + "/")
+    assert len(found.files) == 4 and found.fields == ("split", "year")
+    listings = [line for line in gcs_store.stats()["log"] if "prefix=" in line]
+    assert len(listings) <= 4  # an is-it-a-folder probe, ls, find, and pyarrow's find

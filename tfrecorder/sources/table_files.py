@@ -247,6 +247,11 @@ def pipeline_files(source) -> list[str] | ParquetFolder | None:
     folder of CSV or JSONL files' (which `load_table` reads as one table, and the
     pipeline file by file to the same rows: `parquet.parquet_folder`); None for any
     other source."""
+    with fs.listings_kept():  # (each of its questions would list the folder again)
+        return _pipeline_files(source)
+
+
+def _pipeline_files(source) -> list[str] | ParquetFolder | None:
     files = table_files(source)
     if files is not None or not isinstance(source, (str, os.PathLike)):
         return files

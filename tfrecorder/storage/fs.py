@@ -17,6 +17,7 @@ read and created by `local_files`; a remote file is written by a `BackgroundUplo
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import io
 import logging
 import os
@@ -479,6 +480,33 @@ def delete(uris: list[str]) -> None:
             filesystem(uri).rm_file(uri)
 
 
+# Remote listings kept while `listings_kept` is open: (what, prefix) -> the listing.
+_kept_listings: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "kept_listings", default=None)
+
+
+@contextlib.contextmanager
+def listings_kept() -> Iterator[None]:
+    """Within the block, each remote folder is listed once by `list_dir` and once by
+    `list_files`, however often they are called: telling what a source is asks the same
+    folder several questions (its files, its folders, what lies below), and in a
+    bucket each listing is a request per 1,000 objects."""
+    token = _kept_listings.set({})
+    try:
+        yield
+    finally:
+        _kept_listings.reset(token)
+
+
+def _listing(what: str, prefix: str, list_it):
+    kept = _kept_listings.get()
+    if kept is None:
+        return list_it()
+    if (what, prefix) not in kept:
+        kept[what, prefix] = list_it()
+    return kept[what, prefix]
+
+
 def list_files(root: str) -> Iterator[str]:
     """Yields every file below `root`, recursively, in sorted order."""
     if not is_remote(root):
@@ -488,8 +516,9 @@ def list_files(root: str) -> Iterator[str]:
             for name in sorted(files):
                 yield os.path.join(folder, name)
         return
+    prefix = root.rstrip("/") + "/"
     with storage_errors(root):
-        found = filesystem(root).find(root.rstrip("/") + "/")
+        found = _listing("find", prefix, lambda: filesystem(root).find(prefix))
     yield from sorted(_with_protocol(root, path) for path in found)
 
 
@@ -522,7 +551,8 @@ def list_dir(uri: str, folders: bool = False) -> list[str]:
     prefix = uri.rstrip("/") + "/"
     with storage_errors(uri):
         try:
-            entries = filesystem(uri).ls(prefix, detail=True, refresh=True)
+            entries = _listing("ls", prefix, lambda: filesystem(uri).ls(
+                prefix, detail=True, refresh=True))
         except FileNotFoundError:
             return []
     kind = "directory" if folders else "file"
