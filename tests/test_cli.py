@@ -504,6 +504,26 @@ def test_info_describes_the_dataset_from_its_manifest(sample):
     assert "label (4 classes)" in text and "multi-label" not in text
 
 
+def test_docs_cli_md_shows_what_info_prints(tmp_path, monkeypatch, capsys):
+    """docs/cli.md's `info` sample is this command's output today, as a newcomer runs it:
+    word for word, with every number but the format's standing for any number (sizes
+    follow the JPEG encoder, the version is 0.1.0's)."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    shown = doc.split("    $ tfrecorder info out/samples\n")[1].split("\n\n")[0]
+    shown = [line.removeprefix("    ") for line in shown.splitlines()]
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(SAMPLE_CSV.parent, "examples")
+    assert cli.main(["convert", "examples/images.csv", "out/samples", "--image-size",
+                     "224x224", "--no-progress", "--num-workers", "1"]) == 0
+    capsys.readouterr()
+    assert cli.main(["info", "out/samples"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    version = f"tfrecorder {tfrecorder.__version__})"
+    assert shown[0] == printed[0].replace(version, "tfrecorder 0.1.0)")  # the format's
+    assert [re.sub(r"\d+(\.\d+)?", "N", line) for line in shown] == [
+        re.sub(r"\d+(\.\d+)?", "N", line) for line in printed]
+
+
 def test_info_shows_shapes_roles_vocabularies_and_multi_label(tmp_path, capsys):
     out = tmp_path / "out"
     table = pd.DataFrame({"split": ["TRAIN", "TRAIN", "TEST"],
@@ -732,7 +752,7 @@ _FORMAT_WORDS = {
     "coco_folder": ["COCO folder", "Roboflow"],
     "pascal_voc": ["Pascal VOC", "LabelImg", "CVAT"], "yolo": ["YOLO", "data.yaml"],
     "vertex_video": ["Vertex AI video JSONL or CSV", "object tracking"],
-    "clips_csv": ["DMVR clips CSV"],
+    "clips_csv": ["DMVR clips CSV"], "table_files": ["glob", "folder of only CSV"],
 }
 
 
