@@ -28,6 +28,7 @@ from helpers import (
 
 import tfrecorder
 from tfrecorder import cli, options
+from tfrecorder.__main__ import main as tfrecorder_main
 from tfrecorder.errors import VALUE, Option, SchemaError
 from tfrecorder.sources import FILE_FORMATS
 
@@ -332,6 +333,62 @@ def test_ctrl_c_while_python_imports_tfrecorder_stays_a_keyboard_interrupt():
     assert stderr.endswith("KeyboardInterrupt\n") or stdout == "imported\n", stderr
 
 
+# Every command that prints, with a reader that has gone before it prints a line; argparse
+# (--help) drops what it cannot write and exits 0 itself.
+@pytest.mark.parametrize(("command", "code"), [
+    (["info", "{out}"], 141), (["info", "--json", "{out}"], 141),
+    (["verify", "{out}", "--no-progress"], 141),
+    (["inspect", "{out}", "--output-dir", "{tmp}/look"], 141),
+    (["convert", str(SAMPLE_CSV), "{tmp}/again", "--no-progress"], 141),
+    (["convert", "--help"], 0),
+], ids=["info", "info-json", "verify", "inspect", "convert", "help"])
+def test_a_closed_stdout_ends_the_command_quietly(sample, tmp_path, command, code):
+    out, _ = sample
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfrecorder",
+         *(word.format(out=out, tmp=tmp_path) for word in command)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # long before the command, still importing, prints
+    try:
+        stderr = process.stderr.read()
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == code, stderr  # 141: as a shell reports `yes | head -1`
+    # (TensorFlow, which verify and inspect import, logs lines of its own)
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+def test_info_piped_into_head_prints_its_line_and_no_traceback(sample, tmp_path):
+    """`tfrecorder info out/ | head -1`, as a shell runs it: whether head has gone by the
+    time info writes varies run to run, so it runs a few times."""
+    out, _ = sample
+    for _ in range(3):
+        info = subprocess.Popen([sys.executable, str(console_script(tmp_path)), "info", out],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        head = subprocess.Popen(["head", "-1"], stdin=info.stdout, stdout=subprocess.PIPE,
+                                text=True)
+        info.stdout.close()  # head alone reads the pipe, and closes it after its line
+        try:
+            line, _ = head.communicate(timeout=120)
+            stderr = info.stderr.read()
+            info.wait(timeout=120)
+        finally:
+            info.kill()
+        assert line.startswith(f"{out}: a tfrecorder dataset")
+        assert stderr == "" and info.returncode in (0, 141), stderr
+
+
+def test_a_broken_pipe_not_of_stdout_keeps_its_traceback(monkeypatch):
+    """Only stdout's closed pipe ends the command quietly; another is a bug to see."""
+    def broken(*args, **kwargs):
+        raise BrokenPipeError("a worker's pipe")
+
+    monkeypatch.setattr(cli, "main", broken)
+    with pytest.raises(BrokenPipeError, match="a worker's pipe"):
+        tfrecorder_main()
+
+
 def test_unexpected_errors_keep_their_traceback(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
@@ -445,6 +502,26 @@ def test_info_describes_the_dataset_from_its_manifest(sample):
         assert any(line.split()[:4] == [feature, spec["dtype"], "[]", spec["role"]]
                    for line in text.splitlines())
     assert "label (4 classes)" in text and "multi-label" not in text
+
+
+def test_docs_cli_md_shows_what_info_prints(tmp_path, monkeypatch, capsys):
+    """docs/cli.md's `info` sample is this command's output today, as a newcomer runs it:
+    word for word, with every number but the format's standing for any number (sizes
+    follow the JPEG encoder, the version is 0.1.0's)."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    shown = doc.split("    $ tfrecorder info out/samples\n")[1].split("\n\n")[0]
+    shown = [line.removeprefix("    ") for line in shown.splitlines()]
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(SAMPLE_CSV.parent, "examples")
+    assert cli.main(["convert", "examples/images.csv", "out/samples", "--image-size",
+                     "224x224", "--no-progress", "--num-workers", "1"]) == 0
+    capsys.readouterr()
+    assert cli.main(["info", "out/samples"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    version = f"tfrecorder {tfrecorder.__version__})"
+    assert shown[0] == printed[0].replace(version, "tfrecorder 0.1.0)")  # the format's
+    assert [re.sub(r"\d+(\.\d+)?", "N", line) for line in shown] == [
+        re.sub(r"\d+(\.\d+)?", "N", line) for line in printed]
 
 
 def test_info_shows_shapes_roles_vocabularies_and_multi_label(tmp_path, capsys):
@@ -675,7 +752,7 @@ _FORMAT_WORDS = {
     "coco_folder": ["COCO folder", "Roboflow"],
     "pascal_voc": ["Pascal VOC", "LabelImg", "CVAT"], "yolo": ["YOLO", "data.yaml"],
     "vertex_video": ["Vertex AI video JSONL or CSV", "object tracking"],
-    "clips_csv": ["DMVR clips CSV"],
+    "clips_csv": ["DMVR clips CSV"], "table_files": ["glob", "folder of only CSV"],
 }
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import tensorflow as tf
-from helpers import write_image
+from helpers import read_manifest, write_image
 from object_detection_api import pascal_example
 
 import tfrecorder
@@ -297,6 +297,22 @@ def test_unusable_xml_files_are_rejected_rows_with_their_reason(tmp_path):
     assert sorted(listed.index) == sorted(BAD)
     for name, (_, reason) in BAD.items():
         assert reason in listed.at[name, "reason"], name
+
+
+def test_rejected_csv_gives_the_objects_of_each_rejected_image(tmp_path):
+    """Issue 51, item 3: an image that cannot be written (an empty file, a corrupt JPEG)
+    is listed with the number of its objects, as an XML file the source rejects is, and
+    as COCO and YOLO list theirs; the manifest counts them as in rejected images."""
+    root = labelimg_folder(tmp_path / "flat")
+    (root / "a.jpg").write_bytes(b"")  # 3 objects
+    (root / "c.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a JPEG")  # 2 objects
+    (root / "nosize.xml").write_text(BAD["nosize.xml"][0])  # 1 object
+    convert(root, tmp_path / "out", max_rejected=1.0)
+    listed = pd.read_csv(tmp_path / "out" / "rejected.csv").set_index("xml")
+    assert listed["objects"].to_dict() == {"a.xml": 3, "c.xml": 2, "nosize.xml": 1}
+    assert listed.at["a.xml", "reason"] == "empty file (0 bytes)"
+    counts = read_manifest(tmp_path / "out")["annotations"]
+    assert (counts["objects"], counts["written"], counts["in_rejected_images"]) == (6, 0, 6)
 
 
 GOOD = ("cat", 5, 6, 20, 30, 0, 0, None)

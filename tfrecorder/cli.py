@@ -10,8 +10,8 @@ ways, are built in `cli_arguments`; TFRecorder 2.0's commands and flags are adde
 
 Exit codes: 0 success; 1 a user error (bad table, existing dataset, failed verification,
 a store that cannot be reached), printed as one `tfrecorder: error: ...` line without a
-traceback; 2 a usage error; 130 Ctrl-C. Any other exception is a bug and keeps its
-traceback.
+traceback; 2 a usage error; 130 Ctrl-C; 141 stdout closed (`| head -1`, see `__main__`),
+quietly. Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations

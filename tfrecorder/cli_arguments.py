@@ -28,14 +28,27 @@ def command(commands, name: str, summary: str, description: str, example: str, r
     """A subcommand that runs `run(args)`; one that reads a dataset takes its PATH."""
     parser = commands.add_parser(
         name, help=summary, description=textwrap.fill(description, 80),
-        epilog=f"example:\n  {example}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"example:\n  {example}", formatter_class=_HelpFormatter,
     )
     parser.set_defaults(run=run)
     if reads_dataset:
         parser.add_argument("path", metavar="PATH",
                             help="a dataset folder (local, gs:// or s3://)")
     return parser
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """An argument's help wrapped line by line, so that it can be a list (SOURCE's): each
+    line of "- item" wrapped under its item's text."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        lines = []
+        for line in text.splitlines():
+            item = line.startswith("- ")
+            wrapped = super()._split_lines(line[2:] if item else line, width - 2 * item)
+            lines += [("- " if i == 0 else "  ") + part if item else part
+                      for i, part in enumerate(wrapped)]
+        return lines
 
 
 def add_option_flags(command: argparse.ArgumentParser) -> None:
@@ -53,18 +66,22 @@ def add_option_flags(command: argparse.ArgumentParser) -> None:
                                help=_flag_help(field), **_flag_kind(field))
 
 
-SOURCE_HELP = (
-    "what to convert (local, gs:// or s3://): a CSV file; a Parquet file or folder; a CSV "
-    "or Parquet table with a boxes or mask_uri column (detection, segmentation); an image "
-    "folder (label/file or split/label/file); an AutoML Vision or Vertex AI detection CSV; "
-    "a Vertex AI JSONL import file; a COCO JSON file (boxes, masks or keypoints), or a COCO "
-    "folder as downloaded (annotations/instances_*.json, or a Roboflow COCO export); a Pascal "
-    "VOC XML file or folder (LabelImg, CVAT, VOCdevkit); a YOLO data.yaml or its folder; "
-    "a table with a video_uri or audio_uri column, a Vertex AI video JSONL or CSV file "
-    "(classification, action recognition, object tracking), a DMVR clips CSV "
-    "(video_path,start,end,label), or a folder of videos or audio files (docs/video.md); "
-    "or several files as the splits of one dataset, each as SPLIT=PATH "
-    "(train=instances_train.json validation=instances_val.json)")
+SOURCE_HELP = """what to convert, local, gs:// or s3://. One of:
+- a table: a CSV file (AutoML Vision rows, or any columns under a header), or a Parquet \
+file or folder; with a boxes or mask_uri column, for detection or segmentation
+- several table files read as one table: a glob of CSV, Parquet or JSONL files ("rows/*.csv"), \
+or a folder of only CSV or only JSONL files (hive partitions too)
+- an image folder: label/file or split/label/file
+- an AutoML Vision or Vertex AI detection CSV, or a Vertex AI JSONL import file
+- COCO: a COCO JSON file (boxes, masks or keypoints), or a COCO folder as downloaded \
+(annotations/instances_*.json, or a Roboflow COCO export)
+- Pascal VOC: an XML file, or a folder of them (LabelImg, CVAT, VOCdevkit)
+- YOLO: a data.yaml, or its folder
+- video or audio: a table with a video_uri or audio_uri column; a Vertex AI video JSONL \
+or CSV file (classification, action recognition, object tracking); a DMVR clips CSV \
+(video_path,start,end,label); or a folder of videos or audio files (docs/video.md)
+- several files as the splits of one dataset, each as SPLIT=PATH \
+(train=instances_train.json validation=instances_val.json)"""
 
 
 class Sources(argparse.Action):

@@ -119,14 +119,16 @@ class TableOptions(Checked):
         "asks for this option where the source could be either.", "choice", choices=TASKS,
         help="what the labels describe (default: told from the source)")
     image_root: str | os.PathLike | Mapping[str, str | os.PathLike] | None = option(
-        None, "the folder a COCO file's `file_name`s are relative to; by default the JSON "
-        "file's own folder (in a COCO folder, each split's image folder). For a dict of "
-        "COCO files by split, or a COCO folder, a dict of folders by split gives each "
-        "split's files their own ({\"train\": \"train2017\", \"validation\": "
-        "\"val2017\"}); a split it does not name keeps its default.", "folders",
+        None, "the folder a COCO file's `file_name`s are relative to, by default the JSON "
+        "file's own folder (in a COCO folder, each split's image folder); or a YOLO "
+        "dataset's root, which replaces its data.yaml's `path`. For a dict of COCO files "
+        "by split, or a COCO folder, a dict of folders by split gives each split's files "
+        "their own ({\"train\": \"train2017\", \"validation\": \"val2017\"}); a split "
+        "it does not name keeps its default.", "folders",
         metavar="[SPLIT=]FOLDER",
-        help="the folder COCO file names are relative to (default: the JSON's folder); "
-             "SPLIT=FOLDER gives each split's file its own (repeatable)")
+        help="the folder COCO file names are relative to (default: the JSON's folder), or "
+             "a YOLO dataset's root (default: data.yaml's path); for COCO, SPLIT=FOLDER "
+             "gives each split's file its own (repeatable)")
     invalid_annotations: str = option(
         "skip", "what to do with a bad annotation in any detection source (COCO, Pascal VOC, "
         "YOLO, Vertex JSONL, AutoML CSV, a DataFrame): a box outside the image (beyond "
