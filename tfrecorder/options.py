@@ -468,7 +468,7 @@ class RejectOptions(Checked):
         "offender and no dataset is written. A preset: on_error=\"raise\", "
         "max_rejected=0, duplicates=\"error\"; giving any of these (or "
         "invalid_annotations=\"skip\") another value is refused. The manifest records "
-        "it. See docs/usage.md.", "switch",
+        "it. See docs/usage.md.", "tristate",  # (--no-strict: what its errors advise)
         help="fail (leaving no dataset) on the first rejected row, duplicate, skipped "
              "annotation or warning, naming it")
     on_error: str = option(

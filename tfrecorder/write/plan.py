@@ -535,7 +535,7 @@ def warn_of_empty_splits(counts: Sequence[int], num_unassigned: int,
                    "give the rows a `split` column.")
     if strict:
         raise SchemaError(message[:-1], ", or pass ", Option("strict", False),
-                          " to write it so.", column="split", option="strict")
+                          " to write the dataset so.", column="split", option="strict")
     logger.warning("%s", message)
 
 
