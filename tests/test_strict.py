@@ -12,7 +12,6 @@ import sys
 import pandas as pd
 import pytest
 from helpers import write_image
-from test_hostile_detection import image
 
 import tfrecorder
 from tfrecorder.errors import ConversionAborted, DuplicateImagesError, OptionError, SchemaError
@@ -81,7 +80,7 @@ def test_one_bad_image_fails_naming_its_line_and_leaves_no_dataset(clean_table, 
 def test_a_skipped_annotation_fails_naming_its_file_and_line(tmp_path):
     root = tmp_path / "yolo"
     for k, stem in enumerate("ab"):
-        image(root / "images" / "train" / f"{stem}.jpg", seed=k)
+        write_image(root / "images" / "train" / f"{stem}.jpg", size=(64, 48), seed=k)
     labels = root / "labels" / "train"
     labels.mkdir(parents=True)
     (labels / "a.txt").write_text("0 0.5 0.5 0.2 0.2\n0 0.5 0.5 1.5 0.4\n")  # far past
@@ -105,7 +104,7 @@ def test_a_duplicate_a_dataset_warning_and_an_empty_split_each_fail(clean_table,
     with pytest.raises(ConversionAborted, match="the dataset would carry 2 warnings; the "
                        "first: validation has no records of 1 class that train has: 'dog'"):
         tfrecorder.convert(one_dog, str(tmp_path / "b"), strict=True, progress=False)
-    few = clean_table.iloc[:3].assign(split="UNASSIGNED")
+    few = clean_table.iloc[:1].assign(split="UNASSIGNED")  # one row: two splits empty
     with pytest.raises(SchemaError, match="empty: .* or pass strict=False to write the "
                        "dataset so"):
         tfrecorder.convert(few, str(tmp_path / "c"), strict=True, progress=False)
