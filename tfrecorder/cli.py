@@ -29,7 +29,7 @@ from inspect import Parameter, signature
 
 import tfrecorder
 from tfrecorder._interrupt import PROG, interrupted
-from tfrecorder.cli_arguments import SOURCE_HELP, Sources, add_option_flags
+from tfrecorder.cli_arguments import GIVEN, SOURCE_HELP, Sources, add_option_flags
 from tfrecorder.cli_arguments import as_flag as _as_flag
 from tfrecorder.cli_arguments import command as _command
 from tfrecorder.errors import Option, Terminated, TFRecorderError, VerificationError
@@ -168,7 +168,9 @@ def _add_convert(commands) -> None:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    options = {name: getattr(args, name) for name in CONVERT_DEFAULTS}
+    # The options given, not their defaults: a preset refuses only what was given.
+    given = getattr(args, GIVEN, set())
+    options = {name: getattr(args, name) for name in CONVERT_DEFAULTS if name in given}
     source = args.source if isinstance(args.source, str) else " ".join(
         f"{split}={path}" for split, path in args.source.items())
     _print_result(source, tfrecorder.convert(args.source, args.output_dir, **options))

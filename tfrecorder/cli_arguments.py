@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import re
 import shlex
 import textwrap
@@ -62,8 +63,28 @@ def add_option_flags(command: argparse.ArgumentParser) -> None:
             together = arguments.add_mutually_exclusive_group()
         for field in dataclasses.fields(group):
             adder = together if field.name in exclusive else arguments
+            kind = _flag_kind(field)
+            kind["action"] = _noting(command._registry_get("action", kind.get("action"),
+                                                           kind.get("action")))
             adder.add_argument(*flag_names(field), dest=field.name, default=field.default,
-                               help=_flag_help(field), **_flag_kind(field))
+                               help=_flag_help(field), **kind)
+
+
+GIVEN = "given_options"  # the namespace's set of the options whose flags were given
+
+
+@functools.cache
+def _noting(action: type[argparse.Action]) -> type[argparse.Action]:
+    """`action`, also noting its option in the namespace's `GIVEN`: `convert` passes
+    only those, so that a preset (`strict`) refuses what the user gave, not a default."""
+
+    class Noting(action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            super().__call__(parser, namespace, values, option_string)
+            setattr(namespace, GIVEN, {*getattr(namespace, GIVEN, ()), self.dest})
+
+    Noting.__name__ = Noting.__qualname__ = f"Noting{action.__name__}"
+    return Noting
 
 
 SOURCE_HELP = """what to convert, local, gs:// or s3://. One of:

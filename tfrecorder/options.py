@@ -35,6 +35,7 @@ from tfrecorder.format.tfrecord import COMPRESSIONS
 from tfrecorder.format.vocabulary import class_names
 from tfrecorder.option_checks import (
     Checked,
+    checked_bool,
     checked_image_size,
     is_int,
     is_number,
@@ -449,10 +450,29 @@ class MediaOptions(Checked):
                 option="clip_frames")
 
 
+# What `strict=True` stands for: these options set so (and, given, they must say the
+# same), and an annotation the source would skip, a warning of the plan and a warning of
+# the finished dataset (`DatasetInfo.warnings`) each fatal: see `RejectOptions.strict`.
+STRICT = {"on_error": "raise", "max_rejected": 0.0, "duplicates": "error"}
+# Options strict leaves as given but that must not let anything pass it.
+STRICT_REFUSES = {"invalid_annotations": "skip"}
+
+
 @dataclass(frozen=True)
 class RejectOptions(Checked):
     """What happens to rows whose image cannot be written."""
 
+    strict: bool = option(
+        False, "fail on anything that would drop or question data: an image that cannot "
+        "be written, a row the source rejects, an image stored twice, an annotation the "
+        "source would skip, an empty split, and every warning about the finished dataset "
+        "(classes missing from a split or out of balance, ...). The error names the first "
+        "offender and no dataset is written. A preset: on_error=\"raise\", "
+        "max_rejected=0, duplicates=\"error\"; giving any of these (or "
+        "invalid_annotations=\"skip\") another value is refused. The manifest records "
+        "it. See docs/usage.md.", "tristate",  # (--no-strict: what its errors advise)
+        help="fail (leaving no dataset) on the first rejected row, duplicate, skipped "
+             "annotation or warning, naming it")
     on_error: str = option(
         "reject", "\"reject\" writes rows whose image cannot be read to rejected.csv; "
         "\"raise\" stops at the first one.", "choice", choices=ON_ERROR,
@@ -478,10 +498,40 @@ class RejectOptions(Checked):
              "copy, or error")
 
     def __post_init__(self):
+        self._bool("strict")
         self._require("on_error", self.on_error in ON_ERROR, f"one of {ON_ERROR}")
         self._require("duplicates", self.duplicates in DUPLICATES, f"one of {DUPLICATES}")
         self._require("max_rejected", is_number(self.max_rejected)
                       and 0 <= self.max_rejected <= 1, "a fraction of the rows, from 0 to 1")
+        if self.strict:  # (`strict_preset` sets them; built by hand, they must agree)
+            strict_preset({name: getattr(self, name) for name in STRICT})
+
+
+def strict_preset(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options `strict=True` sets (`STRICT`), once `given` (keywords passed with it)
+    is found to contradict none of them: a contradiction is refused at once, before any
+    work, naming both."""
+    for name, value in (*STRICT.items(), *STRICT_REFUSES.items()):
+        if name not in given:
+            continue
+        agrees = given[name] == value if name in STRICT else given[name] != value
+        if not agrees:
+            raise OptionError(
+                Option("strict", True), " fails on the first rejected row, duplicate, "
+                "skipped annotation or warning, which ", Option(name, given[name]),
+                " would let pass: pass one of them (strict stands for ",
+                *_joined([Option(n, v) for n, v in STRICT.items()]), ").", option="strict")
+    return dict(STRICT)
+
+
+def _joined(parts: list) -> list:
+    """[a, ", ", b, " and ", c]: parts of an error's message, in a list."""
+    joined = []
+    for index, part in enumerate(parts):
+        if index:
+            joined.append(" and " if index == len(parts) - 1 else ", ")
+        joined.append(part)
+    return joined
 
 
 @dataclass(frozen=True)
@@ -637,6 +687,8 @@ class ConvertOptions:
             near = difflib.get_close_matches(name, [f.name for f in fields()], n=1)
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}"
                             + (f"; did you mean {near[0]!r}?" if near else ""))
+        if checked_bool("strict", given.get("strict", False)):  # a preset: see STRICT
+            given = {**given, **strict_preset(given)}
         groups = {}
         for slot in dataclasses.fields(cls):
             group = slot.default_factory
@@ -646,8 +698,8 @@ class ConvertOptions:
 
     def recorded(self, media: str = "image") -> dict:
         """The options the manifest records (those that change the bytes written, with
-        the shard sizing), in JSON's types; a video or audio table's (`media`) with the
-        `MediaOptions`."""
+        the shard sizing, and `strict`, which says none was rejected), in JSON's types;
+        a video or audio table's (`media`) with the `MediaOptions`."""
         image = dataclasses.asdict(self.image)
         if media != "image":
             image.update(dataclasses.asdict(self.media))
@@ -661,7 +713,10 @@ class ConvertOptions:
                 "num_shards": self.shards.num_shards,
                 "shard_size_mb": self.shards.shard_size_mb,
                 **({"hosts": self.shards.hosts} if self.shards.hosts else {}),
-                "duplicates": self.reject.duplicates}
+                "duplicates": self.reject.duplicates,
+                # what a strict run guarantees (none rejected, skipped or warned of); not
+                # recorded otherwise, so other manifests stay as they were
+                **({"strict": True} if self.reject.strict else {})}
 
 
 def fields() -> Iterator[dataclasses.Field]:

@@ -170,9 +170,9 @@ def convert(source: pd.DataFrame | str | os.PathLike | tuple | Mapping,
     release_freed_memory()  # what validation freed, before planning adds its own
     labels = plan_labels(table, options.split)  # a label vocabulary's errors: before any image
     engine.check(output_dir, table)
-    limit = RejectionLimit.of(table, options.reject.max_rejected)
+    limit = RejectionLimit.of(table, options.reject.max_rejected, options.reject.strict)
     _check_source_rejections(table, limit, options.reject.on_error)
-    SourceReport.of(table).check_skipped(options.reject.max_rejected)
+    SourceReport.of(table).check_skipped(options.reject.max_rejected, limit.strict)
     _check_images_exist(table, limit, options.reject.on_error)
     run_id = output.new_run_id()
     # One request per bucket, before any image is read: credentials, buckets, permissions.
@@ -315,7 +315,7 @@ def _check_source_rejections(table: Table, limit: RejectionLimit, on_error: str)
     if rows is None or not len(rows):
         return
     if on_error == "raise":
-        raise source_rejection_error(rows)
+        raise source_rejection_error(rows, limit.strict)
     if limit.exceeded(0):
         raise limit.error([])
 
@@ -326,7 +326,8 @@ def _check_images_exist(table: Table, limit: RejectionLimit, on_error: str) -> N
     missing = missing_local_images(table)
     if missing and on_error == "raise":
         _, reasons = describe_missing_images(table, missing[:1])
-        raise image_error(table, Rejection(missing[0], f"not a file ({next(iter(reasons))})"))
+        raise image_error(table, Rejection(missing[0], f"not a file ({next(iter(reasons))})"),
+                          limit.strict)
     if limit.exceeded(len(missing)):
         details, reasons = describe_missing_images(table, missing)
         raise TooManyRejectedError(

@@ -20,9 +20,11 @@ import pandas as pd
 
 from tfrecorder._version import __version__
 from tfrecorder.errors import (
+    ConversionAborted,
     DuplicateImagesError,
     ImageError,
     Option,
+    SchemaError,
     TooManyRejectedError,
 )
 from tfrecorder.format.example_decoding import decode_example
@@ -49,6 +51,7 @@ from tfrecorder.format.media_sequence import Media
 from tfrecorder.format.tfds_metadata import tfds_files
 from tfrecorder.format.tfrecord import ShardWriter, open_read, read_records
 from tfrecorder.options import DEFAULT_MAX_REJECTED
+from tfrecorder.read.info import DatasetInfo
 from tfrecorder.sources import image_cells
 from tfrecorder.sources.table import Table, rows_at
 from tfrecorder.storage import fs
@@ -160,9 +163,12 @@ class SourceReport:
         return SkippedAnnotations(SKIPPED_ANNOTATIONS, len(found),
                                   reason_counts(found["reason"].astype(str)))
 
-    def check_skipped(self, max_rejected: float) -> None:
+    def check_skipped(self, max_rejected: float, strict: bool = False) -> None:
         """Refuses a source that skipped more of its objects than `max_rejected` allows
-        (a fraction of them, as of rows): then the files, not a few slips, are wrong."""
+        (a fraction of them, as of rows): then the files, not a few slips, are wrong.
+        `strict`: refuses any skipped annotation, naming the first."""
+        if strict and self.skipped_annotations is not None and len(self.skipped_annotations):
+            raise skipped_annotation_error(self.skipped_annotations)
         counts, skipped = self.annotations, self.num_skipped_objects
         if counts is None or skipped <= math.floor(max_rejected * counts.objects):
             return
@@ -189,12 +195,14 @@ class RejectionLimit:
     num_rows: int
     max_rejected: float = DEFAULT_MAX_REJECTED
     source_reasons: tuple[str, ...] = ()  # of the rows the source rejected
+    # `strict=True`: none may be rejected, and the errors name strict=False as the way out
+    strict: bool = False
 
     @classmethod
-    def of(cls, table: Table, max_rejected: float) -> RejectionLimit:
+    def of(cls, table: Table, max_rejected: float, strict: bool = False) -> RejectionLimit:
         """The limit for a table: its rows and those its source rejected."""
         reasons = SourceReport.of(table).rejected_reasons
-        return cls(len(table.rows) + len(reasons), max_rejected, reasons)
+        return cls(len(table.rows) + len(reasons), max_rejected, reasons, strict)
 
     def exceeded(self, num_rejected: int) -> bool:
         return num_rejected + len(self.source_reasons) > math.floor(
@@ -224,27 +232,60 @@ class RejectionLimit:
             num_rejected=num_rejected, num_rows=self.num_rows, reasons=dict(reasons))
 
 
-def image_error(table: Table, rejection: Rejection) -> ImageError:
-    """What stops a run with `on_error="raise"`: the row, by its label in the table (a
-    CSV's line), its image and why it cannot be written."""
+def image_error(table: Table, rejection: Rejection, strict: bool = False) -> ImageError:
+    """What stops a run with `on_error="raise"` (or `strict`): the row, by its label in
+    the table (a CSV's line), its image and why it cannot be written."""
     row = table.rows.index[rejection.position]
     image = table.image_references[rejection.position]
     return ImageError(
         f"{name_row(row, table.rows.index)} ({image!r}): {rejection.reason}.",
-        *rejection_advice(rejection.reason),
-        " Fix or drop the row, or use ",
-        Option("on_error", "reject"), " to list such rows in rejected.csv.",
-        column=table.image_column or "image_uri", rows=[row], option="on_error")
+        *rejection_advice(rejection.reason), " Fix or drop the row, or ",
+        *_let_pass(strict, Option("on_error", "reject")), " to list such rows in "
+        "rejected.csv.", column=table.image_column or "image_uri", rows=[row],
+        option="strict" if strict else "on_error")
 
 
-def source_rejection_error(rows: pd.DataFrame) -> ImageError:
-    """What stops a run with `on_error="raise"` when the source rejected rows itself
-    (`Table.rejected_rows`, with their `reason`): the first of them."""
+def source_rejection_error(rows: pd.DataFrame, strict: bool = False) -> ImageError:
+    """What stops a run with `on_error="raise"` (or `strict`) when the source rejected
+    rows itself (`Table.rejected_rows`, with their `reason`): the first of them."""
     first = rows.iloc[0]
     return ImageError(f"row {rows.index[0]!r} of the source ({first.drop('reason').to_dict()}"
-                      f"): {first['reason']}. Fix or drop it, or use ",
-                      Option("on_error", "reject"), " to list such rows in rejected.csv.",
-                      rows=[rows.index[0]], option="on_error")
+                      f"): {first['reason']}. Fix or drop it, or ",
+                      *_let_pass(strict, Option("on_error", "reject")),
+                      " to list such rows in rejected.csv.", rows=[rows.index[0]],
+                      option="strict" if strict else "on_error")
+
+
+def skipped_annotation_error(skipped: pd.DataFrame) -> SchemaError:
+    """What stops a `strict` run when the source would skip an annotation (its
+    `skipped_annotations`, one a row: `annotation_policy.SKIPPED_COLUMNS`): the first."""
+    first = skipped.iloc[0]
+    where = ", ".join(str(first[c]) for c in ("source", "annotation")
+                      if c in first and str(first[c]))
+    image = f" (image {first['image']!r})" if "image" in first and str(first["image"]) else ""
+    more = f" ({count(len(skipped), 'annotation')} in all)" if len(skipped) > 1 else ""
+    return SchemaError(
+        f"{where}{image}: {first['reason']}{more}. Fix the annotation, or ",
+        *_let_pass(True, Option("invalid_annotations", "skip")),
+        " to write the image without it and list it in skipped_annotations.csv.",
+        option="strict")
+
+
+def dataset_warning_error(warnings: Sequence[str]) -> ConversionAborted:
+    """What stops a `strict` run that would leave a dataset with warnings
+    (`DatasetInfo.warnings`): the first; no dataset is written."""
+    first = "" if len(warnings) == 1 else "; the first"
+    return ConversionAborted(
+        f"the dataset would carry {count(len(warnings), 'warning')}{first}: {warnings[0]}. "
+        "No dataset was written. Fix the table, or ", *_let_pass(True),
+        " to write it with its warnings.", option="strict")
+
+
+def _let_pass(strict: bool, option: Option | None = None) -> tuple[str | Option, ...]:
+    """How to let an offender pass: `option`; in a `strict` run, strict=False first."""
+    if not strict:
+        return ("use ", option)
+    return ("pass ", Option("strict", False)) + ((" (or ", option, ")") if option else ())
 
 
 def manifest_header(plan: Plan, table: Table, options: dict, *,
@@ -368,7 +409,7 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     found = _duplicates(folder, header, written, rows, summary.candidates)
     policy = header.options.get("duplicates", "warn")
     if found and policy == "error":
-        raise _duplicates_error([duplicate for duplicate, _ in found])
+        raise _duplicates_error([duplicate for duplicate, _ in found], limit.strict)
     duplicates = tuple(duplicate for duplicate, _ in found)
     tallies, dropped = dict(summary.tallies), []
     if found and policy == "drop":
@@ -406,6 +447,10 @@ def finish(folder, header: Manifest, written: Written, journal, limit: Rejection
     if header.media is not None:
         manifest = replace(manifest, media=replace(header.media, counts={
             str(split): tallies.get(split, SplitTally()).clip_counts() for split in splits}))
+    if limit.strict:  # nothing of the dataset is written yet but the shards
+        warnings = DatasetInfo(folder.path, manifest).warnings
+        if warnings:
+            raise dataset_warning_error(warnings)
     for name, content in tfds_files(manifest).items():
         folder.write_bytes(name, content)
     folder.write_bytes(MANIFEST, manifest.to_bytes())
@@ -483,8 +528,9 @@ def _facts(shard: WrittenShard) -> ShardFacts:
     return shard.facts if shard.facts is not None else ShardFacts()
 
 
-def _duplicates_error(duplicates: Sequence[Duplicate]) -> DuplicateImagesError:
-    """`duplicates="error"`'s error."""
+def _duplicates_error(duplicates: Sequence[Duplicate],
+                      strict: bool = False) -> DuplicateImagesError:
+    """`duplicates="error"`'s error (and `strict`'s)."""
     shown = "; ".join(
         " and ".join(f"{c.named} ({c.image_uri}, {c.split}, label {c.label!r})"
                      for c in duplicate.copies)
@@ -494,7 +540,8 @@ def _duplicates_error(duplicates: Sequence[Duplicate]) -> DuplicateImagesError:
     return DuplicateImagesError(
         f"{count(len(duplicates), 'image')} {'is' if len(duplicates) == 1 else 'are'} "
         f"stored more than once: {shown}{more}. No dataset "
-        "was written. Remove the copies from the table, or pass ",
+        "was written. Remove the copies from the table, or ",
+        *(("pass ", Option("strict", False), " with ") if strict else ("pass ",)),
         Option("duplicates", "drop"), " to keep the first copy of each, or ",
         Option("duplicates", "warn"), " to write them all.", column="image_uri",
         rows=[c.row for duplicate in duplicates for c in duplicate.copies],

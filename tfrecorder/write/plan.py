@@ -457,7 +457,8 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
     vocabulary, label_ids = labels if labels is not None else plan_labels(table,
                                                                           options.split)
     codes = split_codes(table, fractions,
-                        label_strata(label_ids, len(rows)) if options.split.stratify else None)
+                        label_strata(label_ids, len(rows)) if options.split.stratify else None,
+                        strict=options.reject.strict)
     vocabularies = {c.name: c.categories or _categories(rows[c.name], bool(c.shape))
                     for c in table.inputs if c.kind == "categorical"}
 
@@ -487,11 +488,13 @@ def make_plan(table: Table, options: ConvertOptions, record_bytes: float = 0.0,
 
 
 def split_codes(table: Table, fractions: Sequence[float],
-                strata: np.ndarray | None = None, warn: bool = True) -> np.ndarray:
+                strata: np.ndarray | None = None, warn: bool = True,
+                strict: bool = False) -> np.ndarray:
     """Each row's split, as its index in SPLITS: the table's, or for an UNASSIGNED row,
     drawn from its hash (`split_points`); with `strata` (`stratify=True`), cut exactly
     at the fractions within each stratum (`stratified_codes`). `warn`: of a split left
-    empty (`warn_of_empty_splits`), which a part of the table cannot tell."""
+    empty (`warn_of_empty_splits`), which a part of the table cannot tell; `strict`:
+    refuses it instead."""
     given = table.rows["split"].astype("category").cat
     by_category = np.array([-1 if c == UNASSIGNED else SPLITS.index(Split(c))
                             for c in given.categories.tolist()], dtype=np.int8)
@@ -503,15 +506,17 @@ def split_codes(table: Table, fractions: Sequence[float],
             stratified_codes(points, strata[unassigned], fractions)
         if warn:
             warn_of_empty_splits(np.bincount(codes, minlength=len(SPLITS)),
-                                 int(unassigned.sum()), fractions, strata is not None)
+                                 int(unassigned.sum()), fractions, strata is not None,
+                                 strict)
     return codes
 
 
 def warn_of_empty_splits(counts: Sequence[int], num_unassigned: int,
-                         fractions: Sequence[float], stratified: bool) -> None:
+                         fractions: Sequence[float], stratified: bool,
+                         strict: bool = False) -> None:
     """Warns of a split that was meant to get rows without a split and got none: a hash
     split of a small table can leave test empty, and evaluating on nothing goes unseen
-    until training. `counts`: the rows of each split."""
+    until training. `counts`: the rows of each split. `strict`: refuses it instead."""
     empty = [str(split) for split, n, fraction in zip(SPLITS, counts, fractions)
              if fraction > 0 and not n]
     if not empty:
@@ -519,16 +524,19 @@ def warn_of_empty_splits(counts: Sequence[int], num_unassigned: int,
     shares = "/".join(f"{f:.0%}".rstrip("%") for f in fractions)
     what = f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty"
     if stratified:
-        logger.warning("%s: %s without a split are too few to cut %s. Give the rows a "
-                       "`split` column, or change unassigned_split.", what,
-                       count(num_unassigned, "row"), shares)
+        message = (f"{what}: {count(num_unassigned, 'row')} without a split are too few to "
+                   f"cut {shares}. Give the rows a `split` column, or change "
+                   "unassigned_split.")
     else:
-        logger.warning("%s: none of the %s without a split fell in %s (they are split by "
-                       "a hash of their URI, %s, which is uneven for a small table). Pass "
-                       "stratify=True (--stratify) to cut them at exactly those fractions, "
-                       "or give the rows a `split` column.", what,
-                       count(num_unassigned, "row"), "it" if len(empty) == 1 else "them",
-                       shares)
+        message = (f"{what}: none of the {count(num_unassigned, 'row')} without a split fell "
+                   f"in {'it' if len(empty) == 1 else 'them'} (they are split by a hash of "
+                   f"their URI, {shares}, which is uneven for a small table). Pass "
+                   "stratify=True (--stratify) to cut them at exactly those fractions, or "
+                   "give the rows a `split` column.")
+    if strict:
+        raise SchemaError(message[:-1], ", or pass ", Option("strict", False),
+                          " to write the dataset so.", column="split", option="strict")
+    logger.warning("%s", message)
 
 
 def label_strata(label_ids: RowColumn | tuple | None, num_rows: int) -> np.ndarray:

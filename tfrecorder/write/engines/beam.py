@@ -249,7 +249,7 @@ def _run(plan, table, folder: OutputFolder, staging, header, journal, limit, run
         staging_used = False
         _cancel(result)
         if isinstance(error, _RowRejected):  # named as the local engine names it
-            raise image_error(table, error.rejection) from None
+            raise image_error(table, error.rejection, limit.strict) from None
         if isinstance(error, (ImageError, TooManyRejectedError, KeyboardInterrupt)):
             raise
         raise ConversionAborted(

@@ -294,7 +294,8 @@ def _plan(facts: list[FileFacts], options: ConvertOptions,
     counts = tuple(int(sum(f.split_counts[code] for f in facts)) for code in range(len(SPLITS)))
     num_unassigned = sum(f.num_unassigned for f in facts)
     if num_unassigned:
-        warn_of_empty_splits(counts, num_unassigned, options.split.fractions, False)
+        warn_of_empty_splits(counts, num_unassigned, options.split.fractions, False,
+                             options.reject.strict)
     sample = [row for _, _, row in sorted(
         ((key, (f.index, position), row) for f in facts for key, position, row in f.sample),
         key=lambda item: item[:2])][:SIZE_SAMPLE]
@@ -310,12 +311,13 @@ def _plan(facts: list[FileFacts], options: ConvertOptions,
     header = manifest_header(summary, head, options.recorded(head.media), num_rows=sum(counts),
                              num_classes=num_classes, report=report)
     limit = RejectionLimit(sum(counts) + report.num_rejected_rows,
-                           options.reject.max_rejected, report.rejected_reasons)
+                           options.reject.max_rejected, report.rejected_reasons,
+                           options.reject.strict)
     if report.num_rejected_rows and options.reject.on_error == "raise":
-        raise source_rejection_error(report.rejected_rows)
+        raise source_rejection_error(report.rejected_rows, limit.strict)
     if limit.exceeded(0):
         raise limit.error([])
-    report.check_skipped(options.reject.max_rejected)
+    report.check_skipped(options.reject.max_rejected, limit.strict)
     ids_given = options.split.class_names is not None or head.class_names is not None
     return PipelinePlan(tuple(f.path for f in facts), tuple(f.name for f in facts), offsets,
                         vocabulary, vocabularies, encoder, counts, shard_counts, header,

@@ -174,7 +174,7 @@ def _write(plan, table, folder: OutputFolder, spool, segment_rows, encode, on_er
                              plan.compression) as writer:
                 for result in islice(results, _count(shard, segment_rows)):
                     if result.rejections and on_error == "raise":
-                        raise image_error(table, result.rejections[0])
+                        raise image_error(table, result.rejections[0], limit.strict)
                     writer.append_file(result.path, result.frame_sizes)
                     fs.delete([result.path])
                     rejected_here.extend(result.rejections)
