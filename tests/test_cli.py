@@ -333,15 +333,12 @@ def test_ctrl_c_while_python_imports_tfrecorder_stays_a_keyboard_interrupt():
     assert stderr.endswith("KeyboardInterrupt\n") or stdout == "imported\n", stderr
 
 
-# Every command that prints, with a reader that has gone before it prints a line; argparse
-# (--help) drops what it cannot write and exits 0 itself.
+# A command that prints, with a reader that has gone before it prints a line; argparse
+# (--help) drops what it cannot write and exits 0 itself. Every command goes through the
+# same entry (`__main__`), so two are enough (verify, inspect and convert took 40 s more).
 @pytest.mark.parametrize(("command", "code"), [
-    (["info", "{out}"], 141), (["info", "--json", "{out}"], 141),
-    (["verify", "{out}", "--no-progress"], 141),
-    (["inspect", "{out}", "--output-dir", "{tmp}/look"], 141),
-    (["convert", str(SAMPLE_CSV), "{tmp}/again", "--no-progress"], 141),
-    (["convert", "--help"], 0),
-], ids=["info", "info-json", "verify", "inspect", "convert", "help"])
+    (["info", "--json", "{out}"], 141), (["convert", "--help"], 0),
+], ids=["info-json", "help"])
 def test_a_closed_stdout_ends_the_command_quietly(sample, tmp_path, command, code):
     out, _ = sample
     process = subprocess.Popen(
