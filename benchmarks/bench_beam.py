@@ -237,8 +237,8 @@ def _worker_pool(engine: str, probe: str):
     paths = [os.path.join(here, "finish_probe"), os.path.join(here, ".."),
              os.environ.get("PYTHONPATH", "")]
     port = beam_workers.free_port()
-    with _environment(PYTHONPATH=os.pathsep.join(filter(None, paths)),
-                      TFRECORDER_FINISH_PROBE=probe):
+    with stores._environment({"PYTHONPATH": os.pathsep.join(filter(None, paths)),
+                              "TFRECORDER_FINISH_PROBE": probe}):
         pool = beam_workers.serve("apache_beam.runners.worker.worker_pool_main",
                                   f"--service_port={port}")
     try:
@@ -249,20 +249,6 @@ def _worker_pool(engine: str, probe: str):
                                 "sdk_worker_parallelism": 2}}
     finally:
         beam_workers.stop(pool)
-
-
-@contextlib.contextmanager
-def _environment(**values: str):
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def child(args, contender_name: str, source: str, out: str):

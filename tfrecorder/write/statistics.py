@@ -283,11 +283,6 @@ _FIRST_TYPECODES = {**dict.fromkeys(_ARRAYS, "q"), "formats": "b", "box_heights"
                     "box_widths": "f", "turns": "b"}
 
 
-def clip_counts(facts: Sequence[ShardFacts]) -> dict[str, float]:
-    """A split's clips, stored frames and seconds (the manifest's `media.counts`)."""
-    return sum((shard.tally() for shard in facts), SplitTally()).clip_counts()
-
-
 def split_statistics(facts: Sequence[ShardFacts], num_classes: int, objects: bool = False
                      ) -> SplitStatistics:
     """One split's statistics, from its shards' facts; with `objects`, a detection
@@ -375,24 +370,22 @@ class ObjectTally:
     tiny_boxes: int = 0
     box_areas: Counter = field(default_factory=Counter)
 
+    def _combined(self, other: ObjectTally, sign: int) -> ObjectTally:
+        areas = Counter(self.box_areas)
+        areas.update({name: sign * n for name, n in other.box_areas.items()})
+        values = ValueCounts.__add__ if sign > 0 else ValueCounts.__sub__
+        return ObjectTally(values(self.boxes_per_image, other.boxes_per_image),
+                           values(self.box_sizes, other.box_sizes),
+                           _added(self.class_images, sign * other.class_images),
+                           self.unlabeled_boxes + sign * other.unlabeled_boxes,
+                           self.all_unlabeled + sign * other.all_unlabeled,
+                           self.tiny_boxes + sign * other.tiny_boxes, areas)
+
     def __add__(self, other: ObjectTally) -> ObjectTally:
-        return ObjectTally(self.boxes_per_image + other.boxes_per_image,
-                           self.box_sizes + other.box_sizes,
-                           _added(self.class_images, other.class_images),
-                           self.unlabeled_boxes + other.unlabeled_boxes,
-                           self.all_unlabeled + other.all_unlabeled,
-                           self.tiny_boxes + other.tiny_boxes,
-                           self.box_areas + other.box_areas)
+        return self._combined(other, 1)
 
     def __sub__(self, other: ObjectTally) -> ObjectTally:
-        areas = Counter(self.box_areas)
-        areas.subtract(other.box_areas)
-        return ObjectTally(self.boxes_per_image - other.boxes_per_image,
-                           self.box_sizes - other.box_sizes,
-                           _added(self.class_images, -other.class_images),
-                           self.unlabeled_boxes - other.unlabeled_boxes,
-                           self.all_unlabeled - other.all_unlabeled,
-                           self.tiny_boxes - other.tiny_boxes, areas)
+        return self._combined(other, -1)
 
     @classmethod
     def of(cls, facts: ShardFacts, image_heights: np.ndarray, image_widths: np.ndarray
@@ -466,9 +459,7 @@ class SplitTally:
             found.update({key: sign * n for key, n in theirs.items()})
             return +found
 
-        def values(mine: ValueCounts, theirs: ValueCounts) -> ValueCounts:
-            return mine + theirs if sign > 0 else mine - theirs
-
+        values = ValueCounts.__add__ if sign > 0 else ValueCounts.__sub__
         objects = self.objects
         if other.objects is not None:
             objects = (objects or ObjectTally())
