@@ -151,7 +151,7 @@ def main() -> None:
     started = time.perf_counter()
     candidates = candidate_duplicates(shards)  # then read back and confirmed: 200 records
     found = describe_duplicates([(f"{i:032x}", group) for i, group in enumerate(candidates)],
-                                shards, pd.RangeIndex(records),
+                                [name for _, name, _ in shards], pd.RangeIndex(records),
                                 [f"img/{i}.jpg" for i in range(records)], None)
     searched = time.perf_counter() - started
     assert len(found) == DUPLICATES
