@@ -2,7 +2,7 @@
 
 Importing TensorFlow writes lines of its C++ runtime to stderr (oneDNN, no CUDA drivers,
 cuInit failing on a machine without a GPU): seven lines between the progress bars of
-`verify`, `inspect` and `load`. Every function of tfrecorder that needs TensorFlow takes
+`inspect` and `load`. Every function of tfrecorder that needs TensorFlow takes
 it from `tensorflow()`, which, when tfrecorder is the first to import it and the user
 has not set `TF_CPP_MIN_LOG_LEVEL`, sets that to 3 (the runtime's errors reach the user
 as Python exceptions anyway) and holds back the lines the runtime writes before its
