@@ -114,7 +114,7 @@ def tensorflow_decodes(data: bytes, image_format: str) -> bool:
     PNG whose one fault is an ancillary chunk that fails its CRC (libpng drops it). Such
     an image loads, wrong; any other fault (a header it cannot read, a process it
     lacks, a JPEG that ends before its EOI marker, damaged PNG data) stops TensorFlow's
-    decode. Measured with TensorFlow 2.21 (`tests/test_verify.py`). Called only for
+    decode. Measured with TensorFlow 2.21 (`tests/test_hostile_images.py`). Called only for
     refused images: it decodes a JPEG again, leniently."""
     if isinstance(image_format, bytes):
         image_format = image_format.decode("utf-8", errors="replace")

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple, Protocol
 
+from PIL import UnidentifiedImageError
 from tqdm.auto import tqdm
 
 from tfrecorder.format.example_decoding import decode_example
@@ -208,6 +209,9 @@ class _Masks:
         for what, png, instance in masks:
             try:
                 pixels = with_pillow(png_pixels, png)
+            except UnidentifiedImageError:
+                faults.append((f"{what} is not an image", instance))
+                continue
             except Exception as error:  # Pillow raises many types for what it cannot read
                 faults.append((f"{what} does not decode ({describe_error(error)})", instance))
                 continue
