@@ -456,18 +456,18 @@ class Manifest:
     def parse_spec(self) -> dict:
         """The `tf.io` parsing spec of the records, feature by feature; the label of a
         record stored without one parses as `NO_LABEL`'s value (-1)."""
-        optional = self.parse_defaults()
+        optional = self.optional_features()
         return {name: feature.parse_spec(name, name in optional)
                 for name, feature in self.features.items()}
 
-    def parse_defaults(self) -> dict[str, Any]:
-        """The features a record may lack, and what it then parses as: the label of a
-        dataset that counts records stored without one (`NO_LABEL`'s value). The rule of
+    def optional_features(self) -> frozenset[str]:
+        """The features a record may lack (and then parses as `NO_LABEL`'s value): the
+        label of a dataset that counts records stored without one. The rule of
         `parse_spec`, for readers that parse without TensorFlow (`verify`)."""
         if not self.unlabeled():
-            return {}
-        return {name: NO_LABEL[feature.dtype] for name, feature in self.features.items()
-                if feature.role == LABEL and feature.shape == ()}
+            return frozenset()
+        return frozenset(name for name, feature in self.features.items()
+                         if feature.role == LABEL and feature.shape == ())
 
     def finished(self, splits: Mapping[Split, SplitInfo], rejected: Rejected,
                  statistics: Mapping[Split, manifest_statistics.SplitStatistics],

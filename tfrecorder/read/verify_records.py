@@ -240,7 +240,7 @@ class _Checks:
     """What is checked in each record, as the manifest allows; `check` checks one."""
 
     features: Mapping[str, Feature]  # the manifest's, by stored key
-    defaults: Mapping[str, object]  # what a record lacking one of them parses as
+    optional: frozenset[str]  # those a record may lack (an unlabelled row's label)
     images: bool  # decode the image to its recorded shape and format
     values: tuple[_ValueRule, ...]  # ids, the shard's split, boxes, objects, masks
     layout: Layout  # reads the records' features by their canonical names
@@ -265,9 +265,9 @@ class _Checks:
 
     def parsed(self, record: bytes) -> dict[str, list]:
         """A record's features by stored key, held to the rules by which TensorFlow
-        parses them with the manifest's spec (a missing optional label: its default);
-        raises `_Unparsed` saying why they do not parse, or do not make a record of the
-        layout."""
+        parses them with the manifest's spec (a missing optional label stays missing: no
+        rule needs the value it parses as); raises `_Unparsed` saying why they do not
+        parse, or do not make a record of the layout."""
         try:
             stored = decode_example(record)
         except ValueError as error:
@@ -275,13 +275,10 @@ class _Checks:
                             ) from None
         wrong = [found for name, feature in self.features.items()
                  if (found := _parse_problem(name, feature, stored.get(name),
-                                             name in self.defaults))]
+                                             name in self.optional))]
         if wrong:
             raise _Unparsed(f"does not parse with the manifest's features: "
                             f"{'; '.join(wrong)}")
-        for name, default in self.defaults.items():
-            if not stored.get(name):
-                stored[name] = [default]
         unmatched = self.layout.unmatched(stored)
         if unmatched is not None:
             lists = ", ".join(f"{len(stored.get(key, ()))} {key}" for key in sorted(
@@ -357,7 +354,7 @@ def _record_checks(manifest: Manifest) -> tuple[_Checks | None, list[Problem]]:
     images = len(present) == len(DECODE_FEATURES)
     if images and (MASK in has or SEGMENTATION_MASK in has):
         rules.append(_Masks(MASK in has, SEGMENTATION_MASK in has))
-    return _Checks(features, manifest.parse_defaults(), images, tuple(rules),
+    return _Checks(features, manifest.optional_features(), images, tuple(rules),
                    layout), problems
 
 
