@@ -167,8 +167,8 @@ class DuplicateImagesError(ConversionAborted):
 
 class MissingExtraError(TFRecorderError, ImportError):
     """A function needs a package that only one of tfrecorder's extras installs:
-    TensorFlow (`tf`), to read records with it. `.extra` names the extra, `.name`
-    (ImportError's) the package that is missing."""
+    TensorFlow (`tf`) to read records with it, PyAV or soundfile (`video`, `audio`) to
+    decode clips. `.extra` names the extra, `.name` (ImportError's) the missing package."""
 
     def __init__(self, *parts: str | Option, extra: str, package: str, **data):
         super().__init__(*parts, **data)
