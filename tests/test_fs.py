@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -30,3 +32,24 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     with pytest.raises(OSError, match="a FIFO, not a regular file"):
         fs.read_bytes(str(tmp_path / "pipe"))
+
+
+@pytest.mark.parametrize("uri, extra, package", [
+    ("gs://bucket/images.csv", "gcs", "gcsfs"),
+    ("s3://bucket/images.csv", "s3", "s3fs"),
+    ("https://example.invalid/images.csv", "http", "aiohttp"),
+])
+def test_a_store_whose_back_end_is_not_installed_names_the_extra(tmp_path, uri, extra,
+                                                                 package):
+    """The base install has no bucket or web back-end: a URI of one says which extra
+    installs it, in one line. Run where the package cannot be imported (None in
+    sys.modules), in a fresh interpreter: this one has them all imported."""
+    script = (f"import sys; sys.modules[{package!r}] = None\n"
+              "from tfrecorder import cli\n"
+              f"sys.exit(cli.main(['convert', {uri!r}, {str(tmp_path / 'out')!r}]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert f"pip install 'tfrecorder[{extra}]' (or {package})" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
