@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
+from helpers import write_image
 
 from tfrecorder.storage import fs
 
@@ -30,3 +33,30 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     with pytest.raises(OSError, match="a FIFO, not a regular file"):
         fs.read_bytes(str(tmp_path / "pipe"))
+
+
+@pytest.mark.parametrize("source, options, extra, package", [
+    ("gs://bucket/images.csv", [], "gcs", "gcsfs"),
+    ("s3://bucket/images.csv", [], "s3", "s3fs"),
+    ("https://example.invalid/images.csv", [], "http", "aiohttp"),
+    ("images.csv", ["--runner", "DirectRunner"], "beam", "apache_beam"),
+])
+def test_a_back_end_that_is_not_installed_names_its_extra(tmp_path, source, options, extra,
+                                                          package):
+    """The base install has no bucket, web or Beam back-end: a URI of one, or a runner,
+    says which extra installs it, in one line. Run where the package cannot be imported
+    (None in sys.modules), in a fresh interpreter: this one has them all imported."""
+    write_image(tmp_path / "a.png", fmt="PNG")
+    (tmp_path / "images.csv").write_text("TRAIN,a.png,cat\nTRAIN,a.png,dog\n")
+    command = ["convert", source if "://" in source else str(tmp_path / source),
+               str(tmp_path / "out"), *options]
+    script = (f"import sys; sys.modules[{package!r}] = None\n"
+              "from tfrecorder import cli\n"
+              f"sys.exit(cli.main({command!r}))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert f"pip install 'tfrecorder[{extra}]' (or {package.replace('_', '-')})" \
+        in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -16,6 +16,7 @@ import soundfile
 import tensorflow as tf
 from PIL import Image
 
+from tfrecorder.errors import MissingExtraError
 from tfrecorder.format import media_sequence as ms
 from tfrecorder.options import MediaOptions, RecordOptions
 from tfrecorder.write import media
@@ -359,3 +360,14 @@ def test_an_error_no_decoder_check_foresaw_is_the_rows_rejection(files, monkeypa
     monkeypatch.setattr(media, "video_clip", fails)
     assert encoded(files["h264"]) == Rejection(
         7, "corrupt or truncated video: RuntimeError: swscale refused the size")
+
+
+@pytest.mark.parametrize("kind,missing", [("video", "av"), ("audio", "soundfile")])
+def test_a_missing_decoder_is_an_import_error_naming_its_extra(monkeypatch, kind, missing):
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
+    with pytest.raises(MissingExtraError) as caught:
+        media.check_installed(kind)
+    assert isinstance(caught.value, ImportError)
+    assert (caught.value.extra, caught.value.name) == (kind, missing)
+    assert str(caught.value) == (f"{kind} files are decoded with {missing}, which is not "
+                                 f"installed: pip install 'tfrecorder[{kind}]'.")

@@ -1,15 +1,17 @@
 """The wheel tfrecorder builds of itself for remote Beam workers, and when it builds one."""
 
+import re
 import subprocess
 import sys
 import textwrap
 import zipfile
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import tfrecorder
-from tfrecorder.write.engines.shipping import build_worker_wheel, needs_package
+from tfrecorder.write.engines.shipping import _metadata, build_worker_wheel, needs_package
 
 
 def test_the_worker_wheel_installs_with_pip_and_encodes_the_same_records(tmp_path,
@@ -52,9 +54,29 @@ def test_the_worker_wheel_declares_only_what_workers_need(tmp_path):
                 for line in metadata.decode().splitlines() if line.startswith("Requires-Dist")]
     assert {"pandas", "pillow", "simplejpeg", "google-crc32c", "fsspec", "gcsfs",
             "s3fs"} <= set(requires)
-    assert not {"tensorflow", "apache-beam", "pytest"} & set(requires)
+    assert not {"tensorflow", "apache-beam", "protobuf", "pytest"} & set(requires)
     assert "tfrecorder/write/engines/beam.py" in names and "tfrecorder/write/records.py" in names
     assert not [name for name in names if "__pycache__" in name or name.startswith("tests")]
+
+
+def test_the_worker_metadata_of_this_pyproject_keeps_the_base_and_the_stores():
+    """From pyproject.toml itself, as pip would write its Requires-Dist (the installed
+    metadata may be older than the checkout): TensorFlow, an extra, stays behind, and so
+    does protobuf, a base dependency that only the driver imports."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    project = project["project"]
+    requirements = [*project["dependencies"], *(
+        f'{requirement}; extra == "{extra}"'
+        for extra, listed in project["optional-dependencies"].items()
+        for requirement in listed)]
+    kept = {re.split(r"[\s\[<>=!~;]", line.split(":", 1)[1].strip(), maxsplit=1)[0].lower()
+            for line in _metadata("1.0", requirements).splitlines()
+            if line.startswith("Requires-Dist")}
+    assert {"pandas", "pillow", "simplejpeg", "google-crc32c", "fsspec", "gcsfs",
+            "s3fs"} <= kept
+    assert not {"tensorflow", "protobuf", "apache-beam", "tqdm", "datasets", "av",
+                "pytest"} & kept
 
 
 @pytest.mark.parametrize("runner,options,expected", [

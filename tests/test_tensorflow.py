@@ -1,8 +1,10 @@
 """TensorFlow imported by tfrecorder (`tfrecorder/_tensorflow.py`): quietly, unless the
 user set TF_CPP_MIN_LOG_LEVEL. Each case runs in a fresh interpreter, as TensorFlow is
-imported once a process."""
+imported once a process. Where it is not installed, an error names the `tf` extra
+(tests/test_without_tensorflow.py runs the package without it)."""
 
 import os
+import pickle
 import subprocess
 import sys
 
@@ -10,6 +12,8 @@ import pandas as pd
 import pytest
 
 import tfrecorder
+from tfrecorder import _tensorflow
+from tfrecorder.errors import MissingExtraError
 
 NOISE = ("absl::InitializeLog", "oneDNN", "cudart_stub", "cuInit", "cpu_feature_guard")
 
@@ -68,3 +72,36 @@ def test_only_the_start_up_noise_is_held_back():
     assert done.stderr == ("a line of the user's\n"
                            "E0000 00:00:1795691875.319793    4912 cuda_platform.cc:52] an "
                            "error\n")
+
+
+def test_a_missing_tensorflow_is_an_import_error_naming_the_tf_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorflow", None)  # as if it were not installed
+    with pytest.raises(MissingExtraError) as caught:
+        _tensorflow.check_installed("tfrecorder.load()", "open_split() reads them without it.")
+    error = caught.value
+    assert isinstance(error, ImportError) and (error.extra, error.name) == ("tf", "tensorflow")
+    assert str(error) == ("tfrecorder.load() reads records with TensorFlow, which is not "
+                          "installed: pip install 'tfrecorder[tf]' (or tensorflow). "
+                          "open_split() reads them without it.")
+    again = pickle.loads(pickle.dumps(error))  # as it comes back from a worker
+    assert (str(again), again.extra, again.name) == (str(error), "tf", "tensorflow")
+    with pytest.raises(MissingExtraError, match=r"^tfrecorder reads records with TensorFlow, "
+                                                r"which is not installed: pip install "):
+        _tensorflow.tensorflow()  # a function that did not check first
+
+
+class _BrokenTensorFlow:
+    """An installed TensorFlow that fails to import: a module of its own is missing."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "tensorflow":
+            raise ModuleNotFoundError("No module named 'tensorflow.python._pywrap'",
+                                      name="tensorflow.python._pywrap")
+
+
+def test_a_broken_tensorflow_raises_its_own_error(monkeypatch):
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_BrokenTensorFlow(), *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError, match="_pywrap") as caught:
+        _tensorflow.tensorflow()
+    assert not isinstance(caught.value, MissingExtraError)

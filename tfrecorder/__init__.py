@@ -6,9 +6,11 @@
 
     train = tfrecorder.load("out/", "train", batch_size=32, image_size=(224, 224))
 
-Importing the package registers the `df.tensorflow` accessor; TensorFlow itself is only
-imported by the functions that read datasets back (load, inspect, verify);
-`open_split` reads them without it, for PyTorch and Grain.
+Importing the package registers the `df.tensorflow` accessor (named after TFRecorder
+2.0's; it converts without TensorFlow). TensorFlow is the `tf` extra, imported only by
+the functions that read records with it (load, inspect, verify's decoding, migrate);
+`open_split` reads them without it, for PyTorch and Grain, and converting, info, show and
+report never need it.
 """
 
 from tfrecorder._interrupt import quiet_interrupt as _quiet_interrupt
@@ -25,6 +27,7 @@ with _quiet_interrupt():
         DatasetWarning,
         DuplicateImagesError,
         ImageError,
+        MissingExtraError,
         OutputLockedError,
         ResumeError,
         SchemaError,
@@ -54,6 +57,7 @@ __all__ = [
     "DatasetWarning",
     "DuplicateImagesError",
     "ImageError",
+    "MissingExtraError",
     "OutputLockedError",
     "RandomResizedCrop",
     "ResumeError",

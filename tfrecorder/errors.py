@@ -165,6 +165,24 @@ class DuplicateImagesError(ConversionAborted):
         self.duplicates = tuple(duplicates)
 
 
+class MissingExtraError(TFRecorderError, ImportError):
+    """A function needs a package that only one of tfrecorder's extras installs:
+    TensorFlow (`tf`) to read records with it, PyAV or soundfile (`video`, `audio`) to
+    decode clips. `.extra` names the extra, `.name` (ImportError's) the missing package."""
+
+    def __init__(self, *parts: str | Option, extra: str, package: str, **data):
+        super().__init__(*parts, **data)
+        self.extra, self.name = extra, package
+
+    def __reduce__(self):
+        # ImportError keeps `name` outside __dict__, where `_rebuild` would lose it.
+        return _rebuild_missing_extra, (self.parts, self.extra, self.name)
+
+
+def _rebuild_missing_extra(parts, extra, package) -> MissingExtraError:
+    return MissingExtraError(*parts, extra=extra, package=package)
+
+
 class DatasetWarning(UserWarning):
     """Something about the data a person should look at: duplicated images, an image in
     two splits, a split that lacks a class, classes far out of balance."""

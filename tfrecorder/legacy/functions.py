@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 
+from tfrecorder._tensorflow import check_installed
 from tfrecorder.legacy.edge import convert, inspect, load
 from tfrecorder.legacy.spellings import deprecated
 
@@ -37,5 +38,9 @@ def convert_and_load(source, output_dir=None, *, split: str | None = None,
                      load_options: dict | None = None, **convert_options):
     """Converts `source` (see `tfrecorder.convert`) and loads the result (see `load`),
     as TFRecorder's function of the same name did."""
+    # Before converting, which can take minutes; and without importing TensorFlow, which
+    # the conversion's forked workers would inherit.
+    check_installed("tfrecorder.convert_and_load()", "tfrecorder.convert() writes the "
+                    "dataset without it, and tfrecorder.open_split() reads it.")
     result = convert(source, output_dir, **convert_options)
     return load(result.output_dir, split, **(load_options or {}))

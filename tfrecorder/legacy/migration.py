@@ -41,7 +41,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 
-from tfrecorder._tensorflow import tensorflow
+from tfrecorder._tensorflow import check_installed, tensorflow
 from tfrecorder._version import __version__
 from tfrecorder.errors import (
     ConversionAborted,
@@ -287,6 +287,7 @@ def migrate(old_dir: str | os.PathLike, new_dir: str | os.PathLike, *,
         raise OptionError(f"new_dir {new_dir!r} is old_dir: migrate writes a new dataset "
                           "beside the old one. Choose another ", Option("new_dir"),
                           ".", option="new_dir")
+    check_installed("tfrecorder.migrate()")  # before a file is written
     old = _read_old_folder(old_dir)
     run_id = output.new_run_id()
     # One request per bucket, before any shard is read: credentials, buckets, permissions.

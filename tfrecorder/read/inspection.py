@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 
-from tfrecorder._tensorflow import tensorflow
+from tfrecorder._tensorflow import check_installed, tensorflow
 from tfrecorder.format.layouts import OBJECT_LABEL, layout_of
 from tfrecorder.format.manifest import LABEL, Manifest, read_manifest
 from tfrecorder.option_checks import checked_int
@@ -87,6 +87,8 @@ def write_first_records(path: str, split: str, num_records: int,
                         output_dir: str | os.PathLike | None, naming: Naming) -> str:
     """`inspect`, naming what it writes by `naming`."""
     checked_int("num_records", num_records, "an int of 0 or more", minimum=0, optional=False)
+    check_installed("tfrecorder.inspect()", "tfrecorder.show() draws a split's images "
+                    "without it.")
     manifest = read_manifest(path)
     files = shard_files(path, manifest, split)
     output_dir = naming.folder(output_dir)

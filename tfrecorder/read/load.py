@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import Callable
 
-from tfrecorder._tensorflow import tensorflow
+from tfrecorder._tensorflow import check_installed, tensorflow
 from tfrecorder.errors import OptionError
 from tfrecorder.format.layouts import (
     AREA,
@@ -215,6 +215,8 @@ def load(
         crop=crop, cache=cache, as_supervised=as_supervised, multi_hot=multi_hot,
         max_boxes=max_boxes, drop_remainder=drop_remainder, with_info=with_info, host=host,
         num_frames=num_frames, frame_stride=frame_stride, num_samples=num_samples)
+    check_installed("tfrecorder.load()", "tfrecorder.open_split() reads the same records "
+                    "without it, for PyTorch, Grain or NumPy.")
     augment = AUGMENT_PRESETS.get(augment, augment) if isinstance(augment, str) else augment
     crop = CenterCrop() if crop == "center" else crop
     manifest = read_manifest(path)

@@ -36,7 +36,7 @@ from tfrecorder.storage.background_upload import BackgroundUpload
 
 # The packages that serve each protocol, for the error that says what to install.
 _EXTRAS = {"gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"), "s3": ("s3fs", "s3"),
-           "s3a": ("s3fs", "s3")}
+           "s3a": ("s3fs", "s3"), "http": ("aiohttp", "http"), "https": ("aiohttp", "http")}
 
 
 def is_remote(uri: str) -> bool:

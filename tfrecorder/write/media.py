@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from tfrecorder.errors import MissingExtraError
 from tfrecorder.format.media_sequence import Audio, Frames
 from tfrecorder.options import MediaOptions
 
@@ -173,8 +174,9 @@ def media_duration_us(source: bytes | BinaryIO, kind: str | None = None) -> int:
 # --- opening --------------------------------------------------------------------------
 
 def check_installed(kind: str) -> None:
-    """Raises, before any work starts, the ImportError a worker would meet at its first
-    `kind` ("video" or "audio") of file: the decoders are extras."""
+    """Raises, before any work starts, the MissingExtraError (an ImportError) a worker
+    would meet at its first `kind` ("video" or "audio") of file: the decoders are
+    extras."""
     for name in ("av",) if kind == "video" else ("soundfile", "av"):
         _module(name, kind)
 
@@ -182,9 +184,12 @@ def check_installed(kind: str) -> None:
 def _module(name: str, extra: str):
     try:
         return __import__(name)
-    except ImportError as e:
-        raise ImportError(f"{extra} files are decoded with {name}, which is not installed: "
-                          f'pip install "tfrecorder[{extra}]"') from e
+    except ModuleNotFoundError as e:
+        if e.name != name:  # installed, and broken: its own error says more
+            raise
+        raise MissingExtraError(f"{extra} files are decoded with {name}, which is not "
+                                f"installed: pip install 'tfrecorder[{extra}]'.", extra=extra,
+                                package=name) from None
 
 
 @contextmanager

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from tfrecorder.errors import MissingExtraError
+
 if TYPE_CHECKING:
     from tfrecorder.format.manifest import Manifest
     from tfrecorder.options import ConvertOptions
@@ -53,6 +55,7 @@ def engine_for(options: ConvertOptions) -> Engine:
     except ImportError as error:
         if error.name is None or not error.name.startswith("apache_beam"):
             raise
-        raise ImportError("runner= needs Apache Beam: pip install 'tfrecorder[beam]'.") \
-            from None
+        raise MissingExtraError("runner= needs Apache Beam, which is not installed: pip "
+                                "install 'tfrecorder[beam]' (or apache-beam).", extra="beam",
+                                package="apache_beam") from None
     return BeamEngine(options)

@@ -4,8 +4,10 @@ Remote workers unpickle the pipeline's functions by importing `tfrecorder`, so t
 package has to be installed there. Beam stages any wheel listed in `extra_packages` and
 pip-installs it, with its dependencies, on every worker. The wheel built here is the
 package as this process imports it (an editable checkout included), and it declares only
-what workers need: not TensorFlow (hundreds of MB that no worker imports) and not Beam
-(the worker's own Beam must stay the one its container was built with).
+what workers need: no extra but the stores' (gcs, s3), so not TensorFlow (the `tf`
+extra, hundreds of MB that no worker imports), not Beam (the worker's own Beam must stay
+the one its container was built with), and not protobuf, which only the driver uses (it
+reads label maps) and which pip would otherwise move under the container's Beam.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ _IN_PROCESS_RUNNERS = {"DirectRunner", "InteractiveRunner", "BundleBasedDirectRu
                        "SwitchingDirectRunner"}
 # Options through which the user already ships the code (or a container that has it).
 _USER_SHIPS_CODE = ("setup_file", "sdk_container_image")
-# Needed by the driver only.
-_DRIVER_ONLY = {"tensorflow", "apache-beam", "tqdm"}
+# Needed by the driver only. TensorFlow is an extra (dropped with the others), but an
+# install made while it was a dependency still lists it in its metadata.
+_DRIVER_ONLY = {"tensorflow", "apache-beam", "tqdm", "protobuf"}
 
 
 def needs_package(runner: str, beam_options: Mapping) -> bool:
