@@ -5,6 +5,7 @@ no dataset; options that contradict it are refused before any work."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -85,10 +86,12 @@ def test_one_bad_image_fails_naming_its_line_and_leaves_no_dataset(clean_table, 
 
 
 @pytest.mark.parametrize("files", [1, 2], ids=["table", "table-files"])
-def test_one_bad_image_fails_the_beam_engine_as_the_local_one(clean_table, tmp_path, files):
+def test_one_bad_image_fails_the_beam_engine_as_the_local_one(clean_table, tmp_path, files,
+                                                              caplog):
     """The same error, naming the row and the option, and no dataset. Two files are a
     source the pipeline plans itself: its launcher, which reads no row, raised the
-    worker's bare rejection (a tuple's text, with no row and no option)."""
+    worker's bare rejection (a tuple's text, with no row and no option). Beam logs no
+    traceback of it (the command line showed one, and the tuple, before its line)."""
     bad = tmp_path / "bad.jpg"
     bad.write_text("hello")
     source: str | list[str] = csv_with(clean_table, tmp_path / "t.csv", f"TRAIN,{bad},cat")
@@ -102,6 +105,7 @@ def test_one_bad_image_fails_the_beam_engine_as_the_local_one(clean_table, tmp_p
             tfrecorder.convert(source, str(out), strict=True, progress=False, **engine)
         assert not out.exists(), sorted(os.listdir(out))  # no dataset.json, no shard
         errors[name] = raised.value
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     local, beam = errors["local"], errors["beam"]
     assert type(beam) is type(local) is tfrecorder.ImageError
     assert str(beam) == str(local)

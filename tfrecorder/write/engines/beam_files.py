@@ -40,6 +40,7 @@ from tfrecorder.write.engines.beam import (
     _RowRejected,
     _WriteShard,
     submission_options,
+    tagged_as_named,
     with_worker_package,
 )
 from tfrecorder.write.engines.beam_plan import PipelinePlan, PlanFiles
@@ -228,7 +229,7 @@ class _WriteShardOfFiles(_WriteShard):
             error = image_error(FileRows(plan, self.convert_options), rejected.rejection,
                                 plan.limit.strict)
             _tell_launcher(error, self.error_file)
-            raise error from None
+            raise tagged_as_named(error) from None
 
 
 def convert_in_pipeline(files: list[str] | ParquetFolder, output_dir: str,
