@@ -60,3 +60,34 @@ def test_a_back_end_that_is_not_installed_names_its_extra(tmp_path, source, opti
         in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("uri, env, expected", [
+    ("gs://b/a.jpg", {"STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"},
+     ("http://127.0.0.1:9", "STORAGE_EMULATOR_HOST")),
+    ("gs://b/a.jpg", {"GOOGLE_CLOUD_UNIVERSE_DOMAIN": "example.invalid"},
+     ("https://storage.example.invalid", "GOOGLE_CLOUD_UNIVERSE_DOMAIN")),
+    ("s3://b/a.jpg", {"AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
+     ("http://127.0.0.1:9", "AWS_ENDPOINT_URL")),
+    # botocore goes through the proxy the environment names; the probe goes there too.
+    ("s3://b/a.jpg", {"AWS_ENDPOINT_URL": "https://s3.example.invalid",
+                      "HTTPS_PROXY": "http://proxy.example.invalid:3128"},
+     ("http://proxy.example.invalid:3128", "HTTPS_PROXY")),
+    ("s3://b/a.jpg", {"AWS_ENDPOINT_URL": "https://s3.example.invalid",
+                      "HTTPS_PROXY": "http://proxy.example.invalid:3128",
+                      "NO_PROXY": "example.invalid"},
+     ("https://s3.example.invalid", "AWS_ENDPOINT_URL")),
+    ("https://host.example.invalid/t.csv", {}, ("https://host.example.invalid", None)),
+    ("memory://t.csv", {}, (None, None)),
+], ids=["emulator", "universe", "s3-endpoint", "s3-proxy", "s3-no-proxy", "web", "other"])
+def test_the_probed_endpoint_is_the_clients(monkeypatch, tmp_path, uri, env, expected):
+    """The server a store's client would talk to, and the variable that chose it, learned
+    without credentials (the probe runs before any are looked up)."""
+    for name in ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_UNIVERSE_DOMAIN", "AWS_ENDPOINT_URL",
+                 "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "HTTPS_PROXY", "https_proxy",
+                 "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))  # a developer's: none
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert fs._endpoint(uri) == expected

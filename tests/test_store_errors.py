@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
+
+import pytest
 
 from tfrecorder.storage import store_errors
 
@@ -39,21 +42,29 @@ def test_what_a_store_answered_is_said_in_a_few_words():
         == "no such file or directory"
 
 
-def test_an_endpoint_that_refuses_is_named_with_the_cause(monkeypatch):
-    # An earlier test's emulator may have left its address in the environment; the
-    # message then names the variable, which is another test's concern.
-    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+def test_an_endpoint_that_refuses_is_named_with_the_cause():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()  # nothing listens there now
-    try:
-        store_errors.check_reachable("gs://bucket/a.jpg", f"http://127.0.0.1:{port}")
-    except OSError as error:  # StorageError
-        assert f"cannot reach the store at 127.0.0.1:{port}: connection refused" in str(error)
-    else:
-        raise AssertionError("no error")
-    store_errors.check_reachable("s3://bucket/a.jpg", None)  # not probed: nothing to say
+    for setting, named in [(None, ""), ("STORAGE_EMULATOR_HOST", " (STORAGE_EMULATOR_HOST)")]:
+        try:
+            store_errors.check_reachable("gs://bucket/a.jpg", f"http://127.0.0.1:{port}",
+                                         setting)
+        except OSError as error:  # StorageError
+            assert str(error) == (f"gs://bucket/a.jpg: cannot reach 127.0.0.1:{port}{named}: "
+                                  f"connection refused. {store_errors.UNREACHABLE_FIX}")
+        else:
+            raise AssertionError("no error")
+
+
+def test_a_host_that_does_not_resolve_fails_at_once():
+    """A DNS failure is the answer as soon as the lookup fails, not after the probe's
+    time (`.invalid` never resolves: RFC 6761)."""
+    started = time.monotonic()
+    with pytest.raises(OSError, match="cannot reach tables.invalid: DNS lookup failed"):
+        store_errors.check_reachable("https://tables.invalid/t.csv", "https://tables.invalid")
+    assert time.monotonic() - started < store_errors._PROBE_SECONDS / 2
 
 
 def test_an_endpoint_that_answers_passes():

@@ -5,6 +5,7 @@ no dataset; options that contradict it are refused before any work."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -30,16 +31,23 @@ def clean_table(tmp_path) -> pd.DataFrame:
 
 
 def csv_with(table: pd.DataFrame, path, extra: str) -> str:
-    """The table as an AutoML CSV with one more line (line 13)."""
+    """The table as an AutoML CSV with one more line (line 13 of the whole table)."""
     path.write_text("".join(f"{s},{u},{label}\n" for s, u, label in table.itertuples(
         index=False)) + extra + "\n")
     return str(path)
 
 
-def test_a_clean_table_gives_the_same_bytes_with_and_without_strict(clean_table, tmp_path):
+# The Beam engine, in this process (starts in seconds).
+BEAM = {"runner": "DirectRunner"}
+
+
+@pytest.mark.parametrize("engine", [{}, BEAM], ids=["local", "beam"])
+def test_a_clean_table_gives_the_same_bytes_with_and_without_strict(clean_table, tmp_path,
+                                                                    engine):
     plain, strict = tmp_path / "plain", tmp_path / "strict"
-    tfrecorder.convert(clean_table, str(plain), progress=False)
-    result = clean_table.tensorflow.to_tfrecord(str(strict), strict=True, progress=False)
+    tfrecorder.convert(clean_table, str(plain), progress=False, **engine)
+    result = clean_table.tensorflow.to_tfrecord(str(strict), strict=True, progress=False,
+                                                **engine)
     assert (result.num_records, result.num_rejected, result.warnings) == (12, 0, ())
     files = sorted(p.relative_to(plain) for p in plain.rglob("*") if p.is_file())
     assert sorted(p.relative_to(strict) for p in strict.rglob("*") if p.is_file()) == files
@@ -75,6 +83,37 @@ def test_one_bad_image_fails_naming_its_line_and_leaves_no_dataset(clean_table, 
     assert not out.exists()  # the folder is left as it was
     # Without strict, the row is one rejected row of 13 and the run passes.
     assert tfrecorder.convert(source, str(out), progress=False).num_rejected == 1
+
+
+@pytest.mark.parametrize("files", [1, 2], ids=["table", "table-files"])
+def test_one_bad_image_fails_the_beam_engine_as_the_local_one(clean_table, tmp_path, files,
+                                                              caplog):
+    """The same error, naming the row and the option, and no dataset. Two files are a
+    source the pipeline plans itself: its launcher, which reads no row, raised the
+    worker's bare rejection (a tuple's text, with no row and no option). Beam logs no
+    traceback of it (the command line showed one, and the tuple, before its line)."""
+    bad = tmp_path / "bad.jpg"
+    bad.write_text("hello")
+    source: str | list[str] = csv_with(clean_table, tmp_path / "t.csv", f"TRAIN,{bad},cat")
+    if files == 2:
+        source = [csv_with(clean_table.iloc[:6], tmp_path / "a.csv", ""),
+                  csv_with(clean_table.iloc[6:], tmp_path / "b.csv", f"TRAIN,{bad},cat")]
+    errors = {}
+    for name, engine in [("local", {"num_workers": 1}), ("beam", BEAM)]:
+        out = tmp_path / name
+        with pytest.raises(tfrecorder.ImageError) as raised:
+            tfrecorder.convert(source, str(out), strict=True, progress=False, **engine)
+        assert not out.exists(), sorted(os.listdir(out))  # no dataset.json, no shard
+        errors[name] = raised.value
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    local, beam = errors["local"], errors["beam"]
+    assert type(beam) is type(local) is tfrecorder.ImageError
+    assert str(beam) == str(local)
+    assert (beam.option, beam.rows, beam.column) == (local.option, local.rows, local.column)
+    row = 13 if files == 1 else "b.csv[7]"
+    assert str(beam).startswith(f"line {row} ({str(bad)!r}): not an image"), str(beam)
+    assert beam.option == "strict" and beam.rows == [row]
+    assert "pass strict=False (or on_error='reject')" in str(beam)
 
 
 def test_a_skipped_annotation_fails_naming_its_file_and_line(tmp_path):

@@ -177,6 +177,9 @@ def _claimed(path: str, options: TableOptions) -> tuple[str, bool, object]:
             path = fs.file_uri_path(path)
         except ValueError as error:
             raise ValueError(f"{path!r} is not a usable file:// URI: {error}") from None
+    if fs.is_web(path):  # (a bucket store's client probes its endpoint itself)
+        fs.filesystem(path)  # a missing back-end (the http extra) is said first
+        fs.check_reachable(path)  # in seconds: the web client waited 30 s for a silent host
     is_folder = fs.is_folder(path)
     if is_folder and not fs.is_remote(path):
         path = os.path.abspath(path)

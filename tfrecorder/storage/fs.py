@@ -102,12 +102,21 @@ _filesystems: dict[tuple[int, str], object] = {}
 
 def filesystem(uri: str):
     """The fsspec file system for a remote URI, one per protocol and process (a forked
-    worker builds its own: connections and event loops must not cross a fork)."""
+    worker builds its own: connections and event loops must not cross a fork).
+
+    A process's first client of a bucket store is built after its endpoint has been
+    probed (`check_reachable`), in seconds: offline, gcsfs looked for credentials (the
+    GCE metadata server, 13 s) and retried each request (36 s) before it said anything.
+    A forked worker's parent has probed it already.
+    """
     name = protocol(uri)
     key = (os.getpid(), name)
     if key not in _filesystems:
+        built_by_parent = {built for _, built in _filesystems}
         if any(pid != key[0] for pid, _ in _filesystems):
             _filesystems.clear()
+        if name not in built_by_parent and not is_web(uri):  # (a web URL: its row's host)
+            check_reachable(uri)
         _filesystems[key] = _new_filesystem(name)
     return _filesystems[key]
 
@@ -599,14 +608,12 @@ def check_access(read: list[str], write: str | None = None, probe_name: str = ""
         if is_web(uri):
             filesystem(uri)  # only that its client is installed
             continue
-        store_errors.check_reachable(uri, _endpoint(uri))
-        with storage_errors(uri):
+        with storage_errors(uri):  # (its client's first use probes its endpoint)
             try:
                 filesystem(uri).info(uri)
             except FileNotFoundError:
                 _check_bucket(uri)
     if write is not None and is_remote(write):
-        store_errors.check_reachable(write, _endpoint(write))
         probe = join(write, probe_name)
         _check_bucket(probe)
         with storage_errors(write):
@@ -614,12 +621,64 @@ def check_access(read: list[str], write: str | None = None, probe_name: str = ""
             filesystem(probe).rm_file(probe)
 
 
-def _endpoint(uri: str) -> str | None:
-    """The URL of the server a store's client talks to, where the client tells it."""
-    if protocol(uri) not in ("gs", "gcs"):
-        return None
-    location = getattr(filesystem(uri), "_location", None)  # gcsfs's, emulator included
-    return location if isinstance(location, str) else None
+def check_reachable(uri: str) -> None:
+    """Fails within seconds, naming the host, the cause and what to check, when the server
+    `uri` is read from cannot be reached: a bucket store's endpoint, or a web URL's host.
+    `filesystem` calls it before a process's first client of a bucket store; call it for
+    a web URL that the run cannot do without (a table). Other URIs pass.
+
+    Raises:
+        StorageError: the DNS lookup failed, the connection was refused, or no answer
+            came within 5 s.
+    """
+    endpoint, setting = _endpoint(uri)
+    if endpoint is not None:
+        store_errors.check_reachable(uri, endpoint, setting)
+
+
+# The environment variables a store's client may take its endpoint from.
+_ENDPOINT_SETTINGS = {"gs": ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_UNIVERSE_DOMAIN"),
+                      "s3": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")}
+
+
+def _endpoint(uri: str) -> tuple[str | None, str | None]:
+    """The URL of the server `uri` is read from, as its client would talk to it, and the
+    environment variable it came from, if one did; (None, None) where it cannot be told.
+
+    A store's is asked of an anonymous twin of its client, which looks up no credentials
+    (gcsfs asks the GCE metadata server first, which offline took 13 s). Where botocore
+    would go through a proxy (HTTPS_PROXY), the proxy is the server; gcsfs and fsspec's
+    web client connect directly.
+    """
+    if is_web(uri):
+        parts = urllib.parse.urlsplit(uri)
+        return f"{parts.scheme}://{parts.netloc}", None
+    name = {"gcs": "gs", "s3a": "s3"}.get(protocol(uri), protocol(uri))
+    try:
+        if name == "gs":
+            from gcsfs.core import GCSFileSystem
+
+            url = GCSFileSystem(token="anon", skip_instance_cache=True)._location
+        elif name == "s3":
+            from botocore.utils import get_environ_proxies
+            from s3fs import S3FileSystem
+
+            url = S3FileSystem(anon=True, skip_instance_cache=True).connect().meta.endpoint_url
+            scheme = urllib.parse.urlsplit(url).scheme
+            proxy = get_environ_proxies(url).get(scheme)
+            if proxy:
+                return (proxy if "://" in proxy else f"http://{proxy}",
+                        f"{scheme.upper()}_PROXY")
+        else:
+            return None, None
+    except Exception:  # not installed, or settings it refuses: building the client says so
+        return None, None
+    if not isinstance(url, str):
+        return None, None
+    setting = next((variable for variable in _ENDPOINT_SETTINGS[name]
+                    if os.environ.get(variable, "") not in ("", "default")
+                    and os.environ[variable] in url), None)
+    return url, setting
 
 
 def bucket_root(uri: str) -> str:

@@ -4,8 +4,8 @@ A store's client (gcsfs, s3fs, aiohttp for http) raises errors several layers de
 DNS failure inside a connection error inside a retry's timeout. `answer` says what the
 store answered ('access denied (403)'), or why no answer came ('cannot reach
 127.0.0.1:9: connection refused'); `FIXES` says what to check for each store;
-`check_reachable` probes a store's endpoint before any work, because its client would
-retry for a minute or more and then blame the bucket or the credentials.
+`check_reachable` probes a server before its client's first request, because the client
+would retry for a minute or more and then blame the bucket or the credentials.
 
 Apart from `fs`, which only moves bytes: this module reads errors and sockets, never
 files, so it imports nothing of `fs`, and `fs` calls it where a store fails.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import socket
 import threading
 import urllib.parse
@@ -139,24 +138,24 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
                 or link.__cause__ or link.__context__)
 
 
-# How long the probe of a store's endpoint waits, DNS lookup, connection and TLS together.
+# How long the probe of a server waits, DNS lookup, connection and TLS together: time for
+# a slow network's handshake, where a store's client retried for a minute.
 _PROBE_SECONDS = 5.0
 
 
-def check_reachable(uri: str, endpoint: str | None) -> None:
-    """Fails within seconds, naming the cause, when the endpoint of `uri`'s store cannot
-    be reached: its client would retry for a minute or more, then blame the bucket or
-    the credentials. `endpoint` is the URL its client talks to, None where the client
-    does not tell it (only gs://, the emulator included, is probed)."""
-    if endpoint is None:
-        return
+def check_reachable(uri: str, endpoint: str, setting: str | None = None) -> None:
+    """Fails within seconds when the server at `endpoint` (a URL), which `uri` is read
+    from, cannot be reached: as soon as the DNS lookup or the connection fails, or after
+    `_PROBE_SECONDS` without an answer. The message names the URI, the host (and
+    `setting`, the environment variable the endpoint came from, if one did), the cause
+    in `answer`'s words, and what to check: a store's client would retry for a minute or
+    more, then blame the bucket or the credentials."""
     cause = _connect(endpoint)
     if cause is not None:
-        emulator = " (STORAGE_EMULATOR_HOST)" if os.environ.get(
-            "STORAGE_EMULATOR_HOST", "") not in ("", "default") else ""
         address = urllib.parse.urlsplit(endpoint).netloc
-        raise StorageError(f"{uri}: cannot reach the store at {address}{emulator}: "
-                           f"{cause}. {UNREACHABLE_FIX}", uri=uri)
+        named = f" ({setting})" if setting else ""
+        raise StorageError(f"{uri}: cannot reach {address}{named}: {cause}. "
+                           f"{UNREACHABLE_FIX}", uri=uri)
 
 
 def _connect(url: str) -> str | None:

@@ -232,16 +232,21 @@ class RejectionLimit:
             num_rejected=num_rejected, num_rows=self.num_rows, reasons=dict(reasons))
 
 
-def image_error(table: Table, rejection: Rejection, strict: bool = False) -> ImageError:
+def image_error(rows: Table | SourceRows, rejection: Rejection, strict: bool = False
+                ) -> ImageError:
     """What stops a run with `on_error="raise"` (or `strict`): the row, by its label in
-    the table (a CSV's line), its image and why it cannot be written."""
-    row = table.rows.index[rejection.position]
-    image = table.image_references[rejection.position]
+    the table (a CSV's line), its image and why it cannot be written. `rows`: the table,
+    or its rows as the report of rejected rows looks them up (a pipeline that never holds
+    the table: `beam_files.FileRows`), which label them alike."""
+    if isinstance(rows, Table):
+        rows = SourceRows.of(rows)
+    row = rows.index[rejection.position]
+    image = rows.image_uris[rejection.position]
     return ImageError(
-        f"{name_row(row, table.rows.index)} ({image!r}): {rejection.reason}.",
+        f"{name_row(row, rows.index)} ({image!r}): {rejection.reason}.",
         *rejection_advice(rejection.reason), " Fix or drop the row, or ",
         *_let_pass(strict, Option("on_error", "reject")), " to list such rows in "
-        "rejected.csv.", column=table.image_column or "image_uri", rows=[row],
+        "rejected.csv.", column=rows.image_column or "image_uri", rows=[row],
         option="strict" if strict else "on_error")
 
 

@@ -393,6 +393,14 @@ def _unstaged_clip(staged: str | None) -> tuple:
     return start, end, None if timed is None else tuple(map(tuple, timed))
 
 
+def tagged_as_named(error: BaseException) -> BaseException:
+    """`error`, marked as Beam marks an error it has named (`_tagged_with_step`, a private
+    detail, checked on Beam 2.77), so that Beam raises it from a step as it is: not
+    rebuilt from its message, and not logged with its traceback first."""
+    error._tagged_with_step = True
+    return error
+
+
 class _RowRejected(ImageError):
     """`on_error="raise"` in a worker, which knows the row's position, not its label in
     the table: where the error itself reaches the driver, it raises `finish.image_error`
@@ -441,13 +449,12 @@ class _WriteShard(beam.DoFn):
                     yield index, shard, rejections
                 else:
                     yield from _summarized(index, shard, rejections, plan)
-        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, not a failure of the step
-            # Marked as Beam marks an error it has named (`_tagged_with_step`, a private
-            # detail, checked on Beam 2.77), so that Beam raises it as it is: the run
-            # stops as on the local engine, with the signal's exit status, not as a
-            # RuntimeError logged with its traceback (or a `Terminated` rebuilt from
-            # its message).
-            stop._tagged_with_step = True
+        except (KeyboardInterrupt, _RowRejected) as stop:  # not a failure of the step:
+            # Ctrl-C or SIGTERM, or a row that stops the run (`on_error="raise"`, `strict`).
+            # Raised as it is, the run stops as on the local engine, with the signal's
+            # exit status or the row's one line, not after a traceback Beam logs (nor
+            # as a RuntimeError or a `Terminated` rebuilt from its message).
+            tagged_as_named(stop)
             raise
 
     def _write_shard(self, element):

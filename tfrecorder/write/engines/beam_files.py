@@ -37,8 +37,10 @@ from tfrecorder.write.engines.beam import (
     Progress,
     _new_temp_folders,
     _options,
+    _RowRejected,
     _WriteShard,
     submission_options,
+    tagged_as_named,
     with_worker_package,
 )
 from tfrecorder.write.engines.beam_plan import PipelinePlan, PlanFiles
@@ -50,6 +52,7 @@ from tfrecorder.write.finish import (
     Written,
     WrittenShard,
     finish,
+    image_error,
     write_rejected_part,
 )
 from tfrecorder.write.output import OutputFolder, private_temp_dir
@@ -196,11 +199,37 @@ def _in_job(step, error_file: str | None):
         try:
             return step(*args, **kwargs)
         except TFRecorderError as error:
-            if error_file is not None:
-                with contextlib.suppress(Exception):
-                    fs.write_bytes(error_file, pickle.dumps(error))
+            _tell_launcher(error, error_file)
             raise
     return run
+
+
+def _tell_launcher(error: TFRecorderError, error_file: str | None) -> None:
+    if error_file is not None:
+        with contextlib.suppress(Exception):
+            fs.write_bytes(error_file, pickle.dumps(error))
+
+
+class _WriteShardOfFiles(_WriteShard):
+    """`_WriteShard` under a plan made in the pipeline: a row that stops the run
+    (`on_error="raise"`, `strict`) is named as the local engine names it, by its label in
+    its file (`FileRows`), and its error is written for the launcher (`_in_job`); the
+    launcher, which reads no row, raised the worker's bare `_RowRejected`."""
+
+    def __init__(self, folder: OutputFolder, options: ConvertOptions, journal: Journal,
+                 error_file: str | None):
+        super().__init__(folder, None, None, None, options.reject.on_error, journal,
+                         Progress(folder.run_id, 0, False))
+        self.convert_options, self.error_file = options, error_file
+
+    def process(self, element, plan: PipelinePlan):
+        try:
+            yield from super().process(element, plan)
+        except _RowRejected as rejected:
+            error = image_error(FileRows(plan, self.convert_options), rejected.rejection,
+                                plan.limit.strict)
+            _tell_launcher(error, self.error_file)
+            raise tagged_as_named(error) from None
 
 
 def convert_in_pipeline(files: list[str] | ParquetFolder, output_dir: str,
@@ -307,9 +336,8 @@ def _pipeline(files: list[str] | ParquetFolder, folder: OutputFolder, journal: J
     plan = AsSingleton(planned)
     written = ({"key": keys, "rows": rows}
                | "GroupByShard" >> beam.CoGroupByKey()
-               | "EncodeAndWrite" >> beam.ParDo(_WriteShard(
-                   folder, None, None, None, options.reject.on_error, journal,
-                   Progress(folder.run_id, 0, False)), plan).with_outputs(
+               | "EncodeAndWrite" >> beam.ParDo(_WriteShardOfFiles(
+                   folder, options, journal, error_file), plan).with_outputs(
                        TALLIES, COPIES, REJECTIONS, main="shards"))
     tallies = (written[TALLIES]
                | "SumTallies" >> beam.CombinePerKey(_summed)
