@@ -7,11 +7,11 @@ Pillow and libjpeg-turbo) only when asked to. Nothing here needs TensorFlow. Rec
 parsed by `example_decoding` and held to the rules `tf.io.parse_single_example` applies
 to the manifest's spec (`_parse_problem`); images are checked by the writer's own checks
 (`image_checks.stored_image_problem`, which decodes every byte strictly), and their
-shape, as TensorFlow decodes them, is read from their headers (`decoded_shape`), so each
-image is decoded once. `image_checks.tensorflow_decodes` tells an image `load()` cannot
-decode (a `decode` problem) from one it decodes wrong (`strict`).
+shape, as TensorFlow decodes them, is read from their headers (`decoded_shape`), so a
+sound image is decoded once. `image_checks.tensorflow_decodes` tells an image `load()`
+cannot decode (a `decode` problem) from one it decodes wrong (`strict`).
 
-Each record is checked and described in one go (`_check_record`); records are checked on
+Each record is checked and described in one go (`_Checks.check`); records are checked on
 a thread per core (`shards.checked_records`): decoding, nearly all of the cost, releases
 the GIL. Each value rule (ids in range, the split of the shard, a detection record's
 boxes and how many of each per-object value it has, its masks) is a small object with
