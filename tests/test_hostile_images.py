@@ -14,7 +14,9 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -23,9 +25,11 @@ from helpers import image_bytes, make_image
 from PIL import Image
 
 from tfrecorder.format.image_checks import (
+    decode_fully,
     decoded_shape,
     stored_image_problem,
     tensorflow_decodes,
+    with_pillow,
 )
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
 from tfrecorder.write.records import encode_row
@@ -693,6 +697,19 @@ def test_pillows_global_limit_adds_no_hidden_limit(name, monkeypatch):
     assert not isinstance(encode(data, **options), Rejection)
     assert "more than the limit of 1,000" in rejected(data, max_image_pixels=1000, **options)
     assert Image.MAX_IMAGE_PIXELS == 100  # and the user's setting is left as it was
+
+
+def test_pillow_on_many_threads_leaves_the_warning_filters_as_they_were():
+    """verify decodes on threads: one thread's warnings off must not outlast the others'
+    (catch_warnings in each restored a list another had changed: warnings stayed off)."""
+    data = png(GREY40)
+    before = list(warnings.filters)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: with_pillow(decode_fully, data), range(400)))
+    assert warnings.filters == before
+    with warnings.catch_warnings(record=True) as caught:
+        with_pillow(lambda: warnings.warn("Pillow's, not shown", stacklevel=1))
+    assert caught == []
 
 
 # --- options ------------------------------------------------------------------------------

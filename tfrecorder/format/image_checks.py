@@ -417,9 +417,40 @@ def _check_ihdr(width, height, bit_depth, colour_type, compression, filter_metho
 _PILLOW_LIMIT = threading.Lock()
 
 
+class _WarningsOff:
+    """Python's warnings off while any thread is inside: the first in turns them off, the
+    last out puts the filters back. `warnings.catch_warnings` saves and restores the
+    process's one list of filters, so threads each inside one (verify checks images on
+    threads) restore each other's lists, and the last could leave every warning ignored
+    for good."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._saved: warnings.catch_warnings | None = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if not self._inside:
+                self._saved = warnings.catch_warnings()
+                self._saved.__enter__()
+                warnings.simplefilter("ignore")
+            self._inside += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._inside -= 1
+            if not self._inside:
+                self._saved.__exit__(None, None, None)
+                self._saved = None
+
+
+_PILLOW_WARNINGS_OFF = _WarningsOff()
+
+
 def with_pillow(work: Callable, *args):
-    """`work(*args)`, which uses Pillow, with Pillow's warnings off and without Pillow's
-    process-wide pixel limit.
+    """`work(*args)`, which uses Pillow, with Pillow's warnings off (on any thread:
+    `_WarningsOff`) and without Pillow's process-wide pixel limit.
 
     `max_image_pixels` is the one limit, checked on the header before any decode on every
     path; `PIL.Image.MAX_IMAGE_PIXELS` (89 MP by default, an error past twice that, or
@@ -430,8 +461,7 @@ def with_pillow(work: Callable, *args):
     see no limit only for the moments an image past Pillow's limit is decoded here (one
     that `max_image_pixels` allowed: it is checked right after `Image.open`).
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Pillow's warnings (EXIF, palette) are not errors
+    with _PILLOW_WARNINGS_OFF:  # Pillow's warnings (EXIF, palette) are not errors
         try:
             return work(*args)
         except Image.DecompressionBombError:
