@@ -175,10 +175,15 @@ def run_cli(*args, timeout=300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def run_without_tensorflow(code: str, *args, timeout=120) -> str:
+def run_without_tensorflow(code: str, *args, timeout=120, installed: bool = True) -> str:
     """Runs `code` in a fresh interpreter (with `args` in sys.argv) and returns what it
-    printed; fails if it errs or imports TensorFlow, whose import alone takes seconds."""
-    code += "\nimport sys\nassert 'tensorflow' not in sys.modules, 'TensorFlow imported'\n"
+    printed; fails if it errs or imports TensorFlow, whose import alone takes seconds.
+    `installed=False`: where `import tensorflow` raises ImportError, as in an install
+    without TensorFlow (a function that catches that and does without is tested too)."""
+    if not installed:
+        code = "import sys\nsys.modules['tensorflow'] = None\n" + code
+    code += ("\nimport sys\nassert sys.modules.get('tensorflow') is None, "
+             "'TensorFlow imported'\n")
     done = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
                           text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr

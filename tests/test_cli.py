@@ -352,7 +352,7 @@ def test_a_closed_stdout_ends_the_command_quietly(sample, tmp_path, command, cod
     finally:
         process.kill()
     assert process.returncode == code, stderr  # 141: as a shell reports `yes | head -1`
-    # (TensorFlow, which verify and inspect import, logs lines of its own)
+    # (TensorFlow, which inspect imports, logs lines of its own)
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
 
 

@@ -267,7 +267,10 @@ def test_a_torch_dataloader_batches_open_split_clips(videos, torch):
 def test_verify_decodes_every_frame_and_names_the_corrupt_one(tmp_path):
     frames = [jpeg(frame_pixels(k)) for k in range(8)]
     frames[7] = frames[7][:len(frames[7]) // 2]  # truncated
-    path = write_clip_dataset(tmp_path, [
+    # Not in tmp_path itself, the test's temporary folder: load() below makes TensorFlow
+    # write AutoGraph's files there (the first time it converts a function in the
+    # process), which verify names as files the manifest does not list.
+    path = write_clip_dataset(tmp_path / "clips", [
         {"label": "run", "split": "validation"},
         {"label": "run", "split": "validation", "encoded": frames}], records_per_shard=1)
     # load decodes only the frames it samples: the centre 4 of 8 are sound.

@@ -14,7 +14,9 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -22,7 +24,13 @@ import tensorflow as tf
 from helpers import image_bytes, make_image
 from PIL import Image
 
-from tfrecorder.format.image_checks import stored_image_problem
+from tfrecorder.format.image_checks import (
+    decode_fully,
+    decoded_shape,
+    stored_image_problem,
+    tensorflow_decodes,
+    with_pillow,
+)
 from tfrecorder.options import DEFAULT_MAX_IMAGE_PIXELS, ImageOptions
 from tfrecorder.write.records import encode_row
 from tfrecorder.write.rows import Rejection, Row
@@ -46,6 +54,8 @@ def encode(data: bytes, **options):
         assert fields["pixels"].shape == (
             fields["image_height"], fields["image_width"], fields["image_channels"])
         assert stored_image_problem(fields["image"], fields["image_format"].decode()) is None
+        # What verify reads the shape from, without decoding again.
+        assert decoded_shape(fields["image"], fields["image_format"]) == fields["pixels"].shape
     return fields
 
 
@@ -267,7 +277,7 @@ def test_jpeg_processes_tensorflow_decodes_are_kept_byte_for_byte(name):
 ])
 def test_jpeg_that_nothing_decodes_is_rejected_from_its_header(edit, reason):
     data = edit(photo_jpeg())
-    assert tf_cannot_decode(data)
+    assert tf_cannot_decode(data) and not tensorflow_decodes(data, "jpeg")
     for validate in (True, False):
         assert reason in rejected(data, validate=validate)
     assert reason in stored_image_problem(data, "jpeg")
@@ -276,7 +286,7 @@ def test_jpeg_that_nothing_decodes_is_rejected_from_its_header(edit, reason):
 @pytest.mark.parametrize("sof", [0xC3, 0xCB])
 def test_a_jpeg_claiming_a_lossless_process_is_never_kept(sof):
     data = with_sof(photo_jpeg(), sof)  # DCT data under a lossless frame header
-    assert tf_cannot_decode(data)
+    assert tf_cannot_decode(data) and not tensorflow_decodes(data, "jpeg")
     for validate in (True, False):
         result = encode(data, validate=validate)
         assert isinstance(result, Rejection) or result["image"] != data
@@ -331,6 +341,10 @@ def test_damaged_jpeg_data_is_rejected_with_libjpegs_warning(name, save_args, ed
     reason = rejected(data)
     assert reason.startswith("corrupt or truncated image: ") and warning in reason, reason
     assert stored_image_problem(data, "jpeg") == reason  # verify's check is the writer's
+    # verify tells damage TensorFlow decodes (grey) from data it cannot decode at all:
+    # TensorFlow makes up no end for a JPEG that ends early.
+    truncated = "Premature end of JPEG file" in warning
+    assert tensorflow_decodes(data, "jpeg") is (not truncated) is (not tf_cannot_decode(data))
     for options in ({"image_size": (60, 80)}, {"image_format": "png"},
                     {"image_format": "raw"}):  # every path that decodes it
         assert warning in rejected(data, **options)
@@ -446,12 +460,15 @@ def test_png_chunk_with_a_bad_crc_is_rejected_naming_it(kind):
                           f"chunk fails its CRC check)")
     assert "CRC" in stored_image_problem(data, "png")
     assert stored_image_problem(source, "png") is None
+    # libpng drops an ancillary chunk that fails its CRC, and decodes the rest.
+    ancillary = kind in (b"tRNS", b"tEXt")
+    assert tensorflow_decodes(data, "png") is ancillary is (not tf_cannot_decode(data))
 
 
 def test_png_without_iend_is_rejected():
     data = png(GREY, end=b"")
     pillow_decodes(data)
-    assert tf_cannot_decode(data)
+    assert tf_cannot_decode(data) and not tensorflow_decodes(data, "png")
     assert rejected(data) == ("corrupt or truncated image: a truncated PNG (it ends before "
                               "its IEND chunk)")
 
@@ -680,6 +697,19 @@ def test_pillows_global_limit_adds_no_hidden_limit(name, monkeypatch):
     assert not isinstance(encode(data, **options), Rejection)
     assert "more than the limit of 1,000" in rejected(data, max_image_pixels=1000, **options)
     assert Image.MAX_IMAGE_PIXELS == 100  # and the user's setting is left as it was
+
+
+def test_pillow_on_many_threads_leaves_the_warning_filters_as_they_were():
+    """verify decodes on threads: one thread's warnings off must not outlast the others'
+    (catch_warnings in each restored a list another had changed: warnings stayed off)."""
+    data = png(GREY40)
+    before = list(warnings.filters)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: with_pillow(decode_fully, data), range(400)))
+    assert warnings.filters == before
+    with warnings.catch_warnings(record=True) as caught:
+        with_pillow(lambda: warnings.warn("Pillow's, not shown", stacklevel=1))
+    assert caught == []
 
 
 # --- options ------------------------------------------------------------------------------

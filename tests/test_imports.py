@@ -70,8 +70,8 @@ HEAVY = {"tensorflow", "apache_beam"}
 # Where 2.0's spellings are translated: the root (`tfrecorder.load`, ...), the accessor,
 # the command line, and `types` and `input_schema`, 2.0's module names.
 EDGE = {"tfrecorder", "accessor", "cli", "types", "input_schema"}
-# verify decodes records with TensorFlow only when asked (a lazy import of
-# verify_records), and verify_records reports through verify's types.
+# verify decodes records (with Pillow and libjpeg-turbo) only when asked (a lazy import
+# of verify_records), and verify_records reports through verify's types.
 ALLOWED_CIRCLES = {frozenset({"read.verify", "read.verify_records"})}
 
 # When an import runs: with its module, when a function is called, or never.

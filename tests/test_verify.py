@@ -92,6 +92,36 @@ def test_verify_without_decoding_never_imports_tensorflow(dataset):
                            "tfrecorder.verify(sys.argv[1], decode_images=False)", dataset)
 
 
+# verify() in an interpreter where `import tensorflow` fails: the dataset folders given,
+# a report of each printed as `ok decoded parsed [record check, ...]`.
+WITHOUT_TENSORFLOW = """
+import sys, tfrecorder
+for path in sys.argv[1:]:
+    try:
+        report = tfrecorder.verify(path)
+    except tfrecorder.VerificationError as error:
+        report = error.report
+    print(report.ok, report.num_images_decoded, report.num_records_parsed,
+          [(p.record, str(p.check)) for p in report.problems])
+"""
+
+
+def test_verify_decodes_and_checks_records_where_tensorflow_cannot_be_imported(
+        dataset, tmp_path):
+    """TensorFlow is an extra: verify parses, decodes and checks every record without."""
+    damaged = str(tmp_path / "damaged")
+    shutil.copytree(dataset, damaged)
+    manifest = read_manifest(damaged)
+    examples = [features_of(r, manifest) for r in read_split(damaged, "train")]
+    examples[1]["label"] = 7
+    examples[2]["image"] = examples[2]["image"][:len(examples[2]["image"]) // 2]
+    rewrite_split(damaged, "train", examples)
+    total = sum(split["num_records"] for split in manifest["splits"].values())
+    printed = run_without_tensorflow(WITHOUT_TENSORFLOW, dataset, damaged, installed=False)
+    assert printed.splitlines() == [f"True {total} {total} []",
+                                    f"False {total - 1} {total} [(1, 'ids'), (2, 'decode')]"]
+
+
 def test_a_flipped_byte_inside_an_image_fails_its_checksum(dataset):
     record = read_split(dataset, "train")[0]
     shard = first_shard(dataset)
@@ -293,9 +323,30 @@ def test_shapes_formats_and_features_that_differ_from_the_record_are_found(datas
         f"{examples[1]['image_format'].decode()!r}, but the image bytes are not in that "
         "format",
         "train-00000-of-00001.tfrecord, record 3: does not parse with the manifest's "
-        "features: label: Feature: label (data type: int64) is required but could not be "
-        "found.",
+        "features: label: missing, but the manifest says every record holds one int64 "
+        "value",
     ])
+
+
+def test_raw_pixels_that_are_not_the_recorded_shape_or_base64_do_not_decode(
+        image_table, tmp_path):
+    out = str(tmp_path / "raw")
+    tfrecorder.convert(image_table.head(6), out, image_format="raw", progress=False)
+    manifest = read_manifest(out)
+    records = read_split(out, "train")
+    examples = [features_of(r, manifest) for r in records]
+    examples[0]["image_width"] += 1
+    examples[1]["image"] = b"*" + examples[1]["image"][1:]
+    rewrite_split(out, "train", examples)
+    height, width, channels = records[0]["pixels"].shape
+    where = [f"train-00000-of-00001.tfrecord, record {i} "
+             f"({records[i]['image_name'].decode()!r})" for i in (0, 1)]
+    assert problems_of(out) == [
+        f"{where[0]}: the image does not decode: {height * width * channels:,} bytes of raw "
+        f"pixels, but the record says {height}x{width + 1}x{channels} (height x width x "
+        f"channels), {height * (width + 1) * channels:,} bytes",
+        f"{where[1]}: the image does not decode: raw pixels that are not web-safe base64: "
+        "Only base64 data is allowed"]
 
 
 def test_the_message_counts_every_problem_and_quotes_the_first_few(dataset):
@@ -445,13 +496,12 @@ def test_a_record_that_does_not_match_the_schema_is_named_without_images(tmp_pat
     examples[1]["score"] = [1.0, 2.0]
     examples[2]["boxes"] = [0.0, 0.5, 1.0]  # not rows of 4
     rewrite_split(out, "train", examples)
-    problems = problems_of(out)
-    assert len(problems) == 3
-    for number, (problem, feature) in enumerate(zip(problems, ["age", "score", "boxes"])):
-        assert problem.startswith(f"train-00000-of-00001.tfrecord, record {number}: does not "
-                                  f"parse with the manifest's features: {feature}: ")
-    assert problems[2].endswith("a tensor with 3 values, but the requested shape requires "
-                                "a multiple of 4")
+    where = "train-00000-of-00001.tfrecord, record {}: does not parse with the manifest's " \
+        "features: "
+    assert problems_of(out) == [
+        where.format(0) + "age: a bytes_list, but the manifest says int64 (an int64_list)",
+        where.format(1) + "score: 2 values, but the manifest says one float32 value",
+        where.format(2) + "boxes: 3 values, not rows of 4 (the manifest's shape is [None, 4])"]
 
 
 def test_integer_labels_are_checked_against_num_classes(tmp_path):
@@ -485,10 +535,10 @@ def test_damaged_jpeg_data_that_tensorflow_decodes_with_a_warning_is_a_problem(d
     damaged = jpeg["image"][:-2] + b"junk" * 4 + b"\xff\xd9"
     tf.io.decode_image(damaged)  # TensorFlow itself does not object
     rewrite_split(dataset, "train", [features_of(jpeg, manifest, image=damaged)])
-    problems = problems_of(dataset)
-    assert len(problems) == 1, problems
-    assert problems[0].startswith("train-00000-of-00001.tfrecord, record 0 (") \
-        and "extraneous bytes before marker 0xd9" in problems[0], problems
+    (problem,) = found(dataset)
+    assert (problem.record, problem.check) == (0, "strict")
+    assert str(problem).startswith("train-00000-of-00001.tfrecord, record 0 (") \
+        and "extraneous bytes before marker 0xd9" in str(problem), problem
 
 
 def test_a_dataset_without_records_is_not_ok(tmp_path):

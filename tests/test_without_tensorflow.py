@@ -1,7 +1,7 @@
 """The base install, without TensorFlow (issue 51): `pip install tfrecorder` converts
 image tables and detection datasets (COCO, YOLO, Pascal VOC, with a label map), reads
-them back with `open_split`, and describes them (`info`, `show`, `report`,
-`verify(decode_images=False)`), in Python and on the command line, and none of it tries
+them back with `open_split`, and describes and checks them (`info`, `show`, `report`,
+`verify`, decoding or not), in Python and on the command line, and none of it tries
 to import TensorFlow; `load()` and `inspect`, which read with it, fail with one line that
 names the `tf` extra, before they read or write a file.
 
@@ -35,10 +35,8 @@ from helpers import pixels, write_image
 
 PYTHON = os.environ.get("TFRECORDER_BASE_PYTHON", sys.executable)
 
-# verify(decode_images=True) decodes with TensorFlow (read/verify_records.py) until it is
-# rewritten without it; then add True here, and `tfrecorder verify` without --no-decode
-# is run too.
-VERIFY_DECODES = [False]
+# verify with and without decoding: `tfrecorder verify` and `--no-decode` too.
+VERIFY_DECODES = [False, True]
 
 LABEL_MAP = {"cat": 7, "dog": 3, "zebra": 12}  # ids that no order of the names gives
 

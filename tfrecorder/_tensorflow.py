@@ -2,7 +2,7 @@
 
 Importing TensorFlow writes lines of its C++ runtime to stderr (oneDNN, no CUDA drivers,
 cuInit failing on a machine without a GPU): seven lines between the progress bars of
-`verify`, `inspect` and `load`. Every function of tfrecorder that needs TensorFlow takes
+`inspect` and `load`. Every function of tfrecorder that needs TensorFlow takes
 it from `tensorflow()`, which, when tfrecorder is the first to import it and the user
 has not set `TF_CPP_MIN_LOG_LEVEL`, sets that to 3 (the runtime's errors reach the user
 as Python exceptions anyway) and holds back the lines the runtime writes before its
@@ -12,7 +12,7 @@ meanwhile is written back. Setting `TF_CPP_MIN_LOG_LEVEL` yourself (0 shows ever
 keeps every line, as TensorFlow prints it.
 
 TensorFlow is an extra (`tfrecorder[tf]`): converting, `open_split`, `info`, `show`,
-`report` and `verify(decode_images=False)` never import it. Where it is not installed,
+`report` and `verify` never import it. Where it is not installed,
 `tensorflow()` raises `MissingExtraError`, an ImportError that names the extra to
 install; the public functions that read records with TensorFlow call `check_installed`
 first, before they read or write a file, so that the error names them too and what does

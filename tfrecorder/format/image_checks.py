@@ -96,6 +96,47 @@ def stored_image_problem(data: bytes, image_format: str) -> str | None:
     return None
 
 
+def decoded_shape(data: bytes, image_format: str) -> tuple[int, int, int]:
+    """(height, width, channels) of the pixels TensorFlow decodes a stored "jpeg" or
+    "png" image to, read from its header, as the writer records them: for an image that
+    passes `stored_image_problem`, whose decode is full and strict, that is what a decode
+    gives, so `verify` need not decode it again."""
+    if image_format in ("jpeg", b"jpeg"):
+        jpeg = jpeg_header(data)
+        return jpeg.height, jpeg.width, jpeg.channels
+    png = png_header(data)
+    return png.height, png.width, png.channels
+
+
+def tensorflow_decodes(data: bytes, image_format: str) -> bool:
+    """Whether TensorFlow decodes an image that `stored_image_problem` refused all the
+    same: damaged JPEG data, which libjpeg only warns about (and fills with grey), or a
+    PNG whose one fault is an ancillary chunk that fails its CRC (libpng drops it). Such
+    an image loads, wrong; any other fault (a header it cannot read, a process it
+    lacks, a JPEG that ends before its EOI marker, damaged PNG data) stops TensorFlow's
+    decode. Measured with TensorFlow 2.21 (`tests/test_hostile_images.py`). Called only for
+    refused images: it decodes a JPEG again, leniently."""
+    if isinstance(image_format, bytes):
+        image_format = image_format.decode("utf-8", errors="replace")
+    try:
+        if image_format == "jpeg" and data.startswith(SIGNATURES["jpeg"]):
+            header = jpeg_header(data)
+            # TensorFlow's reader makes up no EOI for data that ends early (libjpeg's does).
+            if header.tf_problem is not None or data.find(b"\xff\xd9",
+                                                          header.segments[-1][1]) < 0:
+                return False
+            simplejpeg.decode_jpeg(data, colorspace=_CHECK_COLORSPACES.get(
+                header.components, "GRAY"), fastdct=True, fastupsample=True, strict=False,
+                **_SMALLEST_SCALE)
+            return True
+        if image_format == "png" and data.startswith(SIGNATURES["png"]):
+            return stored_image_problem(_without_damaged_ancillary_chunks(data),
+                                        "png") is None
+    except Exception:  # libjpeg's errors, a header that cannot be read
+        return False
+    return False
+
+
 def describe_error(error: Exception) -> str:
     return f"{type(error).__name__}: {error}".strip().rstrip(":")
 
@@ -139,6 +180,12 @@ class JpegHeader(NamedTuple):
     @property
     def lossless(self) -> bool:
         return self.sof in _LOSSLESS_JPEG
+
+    @property
+    def channels(self) -> int:
+        """The channels TensorFlow decodes it to: one for grey, three for colour (and for
+        CMYK, which it converts to RGB)."""
+        return 1 if self.components == 1 else 3
 
     @property
     def tf_problem(self) -> str | None:
@@ -337,6 +384,22 @@ def png_header(data: bytes) -> PngHeader:
     return PngHeader(width, height, channels)
 
 
+def _without_damaged_ancillary_chunks(data: bytes) -> bytes:
+    """A PNG without its ancillary chunks (a lowercase first letter: tEXt, iCCP, ...)
+    that fail their CRC, as libpng reads it (it warns, and drops them)."""
+    kept, position, end = [data[:8]], 8, len(data)
+    while position + 12 <= end:
+        length = int.from_bytes(data[position:position + 4], "big")
+        following = position + 12 + length
+        chunk = data[position:following]
+        if not (chunk[4] & 0x20 and zlib.crc32(chunk[4:-4]) != int.from_bytes(chunk[-4:],
+                                                                               "big")):
+            kept.append(chunk)
+        position = following
+    kept.append(data[position:])
+    return b"".join(kept)
+
+
 def _check_ihdr(width, height, bit_depth, colour_type, compression, filter_method,
                 interlace) -> None:
     if bit_depth not in _PNG_DEPTHS.get(colour_type, ()):
@@ -354,9 +417,40 @@ def _check_ihdr(width, height, bit_depth, colour_type, compression, filter_metho
 _PILLOW_LIMIT = threading.Lock()
 
 
+class _WarningsOff:
+    """Python's warnings off while any thread is inside: the first in turns them off, the
+    last out puts the filters back. `warnings.catch_warnings` saves and restores the
+    process's one list of filters, so threads each inside one (verify checks images on
+    threads) restore each other's lists, and the last could leave every warning ignored
+    for good."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._saved: warnings.catch_warnings | None = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if not self._inside:
+                self._saved = warnings.catch_warnings()
+                self._saved.__enter__()
+                warnings.simplefilter("ignore")
+            self._inside += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._inside -= 1
+            if not self._inside:
+                self._saved.__exit__(None, None, None)
+                self._saved = None
+
+
+_PILLOW_WARNINGS_OFF = _WarningsOff()
+
+
 def with_pillow(work: Callable, *args):
-    """`work(*args)`, which uses Pillow, with Pillow's warnings off and without Pillow's
-    process-wide pixel limit.
+    """`work(*args)`, which uses Pillow, with Pillow's warnings off (on any thread:
+    `_WarningsOff`) and without Pillow's process-wide pixel limit.
 
     `max_image_pixels` is the one limit, checked on the header before any decode on every
     path; `PIL.Image.MAX_IMAGE_PIXELS` (89 MP by default, an error past twice that, or
@@ -367,8 +461,7 @@ def with_pillow(work: Callable, *args):
     see no limit only for the moments an image past Pillow's limit is decoded here (one
     that `max_image_pixels` allowed: it is checked right after `Image.open`).
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Pillow's warnings (EXIF, palette) are not errors
+    with _PILLOW_WARNINGS_OFF:  # Pillow's warnings (EXIF, palette) are not errors
         try:
             return work(*args)
         except Image.DecompressionBombError:

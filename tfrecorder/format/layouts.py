@@ -166,6 +166,12 @@ class Layout:
         what a reader without TensorFlow shapes the values by."""
         return dict(stored)
 
+    def unmatched(self, features: Mapping[str, list]) -> str | None:
+        """Why a record's features as stored (lists) do not make a record of this layout,
+        where the read forms put lists together (None: they do): `verify` names such a
+        record, which `canonical` refuses and `values` cuts to the shortest list."""
+        return None
+
 
 # The tf_models layout's keys for the canonical image features (image/channels is ours:
 # TensorFlow's decoders ignore it, and it gives raw readers the image's shape).
@@ -352,6 +358,14 @@ class TFModelsLayout(Layout):
             x = stored[_TF_KEYPOINT_X]
             found[KEYPOINTS] = object_feature(KEYPOINTS, (None, 2 * x.shape[-1]), x.names)
         return found
+
+    def unmatched(self, features: Mapping[str, list]) -> str | None:
+        for keys, what in ((_TF_BOX, "each object's box"),
+                           ((_TF_KEYPOINT_Y, _TF_KEYPOINT_X), "its keypoints")):
+            if len({len(features.get(key, ())) for key in keys}) > 1:
+                return (f"{', '.join(keys[:-1])} and {keys[-1]}, read together as {what}, "
+                        "hold different numbers of values")
+        return None
 
     def label_map(self, task: str) -> str | None:
         """`label_map.pbtxt` of a detection dataset: the Object Detection API's

@@ -109,19 +109,25 @@ class Feature:
         [n, k], and `parse_example` a dense [B] and RaggedTensors [B, None] and
         [B, None, k] (row splits int64, like `tf.data.Dataset.ragged_batch`). An
         `optional` scalar missing from a record parses as `NO_LABEL`'s value."""
+        self.check_readable(name)
         tf = tensorflow()
 
         dtype = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}[self.dtype]
         if None not in self.shape:
             default = NO_LABEL[self.dtype] if optional and self.shape == () else None
             return tf.io.FixedLenFeature(self.shape, dtype, default_value=default)
-        if self.shape[0] is None and None not in self.shape[1:]:
-            rows = [tf.io.RaggedFeature.UniformRowLength(k) for k in self.shape[1:]]
-            return tf.io.RaggedFeature(dtype, partitions=rows, row_splits_dtype=tf.int64)
-        raise ValueError(
-            f"feature {name!r} has shape {list(self.shape)}; only its first dimension may be "
-            "of any length (None). Is the manifest from a newer tfrecorder? Upgrade to read "
-            "it.")
+        rows = [tf.io.RaggedFeature.UniformRowLength(k) for k in self.shape[1:]]
+        return tf.io.RaggedFeature(dtype, partitions=rows, row_splits_dtype=tf.int64)
+
+    def check_readable(self, name: str) -> None:
+        """Raises ValueError for a shape this version cannot read: one whose dimensions
+        after the first are not all known. Apart from `parse_spec` because `verify` parses
+        records by the same rules without TensorFlow."""
+        if None in self.shape[1:]:
+            raise ValueError(
+                f"feature {name!r} has shape {list(self.shape)}; only its first dimension "
+                "may be of any length (None). Is the manifest from a newer tfrecorder? "
+                "Upgrade to read it.")
 
 
 # The features of every record with an image, in the order `image_features` fills them.
@@ -450,9 +456,18 @@ class Manifest:
     def parse_spec(self) -> dict:
         """The `tf.io` parsing spec of the records, feature by feature; the label of a
         record stored without one parses as `NO_LABEL`'s value (-1)."""
-        optional = self.unlabeled() > 0
-        return {name: feature.parse_spec(name, optional and feature.role == "label")
+        optional = self.optional_features()
+        return {name: feature.parse_spec(name, name in optional)
                 for name, feature in self.features.items()}
+
+    def optional_features(self) -> frozenset[str]:
+        """The features a record may lack (and then parses as `NO_LABEL`'s value): the
+        label of a dataset that counts records stored without one. The rule of
+        `parse_spec`, for readers that parse without TensorFlow (`verify`)."""
+        if not self.unlabeled():
+            return frozenset()
+        return frozenset(name for name, feature in self.features.items()
+                         if feature.role == LABEL and feature.shape == ())
 
     def finished(self, splits: Mapping[Split, SplitInfo], rejected: Rejected,
                  statistics: Mapping[Split, manifest_statistics.SplitStatistics],

@@ -379,10 +379,10 @@ class SplitDataset:
         if self._decode and "image" in found:
             found["image"] = decode_image(found, self._channels)
             if SEGMENTATION_MASK in found:
-                found[SEGMENTATION_MASK] = _png_pixels(found[SEGMENTATION_MASK])[..., :1]
+                found[SEGMENTATION_MASK] = png_pixels(found[SEGMENTATION_MASK])[..., :1]
             if MASK in found:
                 size = (int(found["image_height"]), int(found["image_width"]))
-                found[MASK] = np.stack([_png_pixels(m)[..., 0] for m in found[MASK]]) \
+                found[MASK] = np.stack([png_pixels(m)[..., 0] for m in found[MASK]]) \
                     if len(found[MASK]) else np.zeros((0, *size), np.uint8)
         return found if self._transform is None else self._transform(found)
 
@@ -428,7 +428,7 @@ def decode_image(values: Mapping, channels: int = 3) -> np.ndarray:
         return _rgb(pixels.reshape(shape), channels)
     if image_format == b"jpeg":
         return _jpeg_pixels(data, channels)
-    return _rgb(_png_pixels(data), channels)
+    return _rgb(png_pixels(data), channels)
 
 
 def _jpeg_pixels(data: bytes, channels: int) -> np.ndarray:
@@ -447,7 +447,7 @@ def _jpeg_pixels(data: bytes, channels: int) -> np.ndarray:
     return simplejpeg.decode_jpeg(data, colorspace="RGB")
 
 
-def _png_pixels(data: bytes) -> np.ndarray:
+def png_pixels(data: bytes) -> np.ndarray:
     """A PNG's (or any other stored format's) own pixels, (height, width, channels)
     uint8, as TensorFlow's uint8 decode gives them: palettes expanded, 16 bits as their
     high byte."""

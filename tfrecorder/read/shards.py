@@ -1,10 +1,10 @@
 """A split's shards, as the manifest lists them, and their records: streamed in pure
-Python with every checksum checked (`shard_records`), or as a `tf.data` source
-(`shard_reader`).
+Python with every checksum checked (`shard_records`), handed to a function on threads
+(`checked_records`), or as a `tf.data` source (`shard_reader`).
 
 Apart from `load()` because every reader shares it: `load()` builds its pipeline on
-`shard_reader`, `verify` checks shards through `shard_records` without importing
-TensorFlow, and `inspect` and `verify`'s record checks read through both.
+`shard_reader`, `verify` checks shards through `shard_records` and their records through
+`checked_records` without importing TensorFlow, and `inspect` reads through both.
 
 Local shards are read by TensorFlow itself; shards in a bucket through `tfrecorder.storage.fs`,
 like every other file tfrecorder reads, with the same records in the same order.
@@ -14,7 +14,11 @@ TensorFlow is imported only by `shard_reader`, when called, through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from tfrecorder._tensorflow import tensorflow
 from tfrecorder.format.manifest import Manifest
@@ -22,6 +26,11 @@ from tfrecorder.format.tfrecord import open_read, read_records
 from tfrecorder.storage import fs
 
 _CHUNK_BYTES = 1 << 20  # records of a remote shard handed to TensorFlow at once
+_CHECKED_TOGETHER = 16  # records a thread of `checked_records` takes at once
+_AHEAD = 4  # such chunks in flight a thread: read ahead, but never a whole shard
+
+Shard = TypeVar("Shard")
+Checked = TypeVar("Checked")
 
 
 def shard_files(dataset_dir: str, manifest: Manifest, split: str) -> list[str]:
@@ -35,6 +44,48 @@ def shard_records(path: str, compression: str | None, digest=None) -> Iterator[b
     its bytes as stored also go to `digest` (a hashlib object), if given."""
     with open_read(path, compression, digest) as stream:
         yield from read_records(stream)
+
+
+def checked_records(shards: Sequence[Shard], compression: str | None,
+                    check: Callable[[Shard, int, bytes], Checked]
+                    ) -> Iterator[tuple[Shard, Checked]]:
+    """(shard, `check(shard, number, record)`) for every record of `shards` (each has a
+    `.path`), in order, the checks run on a thread per core.
+
+    For checks that decode (`verify`'s): libjpeg-turbo and Pillow release the GIL while
+    they decode, which is nearly all of such a check's time. Records are read on the
+    calling thread, every checksum checked, and handed over a few at a time, with only a
+    few such chunks a thread in flight, so memory stays small whatever a shard's size.
+    """
+    threads = max(2, os.cpu_count() or 1)
+
+    def chunks() -> Iterator[tuple[Shard, list[tuple[int, bytes]]]]:
+        for shard in shards:
+            chunk = []
+            for number, record in enumerate(shard_records(shard.path, compression)):
+                chunk.append((number, record))
+                if len(chunk) == _CHECKED_TOGETHER:
+                    yield shard, chunk
+                    chunk = []
+            if chunk:
+                yield shard, chunk
+
+    def checked(shard: Shard, chunk: list[tuple[int, bytes]]) -> list[Checked]:
+        return [check(shard, number, record) for number, record in chunk]
+
+    read, pending = chunks(), deque()
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="checked_records")
+    try:
+        while True:
+            while len(pending) < threads * _AHEAD and (chunk := next(read, None)):
+                pending.append((chunk[0], pool.submit(checked, *chunk)))
+            if not pending:
+                return
+            shard, results = pending.popleft()
+            for result in results.result():
+                yield shard, result
+    finally:  # a consumer that stops early (an error) waits for no chunk not yet begun
+        pool.shutdown(cancel_futures=True)
 
 
 def shard_reader(remote: bool, compression: str | None) -> Callable:

@@ -8,8 +8,9 @@ Checks run in three layers, cheapest first, each on what passed the one before:
    offset of a bad one), and every count, size and SHA-256 against the manifest;
 3. records (`decode_images=True`): every record parses, its ids and split are sound, its
    image decodes as recorded, and a detection or segmentation record's boxes, objects and
-   masks are sound. That takes TensorFlow, so it lives in `verify_records`, imported only
-   then. A shard whose framing is broken is not parsed.
+   masks are sound (`verify_records`; a video or audio dataset's clips: `verify_clips`).
+   Those decode, with libjpeg-turbo and Pillow, so they are imported only then; none
+   imports TensorFlow. A shard whose framing is broken is not parsed.
 
 Records of either layout (`tfrecorder.format.layouts`) are checked: the layout says under which
 keys it stores each feature, and which files besides the shards it writes (tf_models'
@@ -144,10 +145,10 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
     Args:
         path: the dataset folder: local, or a gs://, s3:// (or other fsspec) URI.
         decode_images: also parse every record, check its ids and split, and decode its
-            image (the slow part); False checks files, framing, checksums, counts and
-            sizes only, without TensorFlow. For a video or audio dataset: decode every
+            image (the slow part, on a thread per core); False checks files, framing,
+            checksums, counts and sizes only. For a video or audio dataset: decode every
             stored frame, and check times, audio packets, label ids and the manifest's
-            clip and frame counts (`verify_clips`, without TensorFlow).
+            clip and frame counts. Neither imports TensorFlow.
         progress: show a progress bar over records.
 
     Returns:
@@ -188,14 +189,14 @@ def verify(path: str | os.PathLike, *, decode_images: bool = True,
                 readable.append(ReadableShard(shard.file, file, split, count))
 
     num_parsed = num_decoded = 0
-    if decode_images and manifest.media is not None:  # clips: no TensorFlow
-        from tfrecorder.read.verify_clips import check_clips
+    if decode_images and manifest.media is not None:
+        from tfrecorder.read.verify_clips import check_clips  # Pillow, libjpeg: to decode
 
         num_parsed, num_decoded, found = check_clips(manifest, readable, progress)
         problems += [Problem(file=f.file, record=f.record, check=Check(f.check),
                              detail=f.detail) for f in found]
     elif decode_images:
-        from tfrecorder.read.verify_records import check_records  # TensorFlow: only to decode
+        from tfrecorder.read.verify_records import check_records  # likewise
 
         num_parsed, num_decoded, record_problems = check_records(manifest, readable,
                                                                  progress)

@@ -5,16 +5,19 @@ increase, audio packets hold the samples the clip says, label ids (the clip's, i
 segments', its boxes') are in the vocabulary, and the manifest's counts of clips and
 frames are the records'.
 
-Apart from `verify_records` because a clip needs no TensorFlow: records are parsed by
-`example_decoding` and frames checked by libjpeg-turbo (simplejpeg), as the writer
-checks them, so `verify` of a clip dataset never imports TensorFlow. Problems are
-handed back as `Found` (a check's name, where, what), which `verify` makes `Problem`s
-of: this module imports nothing of `verify`, which imports it.
+Apart from `verify_records` because a clip is another kind of record (a SequenceExample
+of frames, their times and audio: `media_sequence`) with checks of its own; the two
+share how records are read and checked on threads (`shards.checked_records`) and the
+writer's image checks. Records are parsed by `example_decoding` and frames checked by
+libjpeg-turbo (simplejpeg), so `verify` never imports TensorFlow. Problems are handed
+back as `Found` (a check's name, where, what), which `verify` makes `Problem`s of: this
+module imports nothing of `verify`, which imports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from tqdm.auto import tqdm
@@ -23,7 +26,7 @@ from tfrecorder.format import media_sequence as ms
 from tfrecorder.format.example_decoding import decode_sequence_example
 from tfrecorder.format.image_checks import jpeg_header, stored_image_problem
 from tfrecorder.format.manifest import MANIFEST, Manifest
-from tfrecorder.read.shards import shard_records
+from tfrecorder.read.shards import checked_records
 
 _SHOWN = 5  # frames or ids quoted in one problem
 
@@ -50,40 +53,54 @@ class Check:
 
 def check_clips(manifest: Manifest, shards: Sequence, progress: bool
                 ) -> tuple[int, int, list[Found]]:
-    """Checks every clip of `shards` (`verify.ReadableShard`s: their framing is sound).
+    """Checks every clip of `shards` (`verify.ReadableShard`s: their framing is sound),
+    on a thread per core (`shards.checked_records`: decoding frames releases the GIL).
     Returns how many records parsed, how many frames decoded, and the problems: each
     record's, then the manifest's counts against what the records hold (of the splits
     whose every shard was read)."""
     num_classes = manifest.labels.num_classes if manifest.labels else None
     problems: list[Found] = []
     parsed = decoded = 0
-    found: dict[str, dict[str, float]] = {}
+    found = {shard.split: {"clips": 0, "frames": 0} for shard in shards}
     total = sum(shard.num_records for shard in shards)
     with tqdm(total=total, unit="clip", desc="Checking clips", disable=not progress) as bar:
-        for shard in shards:
-            counts = found.setdefault(shard.split, {"clips": 0, "frames": 0})
-            for number, record in enumerate(shard_records(shard.path, manifest.compression)):
-                bar.update(1)
-                counts["clips"] += 1
-                try:
-                    context, lists = decode_sequence_example(record)
-                except ValueError as error:
-                    problems.append(_problem(file=shard.name, record=number,
-                                            check=Check.PARSE, detail=str(error)))
-                    continue
-                parsed += 1
-                counts["frames"] += len(lists.get(ms.IMAGE_ENCODED, ()))
-                where = {"file": shard.name, "record": number}
-                frame_problems, frames_decoded = _frames(context, lists, where)
-                decoded += frames_decoded
-                problems += frame_problems
-                problems += _audio(context, lists, where)
-                problems += _ids(context, lists, num_classes, where)
+        for shard, clip in checked_records(shards, manifest.compression,
+                                           partial(_check_clip, num_classes)):
+            bar.update(1)
+            counts = found[shard.split]
+            counts["clips"] += 1
+            counts["frames"] += clip.frames
+            parsed += clip.parsed
+            decoded += clip.decoded
+            problems += clip.problems
     readable = {shard.name for shard in shards}
     whole = {str(split) for split, info in manifest.splits.items()
              if all(shard.file in readable for shard in info.shards)}
     return parsed, decoded, problems + _counts(
         manifest, {split: n for split, n in found.items() if split in whole})
+
+
+class _Clip(NamedTuple):
+    """What checking one clip found."""
+
+    parsed: bool  # it parses as a SequenceExample
+    frames: int  # the frames it stores
+    decoded: int  # of which decode at the clip's size
+    problems: list[Found]
+
+
+def _check_clip(num_classes: int | None, shard, number: int, record: bytes) -> _Clip:
+    """Parses one clip of `shard` and checks its frames, audio and ids."""
+    try:
+        context, lists = decode_sequence_example(record)
+    except ValueError as error:
+        return _Clip(False, 0, 0, [_problem(file=shard.name, record=number,
+                                            check=Check.PARSE, detail=str(error))])
+    where = {"file": shard.name, "record": number}
+    frame_problems, frames_decoded = _frames(context, lists, where)
+    return _Clip(True, len(lists.get(ms.IMAGE_ENCODED, ())), frames_decoded,
+                 frame_problems + _audio(context, lists, where)
+                 + _ids(context, lists, num_classes, where))
 
 
 def _frames(context: Mapping, lists: Mapping, where: dict) -> tuple[list[Found], int]:

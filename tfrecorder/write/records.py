@@ -149,8 +149,7 @@ def _encode_image(data: bytes, options: ImageOptions, turn: orientation.Turn | N
             check_jpeg_data(data, jpeg)
         if kept and jpeg.tf_problem is None and _kept(options, "jpeg", jpeg.width,
                                                       jpeg.height):
-            # TensorFlow decodes grey JPEGs to one channel, colour (and CMYK) ones to three.
-            return (data, "jpeg", jpeg.height, jpeg.width, 1 if jpeg.components == 1 else 3,
+            return (data, "jpeg", jpeg.height, jpeg.width, jpeg.channels,
                     (jpeg.height, jpeg.width))
         # Lossless JPEGs cannot be decoded at a reduced scale: libjpeg-turbo 3 ignores the
         # scale and Pillow's draft then overruns its buffer (heap corruption, abort).
