@@ -31,6 +31,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+from harness import export_commit  # noqa: E402
 from sample_crops import make_crops  # noqa: E402
 
 RUN = """
@@ -94,10 +95,7 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-ab-")
     try:
         base = os.path.join(work, "base")
-        os.makedirs(base)
-        archive = subprocess.run(["git", "-C", ROOT, "archive", args.base],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
+        export_commit(ROOT, args.base, base)
         table = os.path.join(work, "table.csv")
         if args.arrays:
             sys.path.insert(0, HERE)

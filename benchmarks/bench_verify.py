@@ -34,6 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+from harness import export_commit  # noqa: E402
 from sample_crops import make_crops  # noqa: E402
 
 PARTS = """
@@ -78,10 +79,7 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-verify-")
     try:
         base = os.path.join(work, "base")
-        os.makedirs(base)
-        archive = subprocess.run(["git", "-C", ROOT, "archive", args.base],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
+        export_commit(ROOT, args.base, base)
         table = os.path.join(work, "table.csv")
         make_crops(os.path.join(tempfile.gettempdir(), "tfr-bench-images"),
                    args.images).to_csv(table, index=False)

@@ -62,6 +62,15 @@ def median_ratio(results: list[dict[str, float]], name: str, reference: str,
 
 # ---- Memory of a process tree, sampled from /proc. ----
 
+def export_commit(repository: str, commit: str, folder: str) -> None:
+    """Writes `commit`'s tree into `folder` (made here): the code to compare with, run
+    from its own folder beside this tree's."""
+    os.makedirs(folder)
+    archive = subprocess.run(["git", "-C", repository, "archive", commit],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+
+
 def descendants(pid: int) -> list[int]:
     """The processes started by `pid`, their children and so on (any thread's children)."""
     found, todo = [], [pid]
