@@ -1,4 +1,5 @@
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -29,6 +30,22 @@ def temporary_folders_in_tmp_path(tmp_path, monkeypatch):
     pytest removes, not in /tmp."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
+
+
+@pytest.fixture
+def short_temporary_folder(temporary_folders_in_tmp_path, monkeypatch):
+    """`tempfile`'s folder, for this test and the processes it starts, a short one in /tmp
+    (removed afterwards) rather than its `tmp_path`: for processes that open Unix sockets
+    there, as multiprocessing does (in `pymp-*/listener-*`) when PyTorch's DataLoader
+    workers hand their tensors over. A socket's path holds at most 107 bytes, which a
+    long `--basetemp` or test name took: the workers failed ("AF_UNIX path too long") and
+    the loader waited for them forever. (Chromium's and Ray's sockets go in short folders
+    too: test_report.py, test_readers.py.)"""
+    folder = tempfile.mkdtemp(prefix="short-", dir="/tmp")
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    monkeypatch.setenv("TMPDIR", folder)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -45,6 +45,7 @@ DOCS = ["README.md", "docs/usage.md"]
 # A snippet of a block that cannot run here -> why.
 SKIPPED = {
     "uv pip install": "installs the package into a new virtualenv (network, minutes)",
+    "--no-loadscope-reorder": "runs this test suite (a quarter of an hour)",
     "tf.keras.datasets.cifar10.load_data()":
         "downloads CIFAR-10 (170 MB); README.md's arrays and Hugging Face lines run",
     'tfrecorder.convert("gs://my-bucket/images.csv", "gs://my-bucket/datasets/flowers")':

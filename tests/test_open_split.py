@@ -374,8 +374,9 @@ def test_a_process_keeps_few_shards_open_and_threads_share_them(dataset, monkeyp
 
 
 @pytest.fixture
-def torch(monkeypatch):
-    """PyTorch from its interop folder, in this process and in the ones it starts."""
+def torch(monkeypatch, short_temporary_folder):
+    """PyTorch from its interop folder, in this process and in the ones it starts (its
+    DataLoader workers' sockets in a short folder: conftest.py)."""
     folder = str(interop_path("torch"))
     monkeypatch.syspath_prepend(folder)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
@@ -391,9 +392,10 @@ def test_torch_dataloader_workers_read_every_record_once(dataset, torch, sampler
 
     records = tfrecorder.open_split(dataset, "train").to_torch()
     assert isinstance(records, torch.utils.data.Dataset)
+    # A worker that dies unseen would leave the loader waiting forever: five minutes.
     loader = DataLoader(records, batch_size=None, num_workers=2,
                         sampler=RandomSampler(records) if sampler == "random" else None,
-                        multiprocessing_context=context)
+                        multiprocessing_context=context, timeout=300)
     seen = Counter()
     for record in loader:
         assert record["image"].dtype == torch.uint8 and record["image"].shape[2] == 3
@@ -405,7 +407,7 @@ def test_torch_batches_of_a_transformed_split(dataset, torch):
     from torch.utils.data import DataLoader
 
     records = tfrecorder.open_split(dataset, "test", transform=pair)
-    batches = list(DataLoader(records.to_torch(), batch_size=2, num_workers=2))
+    batches = list(DataLoader(records.to_torch(), batch_size=2, num_workers=2, timeout=300))
     labels = torch.cat([labels for _, labels in batches])
     assert sorted(labels.tolist()) == sorted(int(r["label"]) for r in
                                              tfrecorder.open_split(dataset, "test"))

@@ -325,12 +325,14 @@ def test_gzip_shards_have_no_index_and_are_read_whole(written, tmp_path, tfrecor
 
 def _dataloader_counts(tfrecord_package, dataset) -> collections.Counter:
     torch = tfrecord_package.torch
+    # A worker that dies unseen would leave the loader waiting forever: five minutes.
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2,
-                                         multiprocessing_context="fork")
+                                         multiprocessing_context="fork", timeout=300)
     return collections.Counter(_from_tfrecord(r) for r in loader)
 
 
 @needs_typed_empty_lists
+@pytest.mark.usefixtures("short_temporary_folder")  # the workers' sockets (conftest.py)
 def test_tfrecord_torch_datasets_under_a_dataloader_with_two_workers(
         written, loaded, tfrecord_package):
     """With our index, each worker reads its own part of each shard: every record once.
