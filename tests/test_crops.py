@@ -278,3 +278,49 @@ def test_the_recipes_of_docs_reading_run(tmp_path, sources, monkeypatch, caplog)
     with caplog.at_level(logging.WARNING, logger="tfrecorder"):
         tfrecorder.load("train_224/", image_size=(224, 224), augment="random_resized_crop")
     assert not [r for r in caplog.records if "max_image_side" in r.message]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_photos_under_twice_the_size_are_crop_decoded_at_full_scale(tmp_path, sources,
+                                                                   layout):
+    # JPEGs only, none 920 px high (the big one is 900), so no window can take a DCT
+    # ratio above 1 at 460x460 and load() decodes without choosing one: the pixels are
+    # still the public ops' window, and (image, label) pairs hold the dicts' images and
+    # labels.
+    size = (460, 460)
+    jpegs = [path for path in sources.values() if path.endswith(".jpg")]
+    out = str(tmp_path / "out")
+    tfrecorder.convert(pd.DataFrame({"split": "TRAIN", "image_uri": jpegs, "label": "x"}),
+                       out, layout=layout, progress=False, num_workers=1)
+    stats = tfrecorder.info(out).manifest.statistics
+    assert max(s.image_height.max for s in stats.values()) < 2 * size[0] or \
+        max(s.image_width.max for s in stats.values()) < 2 * size[1]
+    loaded = list(tfrecorder.load(out, "train", image_size=size, shuffle=False, seed=3,
+                                  augment="random_resized_crop"))
+    pairs = list(tfrecorder.load(out, "train", image_size=size, shuffle=False, seed=3,
+                                 augment="random_resized_crop", as_supervised=True))
+    for features, (window_seed, flip_seed), (image, label) in zip(
+            loaded, element_seeds(3, len(loaded)), pairs):
+        path = sources[name_of(features)]
+        y, x, h, w = inception_window(*pixels(path).shape[:2], window_seed)
+        expected = tf.cast(tf.image.resize(tf.io.decode_and_crop_jpeg(
+            tf.io.read_file(path), [y, x, h, w], channels=3), size) + 0.5, tf.uint8).numpy()
+        found = features["image"].numpy()
+        if tf.random.stateless_uniform([], flip_seed) < 0.5:
+            found = found[:, ::-1]
+        np.testing.assert_array_equal(found, expected, err_msg=name_of(features))
+        np.testing.assert_array_equal(image.numpy(), features["image"].numpy())
+        assert int(label) == int(features["label"])
+    assert len(pairs) == len(loaded) == len(jpegs)
+
+
+def test_the_largest_dct_scale_follows_the_largest_stored_sides():
+    from tfrecorder.read.decoding import largest_dct_scale
+
+    assert largest_dct_scale(447, 2000, (224, 224)) == 0
+    assert largest_dct_scale(448, 448, (224, 224)) == 1
+    assert largest_dct_scale(900, 1800, (224, 224)) == 2
+    assert largest_dct_scale(1792, 1800, (224, 224)) == 3
+    assert largest_dct_scale(100, 100, (10, 20)) == 2  # (height, width): 100 >= 4 x 20
+    assert largest_dct_scale(None, None, (224, 224)) == 3  # not known: any
+    assert largest_dct_scale(448, 448, None) == 3

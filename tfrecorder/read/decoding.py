@@ -65,7 +65,7 @@ def decode_image(features: dict, channels: int = 0, formats: frozenset[str] | No
 
 def decoded_record(features: dict, image_size: Sequence[int] | None, channels: int,
                    formats: frozenset[str] | None = None, window=None,
-                   min_visible: float = 0.0) -> dict:
+                   min_visible: float = 0.0, largest_scale: int = 3) -> dict:
     """Decodes (and resizes) one parsed record's image and the annotations drawn on its
     pixels: instance masks to uint8 [n, height, width] and a segmentation mask to uint8
     [height, width, 1], resized by nearest neighbour (so they stay 0/1 and class ids),
@@ -75,10 +75,12 @@ def decoded_record(features: dict, image_size: Sequence[int] | None, channels: i
     With a `window` (`crops`: y, x, height, width of the stored image), only the window
     is decoded and resized to `image_size`; masks are cut to it, and objects to it as
     `crops.objects_in_window` says (those with less than `min_visible` of their box
-    inside it are left out)."""
+    inside it are left out). `largest_scale` (`largest_dct_scale`) bounds the DCT
+    scales a JPEG may be decoded at."""
     tf = tensorflow()
 
-    features["image"] = _decoded(features, image_size, channels, formats, window)
+    features["image"] = _decoded(features, image_size, channels, formats, window,
+                                 largest_scale)
     stored = stored_size(features)
     if image_size is not None:  # the sizes describe the pixels handed over
         features["image_height"], features["image_width"] = (
@@ -88,7 +90,7 @@ def decoded_record(features: dict, image_size: Sequence[int] | None, channels: i
         return features
     kept = None
     if window is not None:
-        window = _window_shown(features, window, image_size, formats)
+        window = _window_shown(features, window, image_size, formats, largest_scale)
     if window is not None and BBOX in features:
         features, kept = objects_in_window(features, window, min_visible, stored)
     seen = stored if window is None else window[2:]  # the pixels resized to image_size
@@ -119,7 +121,7 @@ def decoded_record(features: dict, image_size: Sequence[int] | None, channels: i
 
 
 def _window_shown(features: dict, window, image_size: Sequence[int],
-                  formats: frozenset[str] | None):
+                  formats: frozenset[str] | None, largest_scale: int = 3):
     """The window of stored pixels that `_decoded` shows for `window`, which boxes and
     masks are cut to, so that they stay on their pixels: a JPEG decoded at a DCT ratio r
     shows whole r x r blocks, from (y // r, x // r), (height // r, width // r) of them,
@@ -127,9 +129,10 @@ def _window_shown(features: dict, window, image_size: Sequence[int],
     (about a pixel of the image as loaded at r = 8)."""
     tf = tensorflow()
 
-    if image_size is None or (formats and "jpeg" not in formats):
+    if image_size is None or (formats and "jpeg" not in formats) or largest_scale == 0:
         return window
-    ratio = tf.bitwise.left_shift(1, _dct_scale(window[2], window[3], image_size))
+    ratio = tf.bitwise.left_shift(
+        1, tf.minimum(_dct_scale(window[2], window[3], image_size), largest_scale))
     return tf.where(tf.equal(features["image_format"], "jpeg"),
                     _scaled_window(window, ratio) * ratio, window)
 
@@ -140,6 +143,19 @@ def _scaled_window(window, ratio):
     tf = tensorflow()
 
     return tf.concat([window[:2] // ratio, tf.maximum(window[2:] // ratio, 1)], 0)
+
+
+def largest_dct_scale(height: float | None, width: float | None,
+                      image_size: Sequence[int] | None) -> int:
+    """The largest DCT scale (0 to 3) any image of a split can be decoded at for
+    `image_size`, from its largest stored `height` and `width` (the manifest's
+    statistics; None: not known, any). A window is never larger than its image, so
+    where no image is twice the target (photos of ImageNet's size, for 224x224) the
+    decode needs no choice of scale, and `_decoded` leaves the choosing out of the graph
+    (a function call per image)."""
+    if image_size is None or height is None or width is None:
+        return 3
+    return sum(height >= r * image_size[0] and width >= r * image_size[1] for r in (2, 4, 8))
 
 
 def _dct_scale(height, width, image_size: Sequence[int]):
@@ -181,7 +197,7 @@ def _resized_nearest(pixels, image_size: Sequence[int]):
 
 
 def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
-             formats: frozenset[str] | None = None, window=None):
+             formats: frozenset[str] | None = None, window=None, largest_scale: int = 3):
     """Decodes (and resizes) one record's image, or its `window` (y, x, height, width in
     stored pixels), cheaply where the manifest allows.
 
@@ -228,17 +244,28 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
         # any reduction. Bilinear output of uint8 stays in [0, 255]: +0.5 and a cast round.
         return lambda: tf.cast(tf.image.resize(decode(), image_size) + 0.5, tf.uint8)
 
+    others = formats is None or bool(formats - {"jpeg"})
+    ratios = (1, 2, 4, 8)[:largest_scale + 1]
+    if window is not None and not others:
+        # Only JPEGs and a window (never decoded exactly): the scale chooses the decode
+        # alone, and one resize follows (a resize in each branch cost ~30 us an image);
+        # with one scale possible, nothing is chosen.
+        scale = tf.minimum(_dct_scale(window_height, window_width, image_size),
+                           largest_scale)
+        image = jpeg(1) if len(ratios) == 1 else tf.switch_case(
+            scale, [lambda r=r: jpeg(r) for r in ratios])
+        return tf.ensure_shape(resized(lambda: image)(), [height, width, channels or None])
     same_size = tf.constant(False) if window is not None else tf.logical_and(
         tf.equal(features["image_height"], height), tf.equal(features["image_width"], width))
-    others = formats is None or bool(formats - {"jpeg"})
     branches = [exact] + ([resized(exact)] if others else [])
     index = tf.where(same_size, 0, 1)
     if formats is None or "jpeg" in formats:
-        at_scale = len(branches) + _dct_scale(window_height, window_width, image_size)
+        at_scale = len(branches) + tf.minimum(
+            _dct_scale(window_height, window_width, image_size), largest_scale)
         if others:
             at_scale = tf.where(tf.equal(features["image_format"], "jpeg"), at_scale, 1)
         index = tf.where(same_size, 0, at_scale)
-        branches += [resized(lambda r=r: jpeg(r)) for r in (1, 2, 4, 8)]
+        branches += [resized(lambda r=r: jpeg(r)) for r in ratios]
     image = tf.switch_case(index, branches)
     return tf.ensure_shape(image, [height, width, channels or None])
 

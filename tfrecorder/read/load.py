@@ -59,7 +59,7 @@ from tfrecorder.format.manifest import (
 from tfrecorder.read.augmentation import AUGMENT_PRESETS, augmentation, seeded
 from tfrecorder.read.clips import ClipOptions, clip_batched, clip_decoder, clip_supervised
 from tfrecorder.read.crops import CenterCrop, RandomResizedCrop, center_window, random_window
-from tfrecorder.read.decoding import decoded_record
+from tfrecorder.read.decoding import decoded_record, largest_dct_scale
 from tfrecorder.read.info import DatasetInfo
 from tfrecorder.read.load_checks import (
     check_batchable,
@@ -85,6 +85,9 @@ OBJECT_PADDING = {BBOX: -1, OBJECT_LABEL: -1, AREA: -1, IS_CROWD: 0, MASK: 0,
                   DIFFICULT: 0, TRUNCATED: 0, VIEW: ""}
 # Features of pixels: batched densely, so all of a batch must share their size.
 _PIXELS = ("image", SEGMENTATION_MASK)
+# What an (image, label) pair of a classification dataset is decoded from.
+_SUPERVISED_FEATURES = ("image", "image_format", "image_height", "image_width",
+                        "image_channels", LABEL)
 DEFAULT_SHUFFLE_BUFFER = 1000  # records; shards are already shuffled at write time
 
 
@@ -287,6 +290,11 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     # The formats the writer stored in this split (older manifests do not say: any).
     stats = manifest.statistics.get(Split(split))
     formats = frozenset(stats.image_formats) if stats and stats.image_formats else None
+    largest_scale = largest_dct_scale(
+        *((stats.image_height.max, stats.image_width.max)
+          if stats and stats.image_height else (None, None)), image_size)
+    if as_supervised and has_images and not annotated:
+        spec = _supervised_spec(spec, layout)
 
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and by_record is None:  # hosts keeping every n-th record read one order
@@ -346,9 +354,10 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
             if isinstance(crop, RandomResizedCrop):
                 window = random_window(features, crop, window_seed)
                 return decoded_record(features, image_size, channels, formats, window,
-                                      crop.min_visible)
+                                      crop.min_visible, largest_scale)
             window = center_window(features, crop, image_size) if crop is not None else None
-            return decoded_record(features, image_size, channels, formats, window)
+            return decoded_record(features, image_size, channels, formats, window,
+                                  largest_scale=largest_scale)
 
         if isinstance(crop, RandomResizedCrop):
             # A new window every epoch, in the decode: what is cached is the records.
@@ -446,6 +455,15 @@ def _cached(ds, split: str, cache: bool | str, shuffle: bool, shuffle_buffer: in
     if shuffle:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     return ds
+
+
+def _supervised_spec(spec: dict, layout: Layout) -> dict:
+    """The part of a classification dataset's parsing spec that an (image, label) pair
+    is made of: the image, what decodes it, and the label. The other features (the
+    file's name and URI, the split, passed-through columns) would be parsed and batched
+    for every record only to be dropped by `_supervised`."""
+    keys = {layout.key(name) for name in _SUPERVISED_FEATURES}
+    return {key: value for key, value in spec.items() if key in keys}
 
 
 def _parsed(serialized, spec: dict, layout: Layout, num_classes: int | None) -> dict:
