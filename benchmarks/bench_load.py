@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_load.py --decode-options 300 [--epochs 3]
     .venv/bin/python benchmarks/bench_load.py --crops [--large-images 1000] [--epochs 2]
     .venv/bin/python benchmarks/bench_load.py --crop-stages [--epochs 3]
+    .venv/bin/python benchmarks/bench_load.py --records [--images 2000] [--rounds 3]
 
 Every contender reads the same JPEGs (bench_write.py's set, 400-800 px as written) and
 delivers batches of 64 (image, label) pairs, images decoded and resized to 224x224, in
@@ -51,6 +52,15 @@ Evaluation, the central 0.875 of the short side, likewise: `load_center` (`crop=
 for training: `load_rrc` on `--large-images` photos of 2000-3000 px, written as they are
 (`load_rrc_large`), with FFCV's ImageNet recipe, max_image_side=500 and jpeg_quality=90
 (`load_rrc_500`), and with docs/reading.md's max_image_side=512 (`load_rrc_512`).
+
+`--records` holds `load()` against bare pipelines over the same records, on two sets of
+photos: of ImageNet's size (the sample photos cropped to a longer side of 400-600 px, a
+median short side under 400) and the 400-800 px set. `records_crop` reads the shard with
+`TFRecordDataset`, parses the image, its size and the label, and decodes the window of
+`load_rrc`'s crop (the same seeds, so the same windows) at `load()`'s DCT ratio, resized,
+rounded to uint8, flipped; `records_whole` decodes the whole image at `load()`'s DCT
+scale and resizes it, as `load_whole` (`load(image_size=(224, 224))`). CPU per image,
+ratios within rounds.
 
 `--crop-stages` times, in one process, epochs of the parts of a random-resized crop's
 pipeline interleaved (crop_pipelines.STAGES: the window, reading records, each decode
@@ -100,6 +110,22 @@ CROPS = {
                      "jpeg_quality=90", "uint8"),
     "load_rrc_512": ("`load_rrc`, the same written with max_image_side=512", "uint8"),
 }
+# --records: load() against bare record pipelines over the same shard (issue 52), on
+# photos of ImageNet's size and on the 400-800 px set: name -> description; and the
+# targets, CPU per image, theirs / ours.
+RECORDS = {
+    "load_rrc": "`load(augment=\"random_resized_crop\")`",
+    "records_crop": "bare: `TFRecordDataset`, parse image, size, label, crop-decode at "
+                    "load()'s DCT ratio, resize, flip",
+    "load_whole": "`load(image_size=(224, 224))`, the whole image",
+    "records_whole": "bare: `TFRecordDataset`, parse image, size, label, decode at "
+                     "load()'s DCT scale, resize",
+}
+RECORD_TARGETS = {("load_rrc", "records_crop"): 0.95, ("load_whole", "records_whole"): 0.95,
+                  ("load_rrc", "load_whole"): 1.1}
+# Photos of ImageNet's size (median 500x375): sample crops with a longer side of 400-600
+# px, a median short side under 400.
+SMALL_SIDES = (400, 600)
 # The written-for-training contenders: convert's options for the large photos.
 WRITTEN = {"load_rrc_large": {}, "load_rrc_500": {"max_image_side": 500, "jpeg_quality": 90},
            "load_rrc_512": {"max_image_side": 512}}
@@ -333,7 +359,7 @@ def decode_options(tree: str, rounds: int, compared: int) -> None:
 def dataset(name: str, path: str):
     import tensorflow as tf
 
-    if name in CROPS:
+    if name in CROPS or name in RECORDS:
         return crop_dataset(name, path)
     if name == "keras":
         ds = tf.keras.utils.image_dataset_from_directory(
@@ -351,6 +377,15 @@ def crop_dataset(name: str, path: str):
     """A --crops contender's pipeline (the module doc)."""
     import tfrecorder
 
+    if name == "load_whole":
+        return tfrecorder.load(path, "train", batch_size=BATCH, image_size=SIZE,
+                               shuffle=False, as_supervised=True)
+    if name.startswith("records_"):
+        shards = [os.path.join(path, f) for f in sorted(os.listdir(path))
+                  if f.startswith("train-")]
+        return crop_pipelines.bare_crops([], [], [], SIZE, BATCH, output="uint8",
+                                         crop="random" if name == "records_crop" else "none",
+                                         decode="scaled", records=shards)
     if name.startswith("load_rrc"):
         return tfrecorder.load(path, "train", batch_size=BATCH, image_size=SIZE,
                                augment="random_resized_crop", shuffle=False,
@@ -487,6 +522,39 @@ def crops(args, table) -> None:
             print(f"| `{name}` | {convert_seconds(path)} | {size / 1e6:.0f} |")
 
 
+def records(args) -> None:
+    """--records: load()'s crop and whole-image paths against bare record pipelines, on
+    photos of ImageNet's size and on the 400-800 px set (the module doc)."""
+    sets = {"small": make_crops(os.path.join(args.out, "small_images"), args.images,
+                                sides=SMALL_SIDES),
+            "400-800 px": build_images(os.path.join(args.out, "images"), args.images)}
+    names = [name for name in RECORDS if args.only is None or name in args.only.split(",")]
+    print_setting(args, f"{args.images} JPEGs of each set")
+    for label, table in sets.items():
+        tree = label_tree(table, os.path.join(args.out, f"by_label_{label.split()[0]}"))
+        path = convert(tree, os.path.join(args.out, f"load_as_is_{label.split()[0]}")
+                       if label == "small" else os.path.join(args.out, "load_as_is"))
+        from PIL import Image
+
+        sides = [Image.open(uri).size for uri in table["image_uri"]]
+        print(f"\n#### {label}: median {statistics.median(h for _, h in sides):.0f} x "
+              f"{statistics.median(w for w, _ in sides):.0f} (height x width), short side "
+              f"{statistics.median(min(side) for side in sides):.0f}\n")
+        counts = dict.fromkeys(names, len(table))
+        rounds = timed_rounds(names, dict.fromkeys(names, path), counts, args)
+        print_contenders(rounds, counts, names, lambda name: f"`{name}`: {RECORDS[name]}")
+        print("\n| ours | against | CPU (theirs / ours) | target | images/s |")
+        print("|---|---|---|---|---|")
+        for (name, reference), target in RECORD_TARGETS.items():
+            if name in names and reference in names:
+                speed, cpu = within_rounds(rounds, counts, name, reference)
+                verdict = f">= {target}: " + (
+                    "met" if statistics.median(cpu) >= target else
+                    f"**missed** by {target - statistics.median(cpu):.2f}")
+                print(f"| `{name}` | `{reference}` | {ratio(cpu)} | {verdict} | "
+                      f"{ratio(speed)} |")
+
+
 def main():
     parser = harness.parser(__doc__.splitlines()[0], images=2000, rounds=3)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs per process")
@@ -496,6 +564,9 @@ def main():
                              "pixels' differences over this many images")
     parser.add_argument("--crops", action="store_true",
                         help="instead: the training and evaluation crops (module doc)")
+    parser.add_argument("--records", action="store_true",
+                        help="instead: load() against bare record pipelines, on photos "
+                             "of ImageNet's size and on the 400-800 px set")
     parser.add_argument("--crop-stages", action="store_true",
                         help="instead: CPU per image of a random-resized crop's parts")
     parser.add_argument("--large-images", type=int, default=1000,
@@ -508,6 +579,9 @@ def main():
         print(json.dumps(epochs(args.contender, path, int(expected), int(number))))
         return
 
+    if args.records:
+        records(args)
+        return
     table = build_images(os.path.join(args.out, "images"), args.images)
     if args.crops:
         crops(args, table)

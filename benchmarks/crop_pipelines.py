@@ -40,14 +40,19 @@ def window(shape, crop: str, seed=None):
 def cropped(data, shape, seed, size: tuple[int, int], crop: str, decode: str,
             output: str):
     """One image of a crop pipeline: `crop` "random" (its window drawn with `seed`, then
-    flipped half the time) or "center"; `decode` "whole" (`decode_jpeg`, the window
-    sliced out), "window" (`decode_and_crop_jpeg`, ratio 1) or "scaled" (the window at
-    `load()`'s DCT ratio); `output` "float32" (as `tf.image.resize` gives), "uint8"
-    (rounded, as `load()`), or, to time a part alone, "window" or "decoded" (the decoded
-    pixels' shape)."""
+    flipped half the time), "center", or "none" (the whole image); `decode` "whole"
+    (`decode_jpeg`, the window sliced out), "window" (`decode_and_crop_jpeg`, ratio 1)
+    or "scaled" (the window, or the whole image, at `load()`'s DCT ratio); `output`
+    "float32" (as `tf.image.resize` gives), "uint8" (rounded, as `load()`), or, to time a
+    part alone, "window" or "decoded" (the decoded pixels' shape)."""
     import tensorflow as tf
 
     window_seed = flip_seed = None
+    if crop == "none":  # the whole image, at load()'s DCT scale: load(image_size=)'s work
+        image = tf.io.decode_jpeg(data, channels=3) if decode == "whole" else \
+            scaled_decode(data, shape, size)
+        image = tf.image.resize(image, size)
+        return tf.cast(image + 0.5, tf.uint8) if output == "uint8" else image
     if crop == "random":
         window_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
     if decode == "whole":
@@ -139,7 +144,15 @@ def model_garden(path: str, size: tuple[int, int], batch: int, training: bool):
     return ds.batch(batch).prefetch(tf.data.AUTOTUNE)
 
 
-def scaled_crop_decode(data, cut, size: tuple[int, int]):
+def scaled_decode(data, shape, size: tuple[int, int]):
+    """The whole image decoded at the DCT ratio `load()` picks for it (`shape`: its
+    height and width)."""
+    import tensorflow as tf
+
+    return scaled_crop_decode(data, tf.concat([[0, 0], shape], 0), size, crop=False)
+
+
+def scaled_crop_decode(data, cut, size: tuple[int, int], crop: bool = True):
     """The window `cut` decoded alone at the DCT ratio `load()` picks for it: the largest
     of 1, 2, 4, 8 at which the window still covers `size`."""
     import tensorflow as tf
@@ -149,6 +162,8 @@ def scaled_crop_decode(data, cut, size: tuple[int, int]):
                                   tf.int32))
 
     def at(ratio):
+        if not crop:
+            return lambda: tf.io.decode_jpeg(data, channels=3, ratio=ratio)
         return lambda: tf.io.decode_and_crop_jpeg(
             data, tf.stack([cut[0] // ratio, cut[1] // ratio, tf.maximum(cut[2] // ratio, 1),
                             tf.maximum(cut[3] // ratio, 1)]), channels=3, ratio=ratio)
