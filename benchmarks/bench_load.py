@@ -374,7 +374,7 @@ def dataset(name: str, path: str):
 
 
 def crop_dataset(name: str, path: str):
-    """A --crops contender's pipeline (the module doc)."""
+    """A --crops or --records contender's pipeline (the module doc)."""
     import tfrecorder
 
     if name == "load_whole":
@@ -525,18 +525,22 @@ def crops(args, table) -> None:
 def records(args) -> None:
     """--records: load()'s crop and whole-image paths against bare record pipelines, on
     photos of ImageNet's size and on the 400-800 px set (the module doc)."""
-    sets = {"small": make_crops(os.path.join(args.out, "small_images"), args.images,
-                                sides=SMALL_SIDES),
-            "400-800 px": build_images(os.path.join(args.out, "images"), args.images)}
+    from PIL import Image
+
+    # label -> (the photos, the folder suffix of their label tree and dataset; the 400-800
+    # px set's are those of the other modes)
+    sets = {"small": (make_crops(os.path.join(args.out, "small_images"), args.images,
+                                 sides=SMALL_SIDES), "_small"),
+            "400-800 px": (build_images(os.path.join(args.out, "images"), args.images), "")}
     names = [name for name in RECORDS if args.only is None or name in args.only.split(",")]
     print_setting(args, f"{args.images} JPEGs of each set")
-    for label, table in sets.items():
-        tree = label_tree(table, os.path.join(args.out, f"by_label_{label.split()[0]}"))
-        path = convert(tree, os.path.join(args.out, f"load_as_is_{label.split()[0]}")
-                       if label == "small" else os.path.join(args.out, "load_as_is"))
-        from PIL import Image
-
-        sides = [Image.open(uri).size for uri in table["image_uri"]]
+    for label, (table, suffix) in sets.items():
+        tree = label_tree(table, os.path.join(args.out, "by_label" + suffix))
+        path = convert(tree, os.path.join(args.out, "load_as_is" + suffix))
+        sides = []
+        for uri in table["image_uri"]:
+            with Image.open(uri) as image:
+                sides.append(image.size)
         print(f"\n#### {label}: median {statistics.median(h for _, h in sides):.0f} x "
               f"{statistics.median(w for w, _ in sides):.0f} (height x width), short side "
               f"{statistics.median(min(side) for side in sides):.0f}\n")

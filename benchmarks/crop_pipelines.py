@@ -40,7 +40,8 @@ def window(shape, crop: str, seed=None):
 def cropped(data, shape, seed, size: tuple[int, int], crop: str, decode: str,
             output: str):
     """One image of a crop pipeline: `crop` "random" (its window drawn with `seed`, then
-    flipped half the time), "center", or "none" (the whole image); `decode` "whole"
+    flipped half the time), "center", or "none" (the whole image, "scaled" only);
+    `decode` "whole"
     (`decode_jpeg`, the window sliced out), "window" (`decode_and_crop_jpeg`, ratio 1)
     or "scaled" (the window, or the whole image, at `load()`'s DCT ratio); `output`
     "float32" (as `tf.image.resize` gives), "uint8" (rounded, as `load()`), or, to time a
@@ -49,9 +50,7 @@ def cropped(data, shape, seed, size: tuple[int, int], crop: str, decode: str,
 
     window_seed = flip_seed = None
     if crop == "none":  # the whole image, at load()'s DCT scale: load(image_size=)'s work
-        image = tf.io.decode_jpeg(data, channels=3) if decode == "whole" else \
-            scaled_decode(data, shape, size)
-        image = tf.image.resize(image, size)
+        image = tf.image.resize(scaled_decode(data, shape, size), size)
         return tf.cast(image + 0.5, tf.uint8) if output == "uint8" else image
     if crop == "random":
         window_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))

@@ -131,8 +131,8 @@ def _window_shown(features: dict, window, image_size: Sequence[int],
 
     if image_size is None or (formats and "jpeg" not in formats) or largest_scale == 0:
         return window
-    ratio = tf.bitwise.left_shift(
-        1, tf.minimum(_dct_scale(window[2], window[3], image_size), largest_scale))
+    ratio = tf.bitwise.left_shift(1, _dct_scale(window[2], window[3], image_size,
+                                                largest_scale))
     return tf.where(tf.equal(features["image_format"], "jpeg"),
                     _scaled_window(window, ratio) * ratio, window)
 
@@ -158,16 +158,17 @@ def largest_dct_scale(height: float | None, width: float | None,
     return sum(height >= r * image_size[0] and width >= r * image_size[1] for r in (2, 4, 8))
 
 
-def _dct_scale(height, width, image_size: Sequence[int]):
-    """The largest DCT scale (int32 0 to 3: a ratio of 1/2**scale) whose decode of
-    `height` x `width` stored pixels still covers `image_size`."""
+def _dct_scale(height, width, image_size: Sequence[int], largest_scale: int = 3):
+    """The largest DCT scale (int32 0 to `largest_scale`: a ratio of 1/2**scale) whose
+    decode of `height` x `width` stored pixels still covers `image_size`."""
     tf = tensorflow()
 
     short = tf.minimum(tf.cast(height, tf.int64) * image_size[1],
                        tf.cast(width, tf.int64) * image_size[0])
     target = tf.cast(image_size[0] * image_size[1], tf.int64)
-    return tf.reduce_sum(tf.cast(
-        tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]), tf.int32))
+    return tf.minimum(tf.reduce_sum(tf.cast(
+        tf.stack([short >= 2 * target, short >= 4 * target, short >= 8 * target]), tf.int32)),
+        largest_scale)
 
 
 def _object_masks(pngs, stored):
@@ -250,18 +251,17 @@ def _decoded(features: dict, image_size: Sequence[int] | None, channels: int,
         # Only JPEGs and a window (never decoded exactly): the scale chooses the decode
         # alone, and one resize follows (a resize in each branch cost ~30 us an image);
         # with one scale possible, nothing is chosen.
-        scale = tf.minimum(_dct_scale(window_height, window_width, image_size),
-                           largest_scale)
         image = jpeg(1) if len(ratios) == 1 else tf.switch_case(
-            scale, [lambda r=r: jpeg(r) for r in ratios])
+            _dct_scale(window_height, window_width, image_size, largest_scale),
+            [lambda r=r: jpeg(r) for r in ratios])
         return tf.ensure_shape(resized(lambda: image)(), [height, width, channels or None])
     same_size = tf.constant(False) if window is not None else tf.logical_and(
         tf.equal(features["image_height"], height), tf.equal(features["image_width"], width))
     branches = [exact] + ([resized(exact)] if others else [])
     index = tf.where(same_size, 0, 1)
     if formats is None or "jpeg" in formats:
-        at_scale = len(branches) + tf.minimum(
-            _dct_scale(window_height, window_width, image_size), largest_scale)
+        at_scale = len(branches) + _dct_scale(window_height, window_width, image_size,
+                                              largest_scale)
         if others:
             at_scale = tf.where(tf.equal(features["image_format"], "jpeg"), at_scale, 1)
         index = tf.where(same_size, 0, at_scale)

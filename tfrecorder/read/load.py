@@ -290,9 +290,10 @@ def _pipeline(path, manifest, split, *, batch_size, image_size, channels, shuffl
     # The formats the writer stored in this split (older manifests do not say: any).
     stats = manifest.statistics.get(Split(split))
     formats = frozenset(stats.image_formats) if stats and stats.image_formats else None
-    largest_scale = largest_dct_scale(
-        *((stats.image_height.max, stats.image_width.max)
-          if stats and stats.image_height else (None, None)), image_size)
+    largest_height = largest_width = None  # not known: any
+    if stats and stats.image_height:
+        largest_height, largest_width = stats.image_height.max, stats.image_width.max
+    largest_scale = largest_dct_scale(largest_height, largest_width, image_size)
     if as_supervised and has_images and not annotated:
         spec = _supervised_spec(spec, layout)
 
